@@ -1,0 +1,21 @@
+# Finds every external dependency once, for all components. Everything comes from Debian packages
+# (scripts/setup.sh installs them) except LibTorch, which comes from the pinned PyPI wheel in the
+# project venv (see LlmRdzvTorch.cmake).
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(GRPCPP REQUIRED IMPORTED_TARGET grpc++)
+find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+find_package(Boost 1.74 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(OpenSSL REQUIRED)
+if(LLMRDZV_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+  include(Catch)
+endif()
+if(LLMRDZV_WITH_SLURM)
+  find_path(SLURM_INCLUDE_DIR slurm/spank.h REQUIRED)
+endif()
+if(LLMRDZV_WITH_TORCH)
+  include(LlmRdzvTorch)
+endif()

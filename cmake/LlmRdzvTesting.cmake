@@ -1,0 +1,10 @@
+# llmrdzv_add_catch_test(NAME SOURCES a.cpp b.cpp LIBS x y [LABELS l1 l2])
+# One Catch2 binary per component; every TEST_CASE becomes its own ctest test.
+function(llmrdzv_add_catch_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/support/catch_main.cpp)
+  target_link_libraries(${name} PRIVATE Catch2::Catch2 llmrdzv_warnings ${T_LIBS})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  catch_discover_tests(${name} TEST_PREFIX "${name}:" PROPERTIES LABELS "${T_LABELS}"
+                       DISCOVERY_MODE PRE_TEST)
+endfunction()

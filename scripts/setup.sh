@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# One idempotent setup for a fresh Debian 12 machine (as root), CI and developers alike:
+# Debian packages for the build, Slurm and munge for the end-to-end tests, the default corpus
+# (python3.11-doc), and the project venv with the pinned LibTorch wheel (scripts/requirements.lock).
+# A second run checks and returns in seconds without downloading anything.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+
+log() { printf 'setup: %s\n' "$*"; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "run as root (it installs Debian packages); developers without root: see README"
+[ -r /etc/debian_version ] || die "this script expects Debian 12"
+
+apt_packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libboost-dev libboost-system-dev libyaml-cpp-dev libssl-dev catch2 libgloo-dev
+  libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge
+  iproute2 util-linux procps psmisc
+  python3 python3-venv python3.11-doc
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  log "Debian packages: all ${#apt_packages[@]} present"
+fi
+
+# The venv lives in a cache keyed by the lock file, so fresh clones (CI) reuse it; .venv in the
+# project root points at it. Debian's own python3 builds it, so a stock machine behaves the same.
+lock="$here/requirements.lock"
+key=$(sha256sum "$lock" | cut -c1-16)
+cache=${LLM_RDZV_CACHE:-/var/cache/llm-rdzv}
+venv="$cache/venv-$key"
+if [ ! -f "$venv/.complete" ]; then
+  log "creating venv $venv (torch wheel and test-only Python packages from PyPI)"
+  rm -rf "$venv"
+  mkdir -p "$cache"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock"
+  "$venv/bin/python" -c 'import torch, transformers, tokenizers, safetensors' \
+    || die "the venv's packages do not import"
+  touch "$venv/.complete"
+else
+  log "venv: $venv ready"
+fi
+ln -sfn "$venv" "$root/.venv"
+
+corpus=/usr/share/doc/python3.11/html/_sources
+[ -d "$corpus" ] || die "default corpus $corpus missing after installing python3.11-doc"
+log "done"

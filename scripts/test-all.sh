@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The one command that sets up, builds and runs every test (what CI runs through .ci/run):
+# setup → full build → ctest (unit, integration, Slurm end-to-end, trainer) → ASan+UBSan build
+# of the non-LibTorch parts → ctest on it.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+start=$(date +%s)
+stage() { printf '\n=== %s (%ss)\n' "$*" "$(( $(date +%s) - start ))"; }
+
+stage setup;            scripts/setup.sh
+stage build;            scripts/build.sh
+stage tests;            ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+stage "sanitizer build"; scripts/build.sh --sanitize
+stage "sanitizer tests"; ctest --test-dir build-asan --output-on-failure -j "$(nproc)" --timeout 900
+stage "all green"
