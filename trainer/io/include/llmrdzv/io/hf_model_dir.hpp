@@ -1,0 +1,44 @@
+// Hugging Face model directories <-> our GPT-2 modules. Loading reads config.json and
+// model.safetensors, accepts names with or without the "transformer." prefix, transposes HF's
+// Conv1D [in, out] weights into torch Linear [out, in], ignores the attention-mask buffers old
+// checkpoints carry (attn.bias, attn.masked_bias), and accepts lm_head.weight only when it equals
+// wte (the head is tied). Saving writes a directory transformers.AutoModelForCausalLM
+// .from_pretrained loads with the same logits. Errors name the directory or file and the tensor.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "llmrdzv/io/safetensors_torch.hpp"
+#include "llmrdzv/model/gpt2.hpp"
+
+namespace llmrdzv::io {
+
+class HfFormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct HfLoadOptions {
+  // Memory-map model.safetensors and copy tensor by tensor instead of reading the whole file first.
+  bool low_cpu_mem_usage = false;
+};
+
+// Builds the model from dir/config.json and fills it from dir/model.safetensors.
+model::Gpt2LmHeadModel load_hf_model(const std::filesystem::path& dir, const HfLoadOptions& options = {});
+
+// Fills an existing model (shapes must match its config) from a safetensors file in HF layout.
+void load_hf_weights(model::Gpt2LmHeadModel& model, const std::filesystem::path& safetensors_path,
+                     const HfLoadOptions& options = {});
+
+// The model's tensors in HF's layout and names ("transformer.h.0.attn.c_attn.weight" as [in, out]);
+// no lm_head (tied). CPU, contiguous, detached copies in the parameters' dtype.
+NamedTensors to_hf_state_dict(const model::Gpt2LmHeadModel& model);
+
+// Writes dir/config.json and dir/model.safetensors (atomically, creating dir), and copies the given
+// tokenizer files (vocab.json, merges.txt, tokenizer_config.json, ...) into dir.
+void save_hf_model(const model::Gpt2LmHeadModel& model, const std::filesystem::path& dir,
+                   const std::vector<std::filesystem::path>& tokenizer_files = {});
+
+}  // namespace llmrdzv::io

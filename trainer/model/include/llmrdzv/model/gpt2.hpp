@@ -1,0 +1,120 @@
+// The GPT-2 causal LM as LibTorch modules whose parameter names are Hugging Face's
+// (transformer.wte, transformer.h.{i}.attn.c_attn, ..., transformer.ln_f), so named_parameters()
+// maps one-to-one onto HF state dicts. Linear weights are torch's [out, in] (HF's Conv1D stores
+// [in, out]; llmrdzv::io transposes on load/save). lm_head is tied to transformer.wte and is not a
+// separate parameter.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/dropout.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include "llmrdzv/model/gpt2_config.hpp"
+
+namespace llmrdzv::model {
+
+// Causal self-attention through at::scaled_dot_product_attention(is_causal=true).
+class Gpt2AttentionImpl : public torch::nn::Module {
+ public:
+  Gpt2AttentionImpl(const Gpt2Config& config, std::int64_t layer_idx);
+  torch::Tensor forward(const torch::Tensor& hidden);  // [B, T, C] -> [B, T, C]
+
+  torch::nn::Linear c_attn{nullptr};  // C -> 3C (q, k, v)
+  torch::nn::Linear c_proj{nullptr};  // C -> C
+
+ private:
+  std::int64_t n_head_;
+  double attn_dropout_;
+  double scale_;
+  torch::nn::Dropout resid_dropout_{nullptr};
+};
+TORCH_MODULE(Gpt2Attention);
+
+class Gpt2MlpImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2MlpImpl(const Gpt2Config& config);
+  torch::Tensor forward(const torch::Tensor& hidden);
+
+  torch::nn::Linear c_fc{nullptr};    // C -> inner
+  torch::nn::Linear c_proj{nullptr};  // inner -> C
+
+ private:
+  std::string activation_;
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(Gpt2Mlp);
+
+// Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class Gpt2BlockImpl : public torch::nn::Module {
+ public:
+  Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx);
+  torch::Tensor forward(const torch::Tensor& hidden);
+
+  torch::nn::LayerNorm ln_1{nullptr};
+  Gpt2Attention attn{nullptr};
+  torch::nn::LayerNorm ln_2{nullptr};
+  Gpt2Mlp mlp{nullptr};
+};
+TORCH_MODULE(Gpt2Block);
+
+// HF's GPT2Model: the module registered as "transformer".
+class Gpt2ModelImpl : public torch::nn::Module {
+ public:
+  explicit Gpt2ModelImpl(const Gpt2Config& config);
+  // input_ids [B, T] (int64) -> final hidden states [B, T, C]. With checkpointing on and grad
+  // enabled, each block's activations are recomputed in backward instead of stored.
+  torch::Tensor forward(const torch::Tensor& input_ids, bool checkpoint_blocks);
+
+  torch::nn::Embedding wte{nullptr};
+  torch::nn::Embedding wpe{nullptr};
+  torch::nn::Dropout drop{nullptr};
+  torch::nn::ModuleList h{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+
+ private:
+  std::int64_t n_positions_;
+};
+TORCH_MODULE(Gpt2Model);
+
+struct CausalLmOutput {
+  torch::Tensor logits;  // [B, T, vocab_size], fp32 unless autocast says otherwise
+  torch::Tensor loss;    // scalar; undefined when no labels were given
+};
+
+class Gpt2LmHeadModelImpl : public torch::nn::Module {
+ public:
+  // Builds the model and initialises it as HF does (see init_weights).
+  explicit Gpt2LmHeadModelImpl(Gpt2Config config);
+
+  // input_ids [B, T] int64 with T <= n_positions and ids < vocab_size (checked; std::invalid_argument).
+  // labels, when defined, has input_ids' shape; the loss is HF's: logits[:, :-1] against
+  // labels[:, 1:], mean cross-entropy over the positions whose label is not -100.
+  CausalLmOutput forward(const torch::Tensor& input_ids, const torch::Tensor& labels = {});
+
+  // HF GPT-2 init: Linear/Embedding weights ~ N(0, initializer_range), biases 0, LayerNorm 1/0,
+  // and c_proj weights ~ N(0, initializer_range / sqrt(2 * n_layer)). Uses the global torch RNG.
+  void init_weights();
+
+  // Activation checkpointing: recompute each block in backward (RNG state restored, so dropout
+  // masks match and gradients equal the non-checkpointed ones).
+  void set_activation_checkpointing(bool enabled) { checkpointing_ = enabled; }
+  bool activation_checkpointing() const { return checkpointing_; }
+
+  const Gpt2Config& config() const { return config_; }
+
+  Gpt2Model transformer{nullptr};
+
+ private:
+  Gpt2Config config_;
+  bool checkpointing_ = false;
+};
+TORCH_MODULE(Gpt2LmHeadModel);
+
+// HF's loss on already computed logits (exposed for evaluation code and tests).
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels);
+
+}  // namespace llmrdzv::model

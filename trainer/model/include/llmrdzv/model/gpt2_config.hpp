@@ -1,0 +1,68 @@
+// The GPT-2 family's hyper-parameters, read from and written to Hugging Face's config.json
+// (GPT2Config's key names and defaults), plus run_clm.py's --config_overrides. Torch-free, so
+// flag and config checks do not pay for LibTorch headers.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace llmrdzv::model {
+
+// Any invalid config: the message names the source (file or "--config_overrides") and the key.
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Gpt2Config {
+  std::int64_t vocab_size = 50257;
+  std::int64_t n_positions = 1024;
+  std::int64_t n_embd = 768;
+  std::int64_t n_layer = 12;
+  std::int64_t n_head = 12;
+  std::optional<std::int64_t> n_inner;  // MLP width; HF's null means 4 * n_embd
+  // "gelu_new" (tanh approximation, GPT-2's), "gelu_pytorch_tanh", "gelu", "relu", "silu".
+  std::string activation_function = "gelu_new";
+  double resid_pdrop = 0.1;
+  double embd_pdrop = 0.1;
+  double attn_pdrop = 0.1;
+  double layer_norm_epsilon = 1e-5;
+  double initializer_range = 0.02;
+  bool scale_attn_weights = true;
+  bool scale_attn_by_inverse_layer_idx = false;
+  bool tie_word_embeddings = true;
+  std::int64_t bos_token_id = 50256;
+  std::int64_t eos_token_id = 50256;
+
+  std::int64_t inner_dim() const { return n_inner ? *n_inner : 4 * n_embd; }
+  std::int64_t head_dim() const { return n_embd / n_head; }
+};
+
+// Throws ConfigError when a value is out of its domain (sizes >= 1, n_embd divisible by n_head,
+// dropouts in [0, 1), epsilon > 0, a known activation, token ids inside the vocabulary, only tied
+// embeddings). `origin` names where the config came from, for the message.
+void validate(const Gpt2Config& config, std::string_view origin);
+
+// Parses config.json text. model_type must be "gpt2" when present; unknown keys are ignored
+// (HF writes many: architectures, task_specific_params, ...); known keys must have the right type.
+Gpt2Config config_from_json(std::string_view text, std::string_view origin);
+// Reads <path> (a config.json file, or a directory holding one).
+Gpt2Config load_config(const std::filesystem::path& path);
+
+// config.json text that transformers' AutoConfig / AutoModelForCausalLM read as this model.
+std::string config_to_json(const Gpt2Config& config);
+// Writes dir/config.json atomically.
+void save_config(const Gpt2Config& config, const std::filesystem::path& dir);
+
+// Applies run_clm.py's --config_overrides: "key=value,key=value" over GPT2Config's keys,
+// each value parsed as the key's type. Throws ConfigError naming the bad item, then validates.
+void apply_overrides(Gpt2Config& config, std::string_view overrides);
+
+// Named shapes: "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl" (HF's sizes); throws otherwise.
+Gpt2Config preset(std::string_view name);
+
+}  // namespace llmrdzv::model
