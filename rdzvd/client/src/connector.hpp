@@ -1,0 +1,30 @@
+// Finding rdzvd: the step-port probe sequence, telling our rdzvd apart from a foreign one or a
+// non-rdzvd peer, and waiting with backoff while the daemon is not up yet. Private.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "llmrdzv/client/options.hpp"
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
+
+namespace llmrdzv::client::detail {
+
+struct Connection {
+  std::string endpoint;  // "host:port" that answered as our rdzvd
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> stub;
+};
+
+// A channel with its own TCP connection (no subchannel sharing with other clients in the
+// process) and short reconnect backoff.
+std::shared_ptr<grpc::Channel> make_channel(const std::string& endpoint);
+
+// Throws RdzvError: unavailable when nothing answered as our rdzvd within connect_timeout (the
+// message lists what each candidate port was), not_found when the only candidate serves another
+// rendezvous.
+Connection connect(const Options& options);
+
+}  // namespace llmrdzv::client::detail
