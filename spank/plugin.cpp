@@ -1,0 +1,289 @@
+// The SPANK entry points of llm_rdzv.so. Each context does only its own job:
+//   allocator (sbatch/salloc): check the option, so a bad #SBATCH --llm-rdzv fails at submit;
+//   local (srun):              check the option, make the step's random token (step mode);
+//   remote (slurmstepd):       compute the env contract, start rdzvd on the step's first node
+//                              before any task, set the env in every task, stop rdzvd at exit.
+// No exception leaves this file: every failure becomes "llm-rdzv: ..." and a -1 return.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/common/token.hpp"
+#include "master_addr.hpp"
+#include "rdzvd_launch.hpp"
+#include "site_secret.hpp"
+#include "step_env.hpp"
+
+// spank.h declares the entry points without C linkage guards. SPANK_PLUGIN's const arrays would
+// get internal linkage in C++, so the loader's symbols are spelled out with `extern`.
+extern "C" {
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+extern const char plugin_name[] = "llm_rdzv";
+extern const char plugin_type[] = "spank";
+extern const unsigned int plugin_version = SLURM_VERSION_NUMBER;
+extern const unsigned int spank_plugin_version = 1;
+}
+
+namespace llmrdzv::spank {
+namespace {
+
+struct PluginState {
+  SiteConfig site;
+  bool option_given = false;
+  UserOptions user;
+  bool active = false;  // this step gets the env contract
+  EnvList env;          // the step's part of it (remote context)
+  RunningDaemon daemon;
+  std::string port_dir;
+};
+
+PluginState& state() {
+  static PluginState instance;
+  return instance;
+}
+
+int report(const std::string& message) {
+  slurm_error("llm-rdzv: %s", message.c_str());
+  return -1;
+}
+
+// Runs `body`, turning any exception into the plugin's error message and -1.
+template <typename Body>
+int guarded(Body&& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return report(e.what());
+  } catch (...) {
+    return report("unexpected error");
+  }
+}
+
+PortRange kernel_ephemeral_ports() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned lo = 32768, hi = 60999;
+  in >> lo >> hi;
+  return {std::uint16_t(lo), std::uint16_t(hi)};
+}
+
+int on_option(int, const char* optarg, int) {
+  return guarded([&] {
+    state().user = parse_user_options(optarg);
+    state().option_given = true;
+    return 0;
+  });
+}
+
+char option_name[] = "llm-rdzv";
+char option_arginfo[] = "ARGS";
+
+std::string getenv_from_job(spank_t sp, const char* name) {
+  std::vector<char> buffer(4096);
+  if (spank_getenv(sp, name, buffer.data(), int(buffer.size())) != ESPANK_SUCCESS) return {};
+  return buffer.data();
+}
+
+template <typename T>
+T item(spank_t sp, spank_item_t which, const char* what) {
+  T value{};
+  if (spank_get_item(sp, which, &value) != ESPANK_SUCCESS) throw ArgError(std::string("cannot read ") + what);
+  return value;
+}
+
+StepLayout read_layout(spank_t sp) {
+  StepLayout layout;
+  layout.job_id = item<uint32_t>(sp, S_JOB_ID, "the job id");
+  layout.step_id = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
+  layout.nnodes = item<uint32_t>(sp, S_JOB_NNODES, "the node count");
+  layout.node_id = item<uint32_t>(sp, S_JOB_NODEID, "the node id");
+  layout.ntasks = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, "the task count");
+  layout.local_tasks = item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, "the local task count");
+  return layout;
+}
+
+// The step's first node: this node for the batch/interactive step, else the head of the
+// step's node list, expanded by Slurm's own hostlist functions (exported by slurmstepd).
+std::string first_node(spank_t sp, const StepLayout& layout) {
+  if (is_script_step(layout.step_id)) {
+    std::string name = getenv_from_job(sp, "SLURMD_NODENAME");
+    if (name.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      name = host;
+    }
+    return name;
+  }
+  const std::string nodes = getenv_from_job(sp, "SLURM_STEP_NODELIST");
+  if (nodes.empty()) throw ArgError("SLURM_STEP_NODELIST is missing from the step environment");
+  hostlist_t list = slurm_hostlist_create(nodes.c_str());
+  if (list == nullptr) throw ArgError("cannot expand the node list '" + nodes + "'");
+  char* head = slurm_hostlist_shift(list);
+  std::string name = head ? head : "";
+  free(head);
+  slurm_hostlist_destroy(list);
+  if (name.empty()) throw ArgError("empty node list '" + nodes + "'");
+  return name;
+}
+
+JobUser job_user(spank_t sp) {
+  JobUser user;
+  user.uid = item<uid_t>(sp, S_JOB_UID, "the job's uid");
+  user.gid = item<gid_t>(sp, S_JOB_GID, "the job's gid");
+  gid_t* groups = nullptr;
+  int count = 0;
+  if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &count) == ESPANK_SUCCESS && groups) {
+    user.groups.assign(groups, groups + count);
+  }
+  return user;
+}
+
+std::string step_token(spank_t sp, const StepSettings& settings, const StepLayout& layout,
+                       const std::string& rdzv_id, uid_t uid) {
+  if (settings.mode == Mode::site) {
+    return site_token(read_site_secret(*state().site.secret_file), uid, rdzv_id);
+  }
+  if (is_script_step(layout.step_id)) return make_random_token();
+  std::string token = getenv_from_job(sp, "RDZV_TOKEN");
+  if (token.empty()) {
+    throw ArgError("the step has no token from srun (RDZV_TOKEN is missing: was it launched with --export=NONE?)");
+  }
+  return token;
+}
+
+void remove_port_dir() {
+  PluginState& s = state();
+  if (s.port_dir.empty()) return;
+  unlink((s.port_dir + "/port").c_str());
+  rmdir(s.port_dir.c_str());
+  s.port_dir.clear();
+}
+
+void start_step_daemon(const StepSettings& settings, const StepLayout& layout,
+                       const std::string& rdzv_id, const std::string& token, const JobUser& user) {
+  PluginState& s = state();
+  char dir_template[] = "/tmp/llm-rdzv-XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) throw ArgError("cannot create a directory under /tmp");
+  s.port_dir = dir_template;
+  if (chown(s.port_dir.c_str(), user.uid, user.gid) != 0) throw ArgError("cannot hand " + s.port_dir + " to the job's user");
+
+  LaunchSpec spec;
+  spec.program = s.site.rdzvd_path;
+  spec.token = token;
+  spec.user = user;
+  spec.port_file = s.port_dir + "/port";
+  spec.start_timeout = std::chrono::milliseconds(s.site.start_timeout_ms);
+  if (!s.site.log_dir.empty()) {
+    spec.log_path = s.site.log_dir + "/rdzvd-" + rendezvous_id({}, layout.job_id, layout.step_id) + ".log";
+  }
+  const StepPorts ports = step_ports(settings, layout.job_id, layout.step_id);
+  spec.args = rdzvd_arguments(s.site, settings, rdzv_id, ports.rdzvd, spec.port_file);
+  try {
+    s.daemon = start_daemon(spec);
+  } catch (...) {
+    remove_port_dir();
+    throw;
+  }
+  slurm_debug("llm-rdzv: rdzvd pid %d serves %s on port %u", int(s.daemon.pid), rdzv_id.c_str(), unsigned(s.daemon.port));
+}
+
+int prepare_remote(spank_t sp) {
+  PluginState& s = state();
+  const StepLayout layout = read_layout(sp);
+  if (is_extern_step(layout.step_id)) {
+    s.active = false;
+    return 0;
+  }
+  const StepSettings settings = resolve_step_settings(s.site, s.user, kernel_ephemeral_ports());
+  const std::string rdzv_id = rendezvous_id(settings, layout.job_id, layout.step_id);
+  const JobUser user = job_user(sp);
+  const std::string token = step_token(sp, settings, layout, rdzv_id, user.uid);
+  const std::string master = master_address(settings.addr, first_node(sp, layout));
+  s.env = step_env(settings, layout, master, s.site.server.value_or(""), token);
+  if (settings.mode == Mode::step && layout.node_id == 0) {
+    start_step_daemon(settings, layout, rdzv_id, token, user);
+  }
+  return 0;
+}
+
+int prepare_local(spank_t sp) {
+  const StepSettings settings = resolve_step_settings(state().site, state().user, kernel_ephemeral_ports());
+  if (settings.mode == Mode::step &&
+      spank_setenv(sp, "RDZV_TOKEN", make_random_token().c_str(), 1) != ESPANK_SUCCESS) {
+    throw ArgError("cannot pass the step's token to the tasks");
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace llmrdzv::spank
+
+using namespace llmrdzv::spank;
+
+extern "C" int slurm_spank_init(spank_t sp, int ac, char** av) {
+  const spank_context_t context = spank_context();
+  if (context != S_CTX_LOCAL && context != S_CTX_REMOTE && context != S_CTX_ALLOCATOR) return 0;
+  return guarded([&] {
+    try {
+      state().site = parse_site_config(std::vector<std::string>(av, av + ac), LLMRDZV_DEFAULT_RDZVD,
+                                       kernel_ephemeral_ports());
+    } catch (const ArgError& e) {
+      throw ArgError(std::string("plugstack.conf: ") + e.what());
+    }
+    static std::string usage = kUserOptionUsage;
+    static spank_option option = {option_name, option_arginfo, usage.data(), 2, 0, on_option};
+    if (spank_option_register(sp, &option) != ESPANK_SUCCESS) throw ArgError("cannot register --llm-rdzv");
+    return 0;
+  });
+}
+
+extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
+  PluginState& s = state();
+  s.active = (s.option_given || s.site.default_on) && s.user.enabled;
+  if (!s.active) return 0;
+  return guarded([&] {
+    switch (spank_context()) {
+      case S_CTX_ALLOCATOR:
+        resolve_step_settings(s.site, s.user, kernel_ephemeral_ports());
+        return 0;
+      case S_CTX_LOCAL:
+        return prepare_local(sp);
+      case S_CTX_REMOTE:
+        return prepare_remote(sp);
+      default:
+        return 0;
+    }
+  });
+}
+
+extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
+  const PluginState& s = state();
+  if (!s.active) return 0;
+  return guarded([&] {
+    const auto rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, "the task's global id");
+    const auto local_rank = item<int>(sp, S_TASK_ID, "the task's local id");
+    EnvList env = s.env;
+    for (auto& kv : task_env(rank, uint32_t(local_rank))) env.push_back(std::move(kv));
+    for (const auto& [name, value] : env) {
+      if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
+        throw ArgError("cannot set " + name + " in the task");
+      }
+    }
+    return 0;
+  });
+}
+
+extern "C" int slurm_spank_exit(spank_t, int, char**) {
+  if (spank_context() != S_CTX_REMOTE) return 0;
+  return guarded([] {
+    stop_daemon(state().daemon, std::chrono::milliseconds(3000));
+    state().daemon = {};
+    remove_port_dir();
+    return 0;
+  });
+}

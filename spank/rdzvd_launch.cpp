@@ -1,0 +1,164 @@
+// fork/exec/wait of the per-step rdzvd (see rdzvd_launch.hpp). Between fork and exec the child
+// of multi-threaded slurmstepd only makes async-signal-safe calls on memory prepared beforehand.
+#include "rdzvd_launch.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace llmrdzv::spank {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Exit codes the child uses before exec, so the parent can say which step failed.
+constexpr int kExitDropPrivileges = 120;
+constexpr int kExitLog = 121;
+constexpr int kExitExec = 127;
+
+std::string describe_exit(int status, const LaunchSpec& spec) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  const int code = WEXITSTATUS(status);
+  switch (code) {
+    case kExitDropPrivileges:
+      return "could not switch to uid " + std::to_string(spec.user.uid);
+    case kExitLog:
+      return "could not open its log file " + spec.log_path + " as uid " + std::to_string(spec.user.uid);
+    case kExitExec:
+      return "could not be executed (" + spec.program + ": missing or not executable for uid " +
+             std::to_string(spec.user.uid) + ")";
+    default:
+      return "exited with status " + std::to_string(code) +
+             (spec.log_path.empty() ? std::string() : " (see " + spec.log_path + ")");
+  }
+}
+
+// The port rdzvd wrote ("PORT\n" or "HOST:PORT\n"), or 0 while the file is absent or does not
+// hold a whole line yet.
+std::uint16_t read_port_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return 0;
+  std::stringstream content;
+  content << in.rdbuf();
+  std::string text = content.str();
+  if (text.empty() || text.back() != '\n') return 0;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const auto colon = text.rfind(':');
+  if (colon != std::string::npos) text = text.substr(colon + 1);
+  unsigned port = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || port == 0 || port > 65535) {
+    return 0;
+  }
+  return std::uint16_t(port);
+}
+
+[[noreturn]] void exec_child(const LaunchSpec& spec, char* const* argv, char* const* envp,
+                             const char* log_path) {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (const int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) signal(sig, SIG_DFL);
+  if (setgroups(spec.user.groups.size(), spec.user.groups.data()) != 0 || setgid(spec.user.gid) != 0 ||
+      setuid(spec.user.uid) != 0) {
+    _exit(kExitDropPrivileges);
+  }
+  const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  const int log_fd = log_path[0] == '\0' ? null_fd
+                                         : open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (null_fd < 0 || log_fd < 0) _exit(kExitLog);
+  dup2(null_fd, STDIN_FILENO);
+  dup2(log_fd, STDOUT_FILENO);
+  dup2(log_fd, STDERR_FILENO);
+  close_range(3, ~0U, 0);
+  if (chdir("/") != 0) _exit(kExitExec);
+  execve(spec.program.c_str(), argv, envp);
+  _exit(kExitExec);
+}
+
+}  // namespace
+
+std::vector<std::string> rdzvd_arguments(const SiteConfig& site, const StepSettings& settings,
+                                         const std::string& rdzv_id, std::uint16_t base_port,
+                                         const std::string& port_file) {
+  std::vector<std::string> args = {
+      "--listen",    "0.0.0.0:" + std::to_string(base_port),
+      "--port-range", describe(settings.ports),
+      "--port-probes", std::to_string(site.port_probes),
+      "--port-file", port_file,
+      "--mode",      "step",
+      "--rdzv-id",   rdzv_id,
+      "--exit-with-parent",
+  };
+  const auto add = [&args](const char* flag, std::uint32_t value) {
+    if (value == 0) return;
+    args.push_back(flag);
+    args.push_back(std::to_string(value));
+  };
+  add("--idle-timeout", site.idle_timeout_s);
+  add("--heartbeat-interval", site.heartbeat_interval_ms);
+  add("--heartbeat-timeout", site.heartbeat_timeout_ms);
+  add("--last-call", site.last_call_ms);
+  if (!site.log_level.empty()) {
+    args.push_back("--log-level");
+    args.push_back(site.log_level);
+  }
+  return args;
+}
+
+RunningDaemon start_daemon(const LaunchSpec& spec) {
+  std::vector<std::string> argv_text = {spec.program};
+  argv_text.insert(argv_text.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> argv;
+  for (auto& arg : argv_text) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::string token_env = "LLM_RDZV_TOKEN=" + spec.token;
+  std::string path_env = "PATH=/usr/local/bin:/usr/bin:/bin";
+  std::vector<char*> envp = {token_env.data(), path_env.data(), nullptr};
+  unlink(spec.port_file.c_str());
+
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("rdzvd: fork failed: ") + std::strerror(errno));
+  if (pid == 0) exec_child(spec, argv.data(), envp.data(), spec.log_path.c_str());
+
+  const auto deadline = Clock::now() + spec.start_timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) throw std::runtime_error("rdzvd " + describe_exit(status, spec));
+    if (const auto port = read_port_file(spec.port_file)) return {pid, port};
+    if (Clock::now() >= deadline) {
+      stop_daemon({pid, 0}, std::chrono::milliseconds(0));
+      throw std::runtime_error("rdzvd did not report a listening port within " +
+                               std::to_string(spec.start_timeout.count()) + " ms" +
+                               (spec.log_path.empty() ? std::string() : " (see " + spec.log_path + ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void stop_daemon(const RunningDaemon& daemon, std::chrono::milliseconds grace) {
+  if (daemon.pid <= 0) return;
+  int status = 0;
+  if (waitpid(daemon.pid, &status, WNOHANG) != 0) return;  // exited, or reaped by slurmstepd
+  kill(daemon.pid, SIGTERM);
+  const auto deadline = Clock::now() + grace;
+  while (Clock::now() < deadline) {
+    if (waitpid(daemon.pid, &status, WNOHANG) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(daemon.pid, SIGKILL);
+  waitpid(daemon.pid, &status, 0);
+}
+
+}  // namespace llmrdzv::spank

@@ -1,0 +1,52 @@
+// Starting and stopping the per-step rdzvd on a step's first node. slurmstepd calls this as root;
+// the daemon runs as the job's user, gets the token through its environment (never argv), and
+// counts as started only once it has written the port it bound to its port file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "step_settings.hpp"
+
+namespace llmrdzv::spank {
+
+struct JobUser {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+};
+
+struct LaunchSpec {
+  std::string program;
+  std::vector<std::string> args;  // argv[1..]
+  std::string token;              // LLM_RDZV_TOKEN in the daemon's environment
+  JobUser user;
+  std::string log_path;  // empty: /dev/null
+  std::string port_file;
+  std::chrono::milliseconds start_timeout{10000};
+};
+
+// rdzvd's command line for one step (the flags rdzvd documents).
+std::vector<std::string> rdzvd_arguments(const SiteConfig& site, const StepSettings& settings,
+                                         const std::string& rdzv_id, std::uint16_t base_port,
+                                         const std::string& port_file);
+
+struct RunningDaemon {
+  pid_t pid = -1;
+  std::uint16_t port = 0;
+};
+
+// Forks and execs the daemon, then waits until its port file names a port. Throws
+// std::runtime_error saying why it did not start (exec failure, early exit, timeout); a daemon
+// that did not start is killed and reaped before the throw.
+RunningDaemon start_daemon(const LaunchSpec& spec);
+
+// SIGTERM, up to `grace` for it to exit, then SIGKILL. Only signals the process while it is
+// still our unreaped child, so a recycled pid is never hit.
+void stop_daemon(const RunningDaemon& daemon, std::chrono::milliseconds grace);
+
+}  // namespace llmrdzv::spank

@@ -1,0 +1,61 @@
+// Builds the task environment (see step_env.hpp).
+#include "step_env.hpp"
+
+#include <slurm/slurm.h>
+
+namespace llmrdzv::spank {
+
+bool is_script_step(std::uint32_t step_id) {
+  return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP;
+}
+
+bool is_extern_step(std::uint32_t step_id) { return step_id == SLURM_EXTERN_CONT; }
+
+std::string rendezvous_id(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id) {
+  if (settings.id) return *settings.id;
+  const std::string job = std::to_string(job_id) + ".";
+  if (step_id == SLURM_BATCH_SCRIPT) return job + "batch";
+  if (step_id == SLURM_INTERACTIVE_STEP) return job + "interactive";
+  return job + std::to_string(step_id);
+}
+
+StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id) {
+  return {step_port(settings.ports, job_id, step_id, PortPurpose::rdzvd),
+          step_port(settings.ports, job_id, step_id, PortPurpose::master)};
+}
+
+WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout) {
+  if (!settings.nodes) return {layout.ntasks, layout.ntasks};
+  const std::uint32_t per_node = (layout.ntasks + layout.nnodes - 1) / layout.nnodes;
+  return {settings.nodes->min * per_node, settings.nodes->max * per_node};
+}
+
+EnvList step_env(const StepSettings& settings, const StepLayout& layout, const std::string& master_addr,
+                 const std::string& site_server, const std::string& token) {
+  const StepPorts ports = step_ports(settings, layout.job_id, layout.step_id);
+  const WorldBounds world = world_bounds(settings, layout);
+  const std::string endpoint =
+      settings.mode == Mode::site ? site_server : master_addr + ":" + std::to_string(ports.rdzvd);
+  return {
+      {"MASTER_ADDR", master_addr},
+      {"MASTER_PORT", std::to_string(ports.master)},
+      {"RDZV_ID", rendezvous_id(settings, layout.job_id, layout.step_id)},
+      {"RDZV_ENDPOINT", endpoint},
+      {"RDZV_TOKEN", token},
+      {"WORLD_SIZE", std::to_string(layout.ntasks)},
+      {"LOCAL_WORLD_SIZE", std::to_string(layout.local_tasks)},
+      {"NODE_RANK", std::to_string(layout.node_id)},
+      {"GROUP_RANK", std::to_string(layout.node_id)},
+      {"NNODES", std::to_string(layout.nnodes)},
+      {"LLM_RDZV_PORT_RANGE", describe(settings.ports)},
+      {"LLM_RDZV_MIN_WORLD", std::to_string(world.min)},
+      {"LLM_RDZV_MAX_WORLD", std::to_string(world.max)},
+      {"LLM_RDZV_TIMEOUT", std::to_string(settings.timeout_s)},
+  };
+}
+
+EnvList task_env(std::uint32_t rank, std::uint32_t local_rank) {
+  return {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(local_rank)}};
+}
+
+}  // namespace llmrdzv::spank

@@ -1,0 +1,53 @@
+// The env contract of DESIGN.md for one step and its tasks, computed from the step layout and
+// settings. Pure: the SPANK glue supplies the layout, the first node's address and the token.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "step_settings.hpp"
+
+namespace llmrdzv::spank {
+
+using EnvList = std::vector<std::pair<std::string, std::string>>;
+
+struct StepLayout {
+  std::uint32_t job_id = 0;
+  std::uint32_t step_id = 0;
+  std::uint32_t nnodes = 1;
+  std::uint32_t node_id = 0;
+  std::uint32_t ntasks = 1;
+  std::uint32_t local_tasks = 1;
+};
+
+// Slurm's batch script and interactive (salloc) steps: one node, no srun before them.
+bool is_script_step(std::uint32_t step_id);
+// The extern step holds no tasks: nothing to do there.
+bool is_extern_step(std::uint32_t step_id);
+
+// "<job>.<step>" ("<job>.batch", "<job>.interactive"), or the user's id=NAME.
+std::string rendezvous_id(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id);
+
+struct StepPorts {
+  std::uint16_t rdzvd = 0;
+  std::uint16_t master = 0;
+};
+StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id);
+
+// Participant bounds: the step's task count, or nodes=MIN:MAX times the tasks per node.
+struct WorldBounds {
+  std::uint32_t min = 0;
+  std::uint32_t max = 0;
+};
+WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout);
+
+// Everything but the per-task variables. `site_server` is used in site mode.
+EnvList step_env(const StepSettings& settings, const StepLayout& layout, const std::string& master_addr,
+                 const std::string& site_server, const std::string& token);
+
+// RANK and LOCAL_RANK of one task.
+EnvList task_env(std::uint32_t rank, std::uint32_t local_rank);
+
+}  // namespace llmrdzv::spank

@@ -1,0 +1,22 @@
+// Merges user options over site defaults (see step_settings.hpp).
+#include "step_settings.hpp"
+
+namespace llmrdzv::spank {
+
+StepSettings resolve_step_settings(const SiteConfig& site, const UserOptions& user,
+                                   const PortRange& ephemeral) {
+  StepSettings settings;
+  settings.mode = user.mode.value_or(site.mode);
+  if (settings.mode == Mode::site && (!site.server || !site.secret_file)) {
+    throw ArgError("mode=site: this site runs no site rdzvd (plugstack.conf has no server= and secret_file=)");
+  }
+  settings.ports = user.ports.value_or(site.port_range);
+  if (user.ports) check_outside_ephemeral("port", *user.ports, ephemeral);
+  settings.nodes = user.nodes;
+  settings.timeout_s = user.timeout_s.value_or(site.timeout_s);
+  settings.addr = user.addr.value_or(site.addr);
+  settings.id = user.id;
+  return settings;
+}
+
+}  // namespace llmrdzv::spank

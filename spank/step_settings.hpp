@@ -1,0 +1,26 @@
+// One step's effective rendezvous settings: the user's --llm-rdzv keys over the site defaults.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "site_config.hpp"
+#include "user_options.hpp"
+
+namespace llmrdzv::spank {
+
+struct StepSettings {
+  Mode mode = Mode::step;
+  PortRange ports;
+  std::optional<NodeBounds> nodes;
+  std::uint32_t timeout_s = 0;
+  AddrPolicy addr;
+  std::optional<std::string> id;
+};
+
+// Throws ArgError when the user's keys cannot work at this site (mode=site without a site
+// rdzvd, ports inside the kernel's ephemeral range).
+StepSettings resolve_step_settings(const SiteConfig& site, const UserOptions& user,
+                                   const PortRange& ephemeral);
+
+}  // namespace llmrdzv::spank
