@@ -41,6 +41,7 @@ struct PluginState {
   EnvList env;          // the step's part of it (remote context)
   RunningDaemon daemon;
   std::string port_dir;
+  std::string task_error;  // why this node's tasks must not run (rdzvd did not start)
 };
 
 PluginState& state() {
@@ -206,15 +207,22 @@ int prepare_remote(spank_t sp) {
   const std::string master = master_address(settings.addr, first_node(sp, layout));
   s.env = step_env(settings, layout, master, s.site.server.value_or(""), token);
   if (settings.mode == Mode::step && layout.node_id == 0) {
-    start_step_daemon(settings, layout, rdzv_id, token, user);
+    try {
+      start_step_daemon(settings, layout, rdzv_id, token, user);
+    } catch (const std::exception& e) {
+      // Failing here would only fail this node's launch, and srun still exits 0 (measured);
+      // failing every local task makes the step fail visibly, with the reason on its stderr.
+      s.task_error = e.what();
+      slurm_error("llm-rdzv: %s", e.what());
+    }
   }
   return 0;
 }
 
-int prepare_local(spank_t sp) {
+int prepare_local() {
   const StepSettings settings = resolve_step_settings(state().site, state().user, kernel_ephemeral_ports());
-  if (settings.mode == Mode::step &&
-      spank_setenv(sp, "RDZV_TOKEN", make_random_token().c_str(), 1) != ESPANK_SUCCESS) {
+  // spank_setenv only works remotely; srun sends its own environment to the step.
+  if (settings.mode == Mode::step && setenv("RDZV_TOKEN", make_random_token().c_str(), 1) != 0) {
     throw ArgError("cannot pass the step's token to the tasks");
   }
   return 0;
@@ -252,7 +260,7 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
         resolve_step_settings(s.site, s.user, kernel_ephemeral_ports());
         return 0;
       case S_CTX_LOCAL:
-        return prepare_local(sp);
+        return prepare_local();
       case S_CTX_REMOTE:
         return prepare_remote(sp);
       default:
@@ -264,6 +272,11 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   const PluginState& s = state();
   if (!s.active) return 0;
+  if (!s.task_error.empty()) {
+    const std::string line = "llm-rdzv: " + s.task_error + "\n";
+    if (write(STDERR_FILENO, line.data(), line.size()) < 0) return -1;
+    return -1;
+  }
   return guarded([&] {
     const auto rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, "the task's global id");
     const auto local_rank = item<int>(sp, S_TASK_ID, "the task's local id");
