@@ -1,0 +1,172 @@
+// The trainer's command line: flags, --config YAML, precedence, --help, and every kind of bad
+// input producing a UsageError that names the problem.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "llmrdzv/train/cli.hpp"
+
+using llmrdzv::train::Command;
+using llmrdzv::train::parse_command_line;
+using llmrdzv::train::Subcommand;
+using llmrdzv::train::UsageError;
+
+namespace {
+
+Command parse(std::vector<std::string> args) { return parse_command_line(args); }
+
+// A YAML file in a fresh temporary directory, removed with the object.
+struct TempYaml {
+  explicit TempYaml(const std::string& text) {
+    char pattern[] = "/tmp/trainer-cli-XXXXXX";
+    dir = mkdtemp(pattern);
+    path = dir + "/config.yaml";
+    std::ofstream(path) << text;
+  }
+  ~TempYaml() { std::filesystem::remove_all(dir); }
+  std::string dir;
+  std::string path;
+};
+
+const std::vector<std::string> kMinimal = {"--do_train", "--train_file", "corpus.txt", "--output_dir", "out"};
+
+std::vector<std::string> minimal_plus(std::vector<std::string> extra) {
+  std::vector<std::string> args = kMinimal;
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("flags in both spellings set typed fields", "[cli]") {
+  const Command c = parse(minimal_plus({"--learning_rate=3e-4", "--max_steps", "100", "--do_eval",
+                                        "--overwrite_output_dir", "false", "--lr_scheduler_type", "cosine"}));
+  CHECK(c.subcommand == Subcommand::train);
+  CHECK(c.train.do_train);
+  CHECK(c.train.do_eval);
+  CHECK_FALSE(c.train.overwrite_output_dir);
+  CHECK(c.train.learning_rate == 3e-4);
+  CHECK(c.train.max_steps == 100);
+  CHECK(c.train.lr_scheduler_type == "cosine");
+  CHECK(c.train.train_file == "corpus.txt");
+  CHECK(c.train.per_device_train_batch_size == 8);  // untouched default
+}
+
+TEST_CASE("the train subcommand name is optional", "[cli]") {
+  std::vector<std::string> args = {"train"};
+  args.insert(args.end(), kMinimal.begin(), kMinimal.end());
+  CHECK(parse(args).train.output_dir == "out");
+}
+
+TEST_CASE("a config YAML file sets keys and flags override it wherever --config appears", "[cli]") {
+  TempYaml yaml("do_train: true\ntrain_file: docs/\noutput_dir: run1\nlearning_rate: 0.001\n"
+                "per_device_train_batch_size: 4\nstreaming: false\n");
+  const Command c = parse({"--learning_rate", "0.002", "--config", yaml.path, "--output_dir=run2"});
+  CHECK(c.train.config == yaml.path);
+  CHECK(c.train.train_file == "docs/");
+  CHECK(c.train.per_device_train_batch_size == 4);
+  CHECK(c.train.learning_rate == 0.002);
+  CHECK(c.train.output_dir == "run2");
+}
+
+TEST_CASE("generate parses its own options", "[cli]") {
+  const Command c = parse({"generate", "--model", "run1", "--prompt", "def main(", "--max_new_tokens", "20",
+                           "--temperature", "0.7", "--top_k", "10", "--seed", "3"});
+  CHECK(c.subcommand == Subcommand::generate);
+  CHECK(c.generate.model == "run1");
+  CHECK(c.generate.prompt == "def main(");
+  CHECK(c.generate.max_new_tokens == 20);
+  CHECK(c.generate.temperature == 0.7);
+  CHECK(c.generate.top_k == 10);
+  CHECK(c.generate.seed == 3);
+}
+
+TEST_CASE("help lists every option with its default and skips validation", "[cli]") {
+  const Command c = parse({"--help"});
+  for (const char* expected :
+       {"--model_name_or_path", "--config_overrides", "--validation_split_percentage VALUE  (default: 5)",
+        "--learning_rate VALUE  (default: 5e-05)", "--lr_scheduler_type VALUE  (default: linear)",
+        "--do_train[=true|false]  (default: false)", "--resume_from_checkpoint", "--save_total_limit",
+        "--gradient_checkpointing", "--max_eval_samples", "--config FILE", "trainer generate"}) {
+    CHECK_THAT(c.help, Catch::Contains(expected));
+  }
+  const Command g = parse({"generate", "-h"});
+  CHECK_THAT(g.help, Catch::Contains("--temperature VALUE  (default: 1)"));
+  CHECK_THAT(g.help, Catch::Contains("--top_k VALUE  (default: 50)"));
+}
+
+TEST_CASE("bad flags are usage errors naming the flag", "[cli][errors]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(parse(minimal_plus({"--learning_rat", "1"})),
+                    Contains("unknown option '--learning_rat'") && Contains("did you mean --learning_rate?"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--frobnicate"})), "unknown option '--frobnicate'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--max_steps", "ten"})), "--max_steps expects an integer, got 'ten'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--learning_rate=1e-3x"})), "--learning_rate expects a number, got '1e-3x'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--learning_rate=nan"})), "--learning_rate expects a number, got 'nan'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval=maybe"})), "--do_eval expects true or false, got 'maybe'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--seed"})), "--seed needs a value");
+  CHECK_THROWS_WITH(parse(minimal_plus({"stray"})), Contains("unexpected argument 'stray'"));
+  CHECK_THROWS_WITH(parse({"fit"}), Contains("unknown subcommand 'fit'"));
+  CHECK_THROWS_WITH(parse({"generate", "--model", "m", "--block_size", "3"}),
+                    "unknown option '--block_size'");
+}
+
+TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(parse({"--train_file", "x", "--output_dir", "o"}), Contains("nothing to do"));
+  CHECK_THROWS_WITH(parse({"--do_train", "--train_file", "x"}), "--output_dir is required");
+  CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o"}), "--do_train needs --train_file");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--lr_scheduler_type", "step"})),
+                    "--lr_scheduler_type must be linear, cosine or constant, got 'step'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--per_device_train_batch_size", "0"})),
+                    "--per_device_train_batch_size must be at least 1");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--adam_beta2", "1"})), "--adam_beta2 must be in [0, 1)");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--warmup_ratio", "1.5"})), "--warmup_ratio must be in [0, 1]");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--max_steps", "0"})), Contains("--max_steps must be -1"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload", "gpu"})), "--offload must be none or optimizer, got 'gpu'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),
+                    Contains("--do_eval needs --validation_file"));
+  CHECK_THROWS_WITH(parse({"generate", "--prompt", "x"}), "generate needs --model DIR");
+  CHECK_THROWS_WITH(parse({"generate", "--model", "m", "--temperature", "-1"}), Contains("--temperature must not be negative"));
+}
+
+TEST_CASE("bad config files are usage errors naming file, line and key", "[cli][errors]") {
+  using Catch::Contains;
+  {
+    TempYaml yaml("do_train: true\nlearning_rte: 0.1\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}),
+                      Contains(yaml.path + ":2: unknown key 'learning_rte'") && Contains("did you mean --learning_rate?"));
+  }
+  {
+    TempYaml yaml("do_train: true\nmax_steps: lots\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}),
+                      yaml.path + ":2: key 'max_steps' expects an integer, got 'lots'");
+  }
+  {
+    TempYaml yaml("do_train: [true]\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("key 'do_train' must be a single value"));
+  }
+  {
+    TempYaml yaml("seed:\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("key 'seed' has no value"));
+  }
+  {
+    TempYaml yaml("- do_train\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("must be a mapping"));
+  }
+  {
+    TempYaml yaml("do_train: true\n  bad: [indent\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("is not valid YAML"));
+  }
+  {
+    TempYaml yaml("config: other.yaml\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("unknown key 'config'"));
+  }
+  CHECK_THROWS_WITH(parse({"--config", "/nonexistent/x.yaml"}), "config file '/nonexistent/x.yaml' cannot be read");
+  CHECK_THROWS_WITH(parse({"--config"}), "--config needs a file name");
+}

@@ -1,0 +1,109 @@
+// LR schedules against transformers' formulas at hand-computed points, the progress line format,
+// and metrics.jsonl records.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <string>
+#include <unistd.h>
+
+#include "llmrdzv/train/lr_schedule.hpp"
+#include "llmrdzv/train/metrics_log.hpp"
+#include "llmrdzv/train/progress.hpp"
+
+using namespace llmrdzv::train;
+
+TEST_CASE("linear schedule warms up from 0 then decays to 0", "[schedule]") {
+  const LrSchedule s{ScheduleKind::linear, 1e-3, 10, 110};
+  CHECK(s.at(0) == 0.0);
+  CHECK(s.at(5) == Approx(5e-4));
+  CHECK(s.at(10) == Approx(1e-3));
+  CHECK(s.at(60) == Approx(5e-4));
+  CHECK(s.at(110) == 0.0);
+  CHECK(s.at(200) == 0.0);
+}
+
+TEST_CASE("cosine schedule follows half a cosine after warmup", "[schedule]") {
+  const LrSchedule s{ScheduleKind::cosine, 2.0, 0, 100};
+  CHECK(s.at(0) == Approx(2.0));
+  CHECK(s.at(50) == Approx(1.0));
+  CHECK(s.at(25) == Approx(1.0 + std::cos(std::numbers::pi * 0.25)));
+  CHECK(s.at(100) == Approx(0.0).margin(1e-12));
+}
+
+TEST_CASE("constant schedule keeps the peak after warmup", "[schedule]") {
+  const LrSchedule s{ScheduleKind::constant, 0.5, 4, 100};
+  CHECK(s.at(2) == Approx(0.25));
+  CHECK(s.at(4) == 0.5);
+  CHECK(s.at(99) == 0.5);
+}
+
+TEST_CASE("warmup steps win over the ratio, which rounds up", "[schedule]") {
+  CHECK(resolve_warmup_steps(7, 0.5, 100) == 7);
+  CHECK(resolve_warmup_steps(0, 0.05, 30) == 2);
+  CHECK(resolve_warmup_steps(0, 0.0, 30) == 0);
+  CHECK(parse_schedule_kind("cosine") == ScheduleKind::cosine);
+  CHECK_THROWS_WITH(parse_schedule_kind("poly"), "unknown lr_scheduler_type 'poly'");
+}
+
+TEST_CASE("progress line and durations", "[progress]") {
+  CHECK(format_duration(45.4) == "45s");
+  CHECK(format_duration(123) == "2m03s");
+  CHECK(format_duration(3723) == "1h02m03s");
+  CHECK(format_duration(-1) == "?");
+  const StepReport r{12, 300, 3.21044, 4e-4, 1234.4, 123};
+  CHECK(format_step(r) == "step 12/300 | loss 3.2104 | lr 4.00e-04 | 1234 tok/s | ETA 2m03s");
+}
+
+TEST_CASE("progress prints plain lines only at logging steps when not live", "[progress]") {
+  std::FILE* out = std::tmpfile();
+  {
+    ProgressDisplay display(out, false);
+    display.step({1, 3, 1.0, 0.1, 10, 2}, false);
+    display.step({2, 3, 2.0, 0.1, 10, 1}, true);
+    display.message("eval_loss 1.5");
+  }
+  std::rewind(out);
+  char buffer[512] = {};
+  const std::size_t n = std::fread(buffer, 1, sizeof buffer - 1, out);
+  std::fclose(out);
+  CHECK(std::string(buffer, n) == "step 2/3 | loss 2.0000 | lr 1.00e-01 | 10 tok/s | ETA 1s\neval_loss 1.5\n");
+}
+
+TEST_CASE("progress rewrites one line in live mode", "[progress]") {
+  std::FILE* out = std::tmpfile();
+  {
+    ProgressDisplay display(out, true);
+    display.step({1, 2, 1.0, 0.1, 10, 2}, false);
+    display.step({2, 2, 2.0, 0.1, 10, 0}, false);
+  }
+  std::rewind(out);
+  char buffer[512] = {};
+  const std::size_t n = std::fread(buffer, 1, sizeof buffer - 1, out);
+  std::fclose(out);
+  CHECK(std::string(buffer, n) ==
+        "step 1/2 | loss 1.0000 | lr 1.00e-01 | 10 tok/s | ETA 2s\r\033[Kstep 2/2 | loss 2.0000 | lr 1.00e-01 | 10 tok/s | ETA 0s\n");
+}
+
+TEST_CASE("metrics.jsonl records are JSON with exact numbers", "[metrics]") {
+  JsonObject record;
+  record.add("step", std::int64_t{3}).add("loss", 0.1f * 3).add("note", "a \"q\"\n").add("bad", NAN);
+  CHECK(record.str() == "{\"step\":3,\"loss\":0.30000001192092896,\"note\":\"a \\\"q\\\"\\n\",\"bad\":null}");
+  const std::string path = "/tmp/trainer-metrics-" + std::to_string(getpid()) + ".jsonl";
+  {
+    MetricsLog log(path);
+    log.write(record);
+  }
+  MetricsLog(path).write(JsonObject().add("step", std::int64_t{4}));
+  std::ifstream in(path);
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  CHECK(first == record.str());
+  CHECK(second == "{\"step\":4}");
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(MetricsLog("/nonexistent/dir/m.jsonl"), "cannot open metrics file '/nonexistent/dir/m.jsonl' for writing");
+}

@@ -1,0 +1,39 @@
+// The `trainer` command line: subcommand, flags and `--config FILE` (the same keys in YAML, flags
+// win), turned into validated option structs. Every mistake is a UsageError whose message names
+// the flag or key; main prints it and exits 2.
+#pragma once
+
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "llmrdzv/train/options.hpp"
+
+namespace llmrdzv::train {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Subcommand { train, generate };
+
+struct Command {
+  Subcommand subcommand = Subcommand::train;
+  // Set when -h/--help was given: the text to print (nothing else is parsed or validated).
+  std::string help;
+  TrainOptions train;
+  GenerateOptions generate;
+};
+
+// `args` excludes the program name. `trainer train ...` and `trainer ...` both mean train.
+Command parse_command_line(std::span<const std::string> args);
+
+// The --help texts, generated from the option tables with their defaults.
+std::string train_help();
+std::string generate_help();
+
+// Cross-option checks (ranges, required options, choices); throws UsageError.
+void validate(const TrainOptions& options);
+void validate(const GenerateOptions& options);
+
+}  // namespace llmrdzv::train

@@ -1,0 +1,29 @@
+// Learning rate per optimizer step: linear warmup, then linear decay to 0, half-cosine decay to 0,
+// or constant — the same multipliers as transformers' get_{linear,cosine,constant}_schedule*.
+// A pure function of the step, so resuming needs only the step count.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace llmrdzv::train {
+
+enum class ScheduleKind { linear, cosine, constant };
+
+// "linear" | "cosine" | "constant"; throws std::invalid_argument otherwise.
+ScheduleKind parse_schedule_kind(std::string_view name);
+
+// warmup_steps when positive, else ceil(warmup_ratio * total_steps) (transformers' rule).
+std::int64_t resolve_warmup_steps(std::int64_t warmup_steps, double warmup_ratio, std::int64_t total_steps);
+
+struct LrSchedule {
+  ScheduleKind kind = ScheduleKind::linear;
+  double peak_lr = 0;
+  std::int64_t warmup_steps = 0;
+  std::int64_t total_steps = 1;
+
+  // The rate of the update made after `completed_steps` earlier updates (0 for the first).
+  double at(std::int64_t completed_steps) const;
+};
+
+}  // namespace llmrdzv::train

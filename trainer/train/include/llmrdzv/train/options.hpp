@@ -1,0 +1,85 @@
+// Every setting of the `trainer` command, as plain structs. The defaults written here are the
+// defaults users get: the option table (cli.cpp) prints them in --help by reading a
+// default-constructed struct, so they are stated once.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace llmrdzv::train {
+
+// `trainer [train]`: run_clm.py's names where they apply.
+struct TrainOptions {
+  // Model and tokenizer.
+  std::string model_name_or_path;  // HF directory to start from; empty = a fresh model
+  std::string config_name;         // config.json (or its directory) for a fresh model
+  std::string config_overrides;    // "n_embd=256,n_layer=4" applied to the config
+  std::string tokenizer_name;      // directory with vocab.json + merges.txt; empty = the model's, else bytes
+  bool low_cpu_mem_usage = false;  // memory-map the model file instead of reading it
+  bool gradient_checkpointing = false;
+
+  // Data.
+  std::string train_file;       // text/jsonl file or folder
+  std::string validation_file;  // empty = split off validation_split_percentage of train_file
+  std::int64_t validation_split_percentage = 5;
+  std::int64_t block_size = 0;  // 0 = the model's n_positions (capped at 1024)
+  bool streaming = false;
+  std::int64_t max_train_samples = -1;  // -1 = all blocks
+  std::int64_t max_eval_samples = -1;
+  std::string cache_dir;  // token cache; empty = <output_dir>/token-cache
+
+  // Optimisation.
+  std::int64_t per_device_train_batch_size = 8;
+  std::int64_t per_device_eval_batch_size = 8;
+  std::int64_t gradient_accumulation_steps = 1;
+  double learning_rate = 5e-5;
+  double weight_decay = 0.0;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  double max_grad_norm = 1.0;  // 0 = no clipping
+  double num_train_epochs = 3.0;
+  std::int64_t max_steps = -1;  // > 0 overrides num_train_epochs
+  std::string lr_scheduler_type = "linear";
+  std::int64_t warmup_steps = 0;  // > 0 overrides warmup_ratio
+  double warmup_ratio = 0.0;
+  std::int64_t seed = 42;
+
+  // What to run, where to write.
+  bool do_train = false;
+  bool do_eval = false;
+  std::string output_dir;
+  bool overwrite_output_dir = false;
+  std::string resume_from_checkpoint;  // a checkpoint directory, or "latest" in output_dir
+  std::int64_t logging_steps = 50;
+  std::int64_t eval_steps = 0;  // 0 = evaluate only at the end
+  std::int64_t save_steps = 500;  // 0 = save only at the end
+  std::int64_t save_total_limit = 0;  // keep the newest K checkpoints; 0 = keep all
+
+  // Machine.
+  std::int64_t threads = 0;  // torch intra-op threads; 0 = torch's default
+  bool use_cpu = false;      // stay on the CPU even when CUDA is available
+
+  // Data parallelism (read by the training engine, see training_engine.hpp).
+  std::string offload = "none";  // none | optimizer
+  std::int64_t ddp_bucket_cap_mb = 25;
+
+  // The YAML file the values came from, if any (for messages).
+  std::string config;
+};
+
+// `trainer generate`: sample from a saved model.
+struct GenerateOptions {
+  std::string model;           // HF directory (config.json, model.safetensors, tokenizer files)
+  std::string tokenizer_name;  // empty = the tokenizer files in `model`, else bytes
+  std::string prompt;
+  std::int64_t max_new_tokens = 100;
+  double temperature = 1.0;  // 0 = greedy
+  std::int64_t top_k = 50;   // 0 = no top-k cut
+  std::int64_t seed = 42;
+  std::int64_t threads = 0;
+  bool use_cpu = false;
+  std::string config;
+};
+
+}  // namespace llmrdzv::train

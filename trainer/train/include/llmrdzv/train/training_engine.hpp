@@ -1,0 +1,88 @@
+// The seam between the training loop and data parallelism. The loop does forward, loss and
+// backward; everything that depends on how many processes train together goes through this
+// interface: rank and world (sampler sharding, rank-0-only logging and saving), the device,
+// gradient synchronisation, clipping of the global gradient, the optimizer step (plain or with
+// its state offloaded to the CPU), reductions of logged numbers, and optimizer state for
+// checkpoints. make_single_process_engine is the one-process implementation; the distributed
+// engines (trainer/dist) implement the same interface.
+//
+// Call order per optimizer step, as the loop makes it:
+//   for each micro-batch m of G:  begin_micro_step(m == G-1); forward; (loss / G).backward();
+//   norm = finish_gradients(max_grad_norm);  optimizer_step(lr);
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/train/options.hpp"
+
+namespace llmrdzv::train {
+
+// A trainable parameter under its HF name. `decay` is false for biases and LayerNorm weights,
+// which AdamW leaves undecayed.
+struct NamedParameter {
+  std::string name;
+  at::Tensor tensor;
+  bool decay = true;
+};
+
+struct AdamWSettings {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  double weight_decay = 0.0;
+};
+
+using TensorMap = std::map<std::string, at::Tensor>;
+
+class TrainingEngine {
+ public:
+  virtual ~TrainingEngine() = default;
+
+  // This process's rank and the number of ranks. Rank 0 alone logs and writes shared files.
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  bool is_main() const { return rank() == 0; }
+
+  // Where the model and the batches live (the CPU, or this rank's GPU).
+  virtual c10::Device device() const = 0;
+
+  // Once, with the model already on device() and before any step (and before a checkpoint's
+  // optimizer state is loaded): make the parameters identical on all ranks and set the
+  // optimizer up over them. `parameters` is in the model's order, the same on every rank.
+  virtual void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) = 0;
+
+  // Before each micro-batch's backward. Only the last micro-batch of an accumulation
+  // (`last_micro_step`) needs its gradients synchronised.
+  virtual void begin_micro_step(bool last_micro_step) = 0;
+
+  // After the last micro-batch's backward: complete gradient synchronisation, then clip the norm
+  // of the whole (global) gradient to max_norm (0 = no clipping). Returns the norm before clipping.
+  virtual double finish_gradients(double max_norm) = 0;
+
+  // One AdamW update of every parameter at `learning_rate`, then the gradients are zeroed.
+  virtual void optimizer_step(double learning_rate) = 0;
+
+  // Element-wise sum over all ranks (loss sums, token counts). With one rank: the input.
+  virtual std::vector<double> all_reduce_sum(std::vector<double> values) = 0;
+
+  // Blocks until every rank has called it.
+  virtual void barrier() = 0;
+
+  // This rank's optimizer state, as tensors under names the engine chooses (saved per rank).
+  virtual TensorMap optimizer_state() const = 0;
+  // Restores what optimizer_state() returned in an earlier run of the same shape; throws
+  // std::runtime_error naming the problem (missing entry, wrong shape, other world size).
+  virtual void load_optimizer_state(const TensorMap& state) = 0;
+};
+
+// One process: torch::optim::AdamW with two parameter groups, on CUDA when available and not
+// options.use_cpu, else on the CPU. Throws std::invalid_argument for --offload optimizer.
+std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& options);
+
+}  // namespace llmrdzv::train

@@ -1,0 +1,251 @@
+// The option tables of `trainer train` and `trainer generate`, the command-line walk that applies
+// `--config` first and flags after it, and the cross-option checks.
+#include "llmrdzv/train/cli.hpp"
+
+#include <algorithm>
+#include <array>
+#include <vector>
+
+#include "config_file.hpp"
+#include "option_table.hpp"
+
+namespace llmrdzv::train {
+namespace {
+
+using T = TrainOptions;
+const OptionSpec<T> kTrainTable[] = {
+    {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
+    {"config_name", &T::config_name, "config.json (or a directory holding one) for a fresh model; empty = GPT-2's defaults"},
+    {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
+    {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt (GPT-2 BPE); empty = the model directory's, else the byte-level tokenizer"},
+    {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory"},
+    {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
+    {"train_file", &T::train_file, "training text: a .txt/.jsonl file or a folder of them"},
+    {"validation_file", &T::validation_file, "validation text; empty = split off --validation_split_percentage of the training text"},
+    {"validation_split_percentage", &T::validation_split_percentage, "percent of the training text held out for evaluation when there is no --validation_file"},
+    {"block_size", &T::block_size, "tokens per training sequence; 0 = the model's n_positions (at most 1024)"},
+    {"streaming", &T::streaming, "tokenise on the fly instead of building the token cache"},
+    {"max_train_samples", &T::max_train_samples, "use at most this many training blocks; -1 = all"},
+    {"max_eval_samples", &T::max_eval_samples, "evaluate on at most this many blocks; -1 = all"},
+    {"cache_dir", &T::cache_dir, "token cache directory; empty = <output_dir>/token-cache"},
+    {"per_device_train_batch_size", &T::per_device_train_batch_size, "sequences per micro-batch on each rank"},
+    {"per_device_eval_batch_size", &T::per_device_eval_batch_size, "sequences per evaluation batch on each rank"},
+    {"gradient_accumulation_steps", &T::gradient_accumulation_steps, "micro-batches per optimizer step"},
+    {"learning_rate", &T::learning_rate, "peak AdamW learning rate"},
+    {"weight_decay", &T::weight_decay, "AdamW weight decay (never applied to biases and LayerNorm weights)"},
+    {"adam_beta1", &T::adam_beta1, "AdamW beta1"},
+    {"adam_beta2", &T::adam_beta2, "AdamW beta2"},
+    {"adam_epsilon", &T::adam_epsilon, "AdamW epsilon"},
+    {"max_grad_norm", &T::max_grad_norm, "clip the global gradient norm to this; 0 = no clipping"},
+    {"num_train_epochs", &T::num_train_epochs, "passes over the training blocks (may be fractional)"},
+    {"max_steps", &T::max_steps, "optimizer steps to run; > 0 overrides --num_train_epochs"},
+    {"lr_scheduler_type", &T::lr_scheduler_type, "learning-rate schedule after warmup: linear | cosine | constant"},
+    {"warmup_steps", &T::warmup_steps, "linear warmup steps; > 0 overrides --warmup_ratio"},
+    {"warmup_ratio", &T::warmup_ratio, "warmup as a fraction of the total steps"},
+    {"seed", &T::seed, "seed for initial weights, dropout and data order"},
+    {"do_train", &T::do_train, "train"},
+    {"do_eval", &T::do_eval, "evaluate (loss and perplexity) on the validation blocks"},
+    {"output_dir", &T::output_dir, "where checkpoints, metrics.jsonl and the final HF model go"},
+    {"overwrite_output_dir", &T::overwrite_output_dir, "allow an output_dir that already holds a run"},
+    {"resume_from_checkpoint", &T::resume_from_checkpoint, "checkpoint directory to resume from, or 'latest' for the newest one in output_dir"},
+    {"logging_steps", &T::logging_steps, "log loss, learning rate and speed every this many steps"},
+    {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
+    {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
+    {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
+    {"threads", &T::threads, "CPU threads for torch; 0 = torch's default"},
+    {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
+    {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
+    {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
+};
+
+using G = GenerateOptions;
+const OptionSpec<G> kGenerateTable[] = {
+    {"model", &G::model, "HF model directory to sample from (e.g. a run's output_dir)"},
+    {"tokenizer_name", &G::tokenizer_name, "directory with vocab.json + merges.txt; empty = the model directory's, else the byte-level tokenizer"},
+    {"prompt", &G::prompt, "text to continue; empty = start from the end-of-text token"},
+    {"max_new_tokens", &G::max_new_tokens, "tokens to generate"},
+    {"temperature", &G::temperature, "sampling temperature; 0 = greedy"},
+    {"top_k", &G::top_k, "sample among the k most likely tokens; 0 = all"},
+    {"seed", &G::seed, "sampling seed"},
+    {"threads", &G::threads, "CPU threads for torch; 0 = torch's default"},
+    {"use_cpu", &G::use_cpu, "run on the CPU even when CUDA is available"},
+};
+
+constexpr std::string_view kTrainUsage =
+    "usage: trainer [train] [--config FILE] [--OPTION VALUE]...\n"
+    "       trainer generate --model DIR --prompt TEXT [--OPTION VALUE]...\n"
+    "Train a GPT-2-family causal language model (run_clm.py's option names).\n";
+constexpr std::string_view kGenerateUsage =
+    "usage: trainer generate --model DIR --prompt TEXT [--OPTION VALUE]...\n"
+    "Sample text from a saved model.\n";
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+template <class Options>
+std::string unknown_message(std::span<const OptionSpec<Options>> table, std::string what,
+                            std::string_view name) {
+  const OptionSpec<Options>* closest = nullptr;
+  std::size_t best = 4;  // suggest only near misses
+  for (const auto& spec : table) {
+    const std::size_t distance = edit_distance(name, spec.name);
+    if (distance < best) best = distance, closest = &spec;
+  }
+  if (closest) what += " (did you mean --" + std::string(closest->name) + "?)";
+  return what;
+}
+
+bool is_bool_literal(std::string_view text) {
+  for (std::string_view literal : {"true", "false", "True", "False", "1", "0", "yes", "no"}) {
+    if (text == literal) return true;
+  }
+  return false;
+}
+
+template <class Options>
+void parse_options(std::span<const OptionSpec<Options>> table, std::span<const std::string> args,
+                   Options& options) {
+  // --config first, wherever it appears, so flags override the file.
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string path;
+    if (args[i] == "--config") {
+      if (i + 1 >= args.size()) throw UsageError("--config needs a file name");
+      path = args[i + 1];
+    } else if (args[i].starts_with("--config=")) {
+      path = args[i].substr(9);
+    } else {
+      continue;
+    }
+    if (!options.config.empty()) throw UsageError("--config given twice");
+    options.config = path;
+    for (const ConfigEntry& entry : read_config_file(path)) {
+      const std::string where = path + ":" + std::to_string(entry.line) + ": key '" + entry.key + "'";
+      const OptionSpec<Options>* spec = find_option(table, entry.key);
+      if (!spec) {
+        throw UsageError(unknown_message(table, path + ":" + std::to_string(entry.line) +
+                                                    ": unknown key '" + entry.key + "'",
+                                         entry.key));
+      }
+      set_option(options, *spec, entry.value, where);
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (!arg.starts_with("--") || arg.size() == 2) {
+      throw UsageError("unexpected argument '" + arg + "' (options start with --)");
+    }
+    const std::size_t equals = arg.find('=');
+    const std::string name = arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+    if (name == "config") {
+      if (equals == std::string::npos) ++i;
+      continue;
+    }
+    const OptionSpec<Options>* spec = find_option(table, name);
+    if (!spec) throw UsageError(unknown_message(table, "unknown option '--" + name + "'", name));
+    const std::string origin = "--" + name;
+    if (equals != std::string::npos) {
+      set_option(options, *spec, std::string_view(arg).substr(equals + 1), origin);
+    } else if (is_flag(*spec)) {
+      const bool explicit_value = i + 1 < args.size() && is_bool_literal(args[i + 1]);
+      set_option(options, *spec, explicit_value ? std::string_view(args[++i]) : "true", origin);
+    } else {
+      if (i + 1 >= args.size()) throw UsageError(origin + " needs a value");
+      set_option(options, *spec, args[++i], origin);
+    }
+  }
+}
+
+void require(bool condition, const std::string& message) {
+  if (!condition) throw UsageError(message);
+}
+
+}  // namespace
+
+std::string train_help() { return help_text<T>(kTrainUsage, kTrainTable); }
+std::string generate_help() { return help_text<G>(kGenerateUsage, kGenerateTable); }
+
+Command parse_command_line(std::span<const std::string> args) {
+  Command command;
+  if (!args.empty() && !args[0].starts_with("-")) {
+    if (args[0] == "generate") {
+      command.subcommand = Subcommand::generate;
+    } else if (args[0] != "train") {
+      throw UsageError("unknown subcommand '" + args[0] + "' (expected train or generate)");
+    }
+    args = args.subspan(1);
+  }
+  const bool wants_help = std::any_of(args.begin(), args.end(),
+                                      [](const std::string& a) { return a == "-h" || a == "--help"; });
+  if (command.subcommand == Subcommand::generate) {
+    if (wants_help) return command.help = generate_help(), command;
+    parse_options<G>(kGenerateTable, args, command.generate);
+    validate(command.generate);
+  } else {
+    if (wants_help) return command.help = train_help(), command;
+    parse_options<T>(kTrainTable, args, command.train);
+    validate(command.train);
+  }
+  return command;
+}
+
+void validate(const TrainOptions& o) {
+  require(o.do_train || o.do_eval, "nothing to do: give --do_train and/or --do_eval");
+  require(!o.output_dir.empty(), "--output_dir is required");
+  require(!o.train_file.empty() || (!o.do_train && !o.validation_file.empty()),
+          o.do_train ? "--do_train needs --train_file" : "--do_eval needs --validation_file or --train_file");
+  require(o.lr_scheduler_type == "linear" || o.lr_scheduler_type == "cosine" ||
+              o.lr_scheduler_type == "constant",
+          "--lr_scheduler_type must be linear, cosine or constant, got '" + o.lr_scheduler_type + "'");
+  require(o.offload == "none" || o.offload == "optimizer",
+          "--offload must be none or optimizer, got '" + o.offload + "'");
+  require(o.per_device_train_batch_size >= 1, "--per_device_train_batch_size must be at least 1");
+  require(o.per_device_eval_batch_size >= 1, "--per_device_eval_batch_size must be at least 1");
+  require(o.gradient_accumulation_steps >= 1, "--gradient_accumulation_steps must be at least 1");
+  require(o.learning_rate >= 0, "--learning_rate must not be negative");
+  require(o.weight_decay >= 0, "--weight_decay must not be negative");
+  require(o.adam_beta1 >= 0 && o.adam_beta1 < 1, "--adam_beta1 must be in [0, 1)");
+  require(o.adam_beta2 >= 0 && o.adam_beta2 < 1, "--adam_beta2 must be in [0, 1)");
+  require(o.adam_epsilon > 0, "--adam_epsilon must be positive");
+  require(o.max_grad_norm >= 0, "--max_grad_norm must not be negative (0 turns clipping off)");
+  require(o.max_steps == -1 || o.max_steps >= 1, "--max_steps must be -1 (use epochs) or at least 1");
+  require(o.max_steps >= 1 || o.num_train_epochs > 0, "--num_train_epochs must be positive");
+  require(o.warmup_steps >= 0, "--warmup_steps must not be negative");
+  require(o.warmup_ratio >= 0 && o.warmup_ratio <= 1, "--warmup_ratio must be in [0, 1]");
+  require(o.validation_split_percentage >= 0 && o.validation_split_percentage < 100,
+          "--validation_split_percentage must be in [0, 100)");
+  require(!o.do_eval || !o.validation_file.empty() || o.validation_split_percentage > 0,
+          "--do_eval needs --validation_file or a --validation_split_percentage above 0");
+  require(o.block_size >= 0, "--block_size must not be negative (0 = the model's n_positions)");
+  require(o.max_train_samples == -1 || o.max_train_samples >= 1, "--max_train_samples must be -1 or at least 1");
+  require(o.max_eval_samples == -1 || o.max_eval_samples >= 1, "--max_eval_samples must be -1 or at least 1");
+  require(o.seed >= 0, "--seed must not be negative");
+  require(o.logging_steps >= 1, "--logging_steps must be at least 1");
+  require(o.eval_steps >= 0, "--eval_steps must not be negative");
+  require(o.save_steps >= 0, "--save_steps must not be negative");
+  require(o.save_total_limit >= 0, "--save_total_limit must not be negative");
+  require(o.threads >= 0, "--threads must not be negative");
+  require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
+}
+
+void validate(const GenerateOptions& o) {
+  require(!o.model.empty(), "generate needs --model DIR");
+  require(o.max_new_tokens >= 1, "--max_new_tokens must be at least 1");
+  require(o.temperature >= 0, "--temperature must not be negative (0 = greedy)");
+  require(o.top_k >= 0, "--top_k must not be negative (0 = no cut)");
+  require(o.seed >= 0, "--seed must not be negative");
+  require(o.threads >= 0, "--threads must not be negative");
+}
+
+}  // namespace llmrdzv::train

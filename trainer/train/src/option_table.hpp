@@ -1,0 +1,118 @@
+// One table of options per subcommand drives flag parsing, YAML keys and --help, so the three
+// cannot disagree. A row names the option, points at its field, and says what it does.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "llmrdzv/train/cli.hpp"
+
+namespace llmrdzv::train {
+
+template <class Options>
+using OptionField = std::variant<std::string Options::*, std::int64_t Options::*, double Options::*,
+                                 bool Options::*>;
+
+template <class Options>
+struct OptionSpec {
+  std::string_view name;
+  OptionField<Options> field;
+  std::string_view help;
+};
+
+template <class Options>
+const OptionSpec<Options>* find_option(std::span<const OptionSpec<Options>> table,
+                                       std::string_view name) {
+  for (const auto& spec : table) {
+    if (spec.name == name) return &spec;
+  }
+  return nullptr;
+}
+
+// Parses `text` into the option's field; `origin` says where the text came from ("--seed",
+// "cfg.yaml:3: key 'seed'") so the message points at it.
+template <class Options>
+void set_option(Options& options, const OptionSpec<Options>& spec, std::string_view text,
+                const std::string& origin) {
+  const auto fail = [&](std::string_view expected) {
+    throw UsageError(origin + " expects " + std::string(expected) + ", got '" + std::string(text) + "'");
+  };
+  std::visit(
+      [&](auto member) {
+        using Value = std::remove_reference_t<decltype(options.*member)>;
+        Value& target = options.*member;
+        if constexpr (std::is_same_v<Value, std::string>) {
+          target = std::string(text);
+        } else if constexpr (std::is_same_v<Value, bool>) {
+          if (text == "true" || text == "True" || text == "1" || text == "yes") {
+            target = true;
+          } else if (text == "false" || text == "False" || text == "0" || text == "no") {
+            target = false;
+          } else {
+            fail("true or false");
+          }
+        } else if constexpr (std::is_same_v<Value, std::int64_t>) {
+          std::int64_t value = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+          if (ec != std::errc() || end != text.data() + text.size() || text.empty()) fail("an integer");
+          target = value;
+        } else {
+          double value = 0;
+          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+          if (ec != std::errc() || end != text.data() + text.size() || text.empty() ||
+              !std::isfinite(value)) {
+            fail("a number");
+          }
+          target = value;
+        }
+      },
+      spec.field);
+}
+
+template <class Options>
+bool is_flag(const OptionSpec<Options>& spec) {
+  return std::holds_alternative<bool Options::*>(spec.field);
+}
+
+// The default shown in --help: the field's value in a default-constructed struct.
+template <class Options>
+std::string default_text(const OptionSpec<Options>& spec) {
+  const Options defaults{};
+  return std::visit(
+      [&](auto member) -> std::string {
+        const auto& value = defaults.*member;
+        using Value = std::remove_cvref_t<decltype(value)>;
+        if constexpr (std::is_same_v<Value, std::string>) {
+          return value.empty() ? "\"\"" : value;
+        } else if constexpr (std::is_same_v<Value, bool>) {
+          return value ? "true" : "false";
+        } else {
+          std::ostringstream out;
+          out << value;
+          return out.str();
+        }
+      },
+      spec.field);
+}
+
+template <class Options>
+std::string help_text(std::string_view usage, std::span<const OptionSpec<Options>> table) {
+  std::string text(usage);
+  text += "\nOptions (also accepted as keys of the --config YAML file; flags override it):\n";
+  text += "  --config FILE\n      YAML file with any of the options below\n";
+  for (const auto& spec : table) {
+    text += "  --" + std::string(spec.name);
+    text += is_flag(spec) ? "[=true|false]" : " VALUE";
+    text += "  (default: " + default_text(spec) + ")\n      " + std::string(spec.help) + "\n";
+  }
+  text += "  -h, --help\n      show this help and exit\n";
+  return text;
+}
+
+}  // namespace llmrdzv::train
