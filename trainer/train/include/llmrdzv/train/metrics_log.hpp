@@ -2,32 +2,21 @@
 // the final summary), flushed as written so a crashed run keeps what it logged.
 #pragma once
 
-#include <cstdint>
 #include <fstream>
 #include <string>
-#include <string_view>
+
+#include "llmrdzv/io/json.hpp"
 
 namespace llmrdzv::train {
 
-// A flat JSON object built field by field. Doubles keep full precision (17 significant digits),
-// so logged losses compare exactly; non-finite numbers become null.
-class JsonObject {
- public:
-  JsonObject& add(std::string_view key, double value);
-  JsonObject& add(std::string_view key, std::int64_t value);
-  JsonObject& add(std::string_view key, std::string_view value);
-  std::string str() const { return "{" + body_ + "}"; }
-
- private:
-  void key(std::string_view name);
-  std::string body_;
-};
+// A logged number: the value, or null when it is not finite (a diverged loss must still log).
+json::Value metric(double value);
 
 class MetricsLog {
  public:
   // Appends to `path` (a resumed run continues the file); throws std::runtime_error if it cannot.
   explicit MetricsLog(const std::string& path);
-  void write(const JsonObject& record);
+  void write(const json::Object& record);
 
  private:
   std::string path_;
