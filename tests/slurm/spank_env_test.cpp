@@ -1,0 +1,97 @@
+// The env contract the plugin gives every task, computed from a step layout (no Slurm needed).
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "step_env.hpp"
+
+using namespace llmrdzv;
+using namespace llmrdzv::spank;
+
+namespace {
+
+std::map<std::string, std::string> as_map(const EnvList& env) {
+  std::map<std::string, std::string> map;
+  for (const auto& [name, value] : env) map[name] = value;
+  return map;
+}
+
+StepSettings settings_with(PortRange ports) {
+  StepSettings settings;
+  settings.ports = ports;
+  settings.timeout_s = 120;
+  return settings;
+}
+
+}  // namespace
+
+TEST_CASE("step mode env follows the step layout") {
+  const StepSettings settings = settings_with({20000, 20999});
+  StepLayout layout{.job_id = 42, .step_id = 3, .nnodes = 3, .node_id = 1, .ntasks = 6, .local_tasks = 2};
+  const auto env = as_map(step_env(settings, layout, "node1", "", "tok"));
+  const StepPorts ports = step_ports(settings, 42, 3);
+  CHECK(env.at("MASTER_ADDR") == "node1");
+  CHECK(env.at("MASTER_PORT") == std::to_string(ports.master));
+  CHECK(env.at("RDZV_ENDPOINT") == "node1:" + std::to_string(ports.rdzvd));
+  CHECK(env.at("RDZV_ID") == "42.3");
+  CHECK(env.at("RDZV_TOKEN") == "tok");
+  CHECK(env.at("WORLD_SIZE") == "6");
+  CHECK(env.at("LOCAL_WORLD_SIZE") == "2");
+  CHECK(env.at("NODE_RANK") == "1");
+  CHECK(env.at("GROUP_RANK") == "1");
+  CHECK(env.at("NNODES") == "3");
+  CHECK(env.at("LLM_RDZV_PORT_RANGE") == "20000-20999");
+  CHECK(env.at("LLM_RDZV_MIN_WORLD") == "6");
+  CHECK(env.at("LLM_RDZV_MAX_WORLD") == "6");
+  CHECK(env.at("LLM_RDZV_TIMEOUT") == "120");
+  CHECK(env.size() == 14);
+
+  const auto task = as_map(task_env(5, 1));
+  CHECK(task.at("RANK") == "5");
+  CHECK(task.at("LOCAL_RANK") == "1");
+}
+
+TEST_CASE("ports are in range, differ between rdzvd and master, and between steps") {
+  const StepSettings settings = settings_with({20000, 20999});
+  int differing = 0;
+  for (std::uint32_t step = 0; step < 50; ++step) {
+    const StepPorts ports = step_ports(settings, 7, step);
+    CHECK(settings.ports.contains(ports.rdzvd));
+    CHECK(settings.ports.contains(ports.master));
+    CHECK(ports.rdzvd != ports.master);
+    if (step_ports(settings, 7, step + 1).rdzvd != ports.rdzvd) ++differing;
+  }
+  CHECK(differing >= 45);
+}
+
+TEST_CASE("elastic nodes=MIN:MAX become participant bounds") {
+  StepSettings settings = settings_with({20000, 20999});
+  settings.nodes = NodeBounds{2, 4};
+  const StepLayout layout{.job_id = 1, .step_id = 0, .nnodes = 3, .node_id = 0, .ntasks = 12, .local_tasks = 4};
+  const WorldBounds bounds = world_bounds(settings, layout);
+  CHECK(bounds.min == 8);
+  CHECK(bounds.max == 16);
+  const auto env = as_map(step_env(settings, layout, "n", "", "t"));
+  CHECK(env.at("LLM_RDZV_MIN_WORLD") == "8");
+  CHECK(env.at("LLM_RDZV_MAX_WORLD") == "16");
+}
+
+TEST_CASE("batch and interactive steps get readable ids; a user id wins") {
+  StepSettings settings = settings_with({20000, 20999});
+  CHECK(rendezvous_id(settings, 9, 0xfffffffb) == "9.batch");
+  CHECK(rendezvous_id(settings, 9, 0xfffffffa) == "9.interactive");
+  CHECK(is_script_step(0xfffffffb));
+  CHECK_FALSE(is_script_step(0));
+  CHECK(is_extern_step(0xfffffffc));
+  settings.id = "span";
+  CHECK(rendezvous_id(settings, 9, 0) == "span");
+  CHECK(as_map(step_env(settings, {}, "n", "", "t")).at("RDZV_ID") == "span");
+}
+
+TEST_CASE("site mode points tasks at the site's rdzvd") {
+  StepSettings settings = settings_with({20000, 20999});
+  settings.mode = Mode::site;
+  const auto env = as_map(step_env(settings, {}, "node1", "rdzv.site:7000", "v1.1000.ab"));
+  CHECK(env.at("RDZV_ENDPOINT") == "rdzv.site:7000");
+  CHECK(env.at("MASTER_ADDR") == "node1");
+}

@@ -1,0 +1,165 @@
+// Launching and stopping a daemon the way the plugin launches rdzvd: real processes, a real
+// privilege drop (as root), the port-file handshake, and each failure's message. The "daemons"
+// are small shell programs that honour the same handshake, so each failure can be produced.
+#include <catch2/catch.hpp>
+
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rdzvd_launch.hpp"
+#include "site_secret.hpp"
+
+using namespace llmrdzv;
+using namespace llmrdzv::spank;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char pattern[] = "/tmp/spank-launch-test-XXXXXX";
+    path = mkdtemp(pattern);
+    chmod(path.c_str(), 0777);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+LaunchSpec shell_daemon(const TempDir& dir, const std::string& script) {
+  LaunchSpec spec;
+  spec.program = "/bin/sh";
+  spec.args = {"-c", script, "sh"};
+  spec.token = "secret-token";
+  spec.user = {getuid(), getgid(), {}};
+  spec.port_file = (dir.path / "port").string();
+  spec.log_path = (dir.path / "daemon.log").string();
+  spec.start_timeout = std::chrono::milliseconds(3000);
+  return spec;
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string status_field(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) == 0) return line.substr(field.size() + 1);
+  }
+  return {};
+}
+
+bool running(pid_t pid) { return kill(pid, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("the daemon counts as started once its port file holds a whole line") {
+  TempDir dir;
+  LaunchSpec spec = shell_daemon(dir, "sleep 0.2; printf '0.0.0.0:' > \"$PORT_FILE\"; sleep 0.2; "
+                                      "echo 20123 >> \"$PORT_FILE\"; echo \"token=$LLM_RDZV_TOKEN\"; exec sleep 30");
+  spec.args[1] = "PORT_FILE=" + spec.port_file + "; " + spec.args[1];
+  const RunningDaemon daemon = start_daemon(spec);
+  CHECK(daemon.port == 20123);
+  CHECK(running(daemon.pid));
+  // The token reaches the daemon through its environment, not its command line.
+  std::ifstream cmdline("/proc/" + std::to_string(daemon.pid) + "/cmdline");
+  std::string args((std::istreambuf_iterator<char>(cmdline)), {});
+  CHECK(args.find("secret-token") == std::string::npos);
+  stop_daemon(daemon, std::chrono::milliseconds(2000));
+  CHECK_FALSE(running(daemon.pid));
+  CHECK(read_text(dir.path / "daemon.log") == "token=secret-token\n");
+}
+
+TEST_CASE("the daemon runs as the job's user, not as root") {
+  if (getuid() != 0) return;  // only root can switch users; the Slurm suite runs as root
+  const passwd* nobody = getpwnam("nobody");
+  REQUIRE(nobody != nullptr);
+  TempDir dir;
+  LaunchSpec spec = shell_daemon(dir, "echo 20001 > " + (dir.path / "port").string() + "; exec sleep 30");
+  spec.user = {nobody->pw_uid, nobody->pw_gid, {}};
+  const RunningDaemon daemon = start_daemon(spec);
+  const std::string uids = status_field(daemon.pid, "Uid");
+  const std::string id = std::to_string(nobody->pw_uid);
+  CHECK(uids == "\t" + id + "\t" + id + "\t" + id + "\t" + id);
+  CHECK(status_field(daemon.pid, "Groups").find_first_not_of(" \t") == std::string::npos);
+  stop_daemon(daemon, std::chrono::milliseconds(2000));
+  CHECK_FALSE(running(daemon.pid));
+}
+
+TEST_CASE("a daemon that ignores SIGTERM is killed after the grace period") {
+  TempDir dir;
+  LaunchSpec spec = shell_daemon(dir, "trap '' TERM; echo 20002 > " + (dir.path / "port").string() +
+                                          "; while :; do sleep 0.05; done");
+  const RunningDaemon daemon = start_daemon(spec);
+  const auto start = std::chrono::steady_clock::now();
+  stop_daemon(daemon, std::chrono::milliseconds(300));
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(300));
+  CHECK_FALSE(running(daemon.pid));
+}
+
+TEST_CASE("start failures say why") {
+  TempDir dir;
+  SECTION("missing program") {
+    LaunchSpec spec = shell_daemon(dir, "");
+    spec.program = (dir.path / "no-rdzvd").string();
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("rdzvd could not be executed (" + spec.program));
+  }
+  SECTION("early exit") {
+    CHECK_THROWS_WITH(start_daemon(shell_daemon(dir, "echo bind failed >&2; exit 3")),
+                      Contains("rdzvd exited with status 3 (see " + (dir.path / "daemon.log").string()));
+    CHECK(read_text(dir.path / "daemon.log") == "bind failed\n");
+  }
+  SECTION("no port within the start timeout") {
+    LaunchSpec spec = shell_daemon(dir, "echo $$ > " + (dir.path / "pid").string() + "; exec sleep 30");
+    spec.start_timeout = std::chrono::milliseconds(300);
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("rdzvd did not report a listening port within 300 ms"));
+    const pid_t pid = std::stoi(read_text(dir.path / "pid"));
+    CHECK_FALSE(running(pid));
+  }
+  SECTION("unwritable log") {
+    LaunchSpec spec = shell_daemon(dir, "exit 0");
+    spec.log_path = (dir.path / "missing-dir" / "log").string();
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not open its log file " + spec.log_path));
+  }
+}
+
+TEST_CASE("rdzvd's command line carries the step and the site's timings") {
+  SiteConfig site;
+  site.heartbeat_interval_ms = 200;
+  site.heartbeat_timeout_ms = 2000;
+  site.log_level = "debug";
+  StepSettings settings;
+  settings.ports = {20000, 20999};
+  const auto args = rdzvd_arguments(site, settings, "12.0", 20500, "/tmp/x/port");
+  const std::vector<std::string> expected = {
+      "--listen", "0.0.0.0:20500", "--port-range", "20000-20999", "--port-probes", "8",
+      "--port-file", "/tmp/x/port", "--mode", "step", "--rdzv-id", "12.0", "--exit-with-parent",
+      "--heartbeat-interval", "200", "--heartbeat-timeout", "2000", "--log-level", "debug"};
+  CHECK(args == expected);
+}
+
+TEST_CASE("the site secret must be private to its owner") {
+  TempDir dir;
+  const auto path = (dir.path / "secret").string();
+  { std::ofstream(path) << "s3cret\n"; }
+  chmod(path.c_str(), 0600);
+  CHECK(read_site_secret(path, getuid()) == "s3cret");
+  chmod(path.c_str(), 0640);
+  CHECK_THROWS_WITH(read_site_secret(path, getuid()), Contains("no group or other permissions"));
+  chmod(path.c_str(), 0600);
+  CHECK_THROWS_WITH(read_site_secret(path, getuid() + 1), Contains("must be owned by uid"));
+  CHECK_THROWS_WITH(read_site_secret((dir.path / "none").string(), getuid()), Contains("No such file"));
+  { std::ofstream(path) << "\n"; }
+  CHECK_THROWS_WITH(read_site_secret(path, getuid()), Contains("empty"));
+}
