@@ -1,0 +1,61 @@
+// Core: the Status report (daemon summary, rendezvous counters, members with a valid scope).
+#include "llmrdzv/core/core.hpp"
+
+#include <algorithm>
+
+#include "rendezvous.hpp"
+
+namespace llmrdzv::core {
+namespace {
+
+std::uint64_t age_ms(TimePoint now, TimePoint since) {
+  return std::uint64_t(std::chrono::duration_cast<Millis>(now - since).count());
+}
+
+RendezvousInfo summarise(const Rendezvous& rdzv, TimePoint now) {
+  RendezvousInfo info;
+  info.rdzv_id = rdzv.id;
+  info.round = rdzv.round;
+  info.state = rdzv.round_active() ? "complete"
+               : rdzv.last_call_timer ? "last_call"
+               : rdzv.round > 0 && rdzv.pending.empty() ? "closed"
+                                                       : "gathering";
+  info.min_participants = rdzv.min_participants;
+  info.max_participants = rdzv.max_participants;
+  info.members = std::int32_t(rdzv.members.size());
+  info.joined = rdzv.round_active() ? 0 : std::int32_t(rdzv.pending.size());
+  info.waiting = rdzv.round_active() ? std::int32_t(rdzv.pending.size()) : 0;
+  info.num_keys = rdzv.usage.keys;
+  info.kv_bytes = rdzv.usage.bytes;
+  info.age_ms = age_ms(now, rdzv.created);
+  return info;
+}
+
+}  // namespace
+
+Result<DaemonInfo> Core::status(const std::optional<Scope>& scope) const {
+  const TimePoint now = clock_.now();
+  DaemonInfo daemon;
+  daemon.uptime_ms = age_ms(now, started_);
+  daemon.mode = mode_name(auth_.mode());
+  if (!scope) {
+    for (const auto& [key, rdzv] : registry_) daemon.rendezvous.push_back(summarise(*rdzv, now));
+    std::sort(daemon.rendezvous.begin(), daemon.rendezvous.end(),
+              [](const auto& a, const auto& b) { return a.rdzv_id < b.rdzv_id; });
+    return daemon;
+  }
+  auto found = find(*scope);
+  if (!found.ok()) return found.status();
+  const Rendezvous& rdzv = *found.value();
+  RendezvousInfo info = summarise(rdzv, now);
+  for (const auto& [participant_id, member] : rdzv.members) {
+    info.member_details.push_back({participant_id, member.assignment.rank, member.host, member.assignment.local_rank,
+                                   age_ms(now, member.last_heartbeat), member.session_id != 0});
+  }
+  std::sort(info.member_details.begin(), info.member_details.end(),
+            [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  daemon.rendezvous.push_back(std::move(info));
+  return daemon;
+}
+
+}  // namespace llmrdzv::core

@@ -1,0 +1,72 @@
+// The state of one rendezvous, private to the core: the current round's members, the joiners
+// gathering for the next round, and the KV spaces. Core's member functions apply the rules.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "llmrdzv/core/kv_space.hpp"
+#include "llmrdzv/core/rank_assignment.hpp"
+#include "llmrdzv/core/timer_queue.hpp"
+#include "llmrdzv/core/types.hpp"
+
+namespace llmrdzv::core {
+
+struct Member {
+  Assignment assignment;
+  std::string host;
+  std::int32_t local_rank_hint = -1;
+  TimePoint last_heartbeat;
+  TimerQueue::Key heartbeat_timer{};
+  std::uint64_t session_id = 0;  // 0: no session open
+};
+
+struct JoinWait {
+  JoinCallback done;
+  TimerQueue::Key timer{};
+};
+
+struct Joiner {
+  Candidate candidate;
+  std::map<std::uint64_t, JoinWait> waits;  // retried Joins of the same participant all complete
+};
+
+struct Rendezvous {
+  Rendezvous(std::string key_, std::string id_, const Limits& limits, TimerQueue& timers,
+             const Clock& clock, std::uint64_t& next_waiter_id)
+      : key(std::move(key_)),
+        id(std::move(id_)),
+        kv_context{limits, usage, timers, clock, next_waiter_id},
+        global_space(std::make_unique<KvSpace>(kv_context)) {}
+
+  std::string key;  // registry key (site mode: "<uid>/<id>")
+  std::string id;   // what clients call it
+  std::int32_t min_participants = 0;
+  std::int32_t max_participants = 0;
+  Millis last_call{0};
+  TimePoint created;
+  TimePoint last_activity;
+  TimerQueue::Key idle_timer{};
+
+  std::uint64_t round = 0;  // the latest completed round
+  bool round_open = false;  // false before round 1 and after the current round closed
+  std::unordered_map<std::string, Member> members;  // of the current round while open
+
+  std::map<std::string, Joiner> pending;               // gathering for the next round
+  std::unordered_map<std::uint64_t, std::string> join_waiters;  // wait id -> participant id
+  std::optional<TimerQueue::Key> last_call_timer;
+
+  // Declared in this order so that the spaces go before the usage they account to.
+  Usage usage;
+  KvContext kv_context;
+  std::unique_ptr<KvSpace> global_space;  // round 0
+  std::unique_ptr<KvSpace> round_space;   // the current round while open
+
+  bool elastic() const { return min_participants < max_participants; }
+  bool round_active() const { return round_open && !members.empty(); }
+};
+
+}  // namespace llmrdzv::core

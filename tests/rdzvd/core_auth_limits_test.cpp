@@ -1,0 +1,155 @@
+// Core auth (step and site mode, tokens never logged) and every client-controlled limit.
+#include <catch2/catch.hpp>
+
+#include "core_fixture.hpp"
+#include "llmrdzv/common/token.hpp"
+
+using namespace llmrdzv::core;
+using namespace llmrdzv::core::testing;
+
+namespace {
+
+CoreConfig site_config() {
+  CoreConfig config = step_config();
+  config.auth = {Mode::site, "", "", "the-site-secret"};
+  return config;
+}
+
+JoinRequest site_join(const std::string& rdzv_id, std::uint32_t uid, const std::string& participant) {
+  JoinRequest r;
+  r.scope = {rdzv_id, llmrdzv::site_token("the-site-secret", uid, rdzv_id)};
+  r.participant_id = participant;
+  r.host = "h";
+  r.min_participants = 1;
+  r.max_participants = 1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("step mode: other rendezvous ids are foreign, wrong or missing tokens denied", "[core][auth]") {
+  CoreFixture f;
+  auto foreign = f.request("a", 1, 1);
+  foreign.scope.rdzv_id = "43.0";
+  auto o = f.join(foreign);
+  CHECK(o->status.code == Code::not_found);
+  CHECK(o->status.message.rfind("foreign-rendezvous:", 0) == 0);
+  auto wrong = f.request("a", 1, 1);
+  wrong.scope.token = "step-token-secreT";
+  CHECK(f.join(wrong)->status.code == Code::permission_denied);
+  auto missing = f.request("a", 1, 1);
+  missing.scope.token.clear();
+  CHECK(f.join(missing)->status.code == Code::permission_denied);
+  CHECK(f.core.set(Scope{"42.0", "bad"}, 0, "k", "v").code == Code::permission_denied);
+  CHECK(f.core.leave(Scope{"42.0", ""}, "a").code == Code::permission_denied);
+  CHECK(f.join(f.request("a", 1, 1))->status.ok());
+}
+
+TEST_CASE("site mode: HMAC tokens, per-uid namespaces, wrong tokens denied", "[core][auth]") {
+  CoreFixture f(site_config());
+  auto alice = f.join(site_join("train", 1000, "a"));
+  auto bob = f.join(site_join("train", 1001, "b"));
+  REQUIRE(alice->status.ok());
+  REQUIRE(bob->status.ok());
+  // Same id, different users: two rendezvous, each its own round 1 of one member.
+  CHECK(f.core.rendezvous_count() == 2);
+  CHECK(alice->assignment.world_size == 1);
+  CHECK(bob->assignment.world_size == 1);
+  const Scope alice_scope{"train", llmrdzv::site_token("the-site-secret", 1000, "train")};
+  REQUIRE(f.core.set(alice_scope, 0, "k", "alice").ok());
+  const Scope bob_scope{"train", llmrdzv::site_token("the-site-secret", 1001, "train")};
+  auto seen_by_bob = std::make_shared<KvOutcome>();
+  f.core.get(bob_scope, 0, "k", 0, CoreFixture::record(seen_by_bob));
+  CHECK(seen_by_bob->status.code == Code::not_found);
+
+  auto forged = site_join("train", 1000, "c");
+  forged.scope.token = llmrdzv::site_token("another-secret", 1000, "train");
+  CHECK(f.join(forged)->status.code == Code::permission_denied);
+  auto other_id = site_join("train", 1000, "c");
+  other_id.scope.rdzv_id = "eval";  // token of "train" used for "eval"
+  CHECK(f.join(other_id)->status.code == Code::permission_denied);
+  auto garbage = site_join("train", 1000, "c");
+  garbage.scope.token = "not-a-site-token";
+  CHECK(f.join(garbage)->status.code == Code::permission_denied);
+}
+
+TEST_CASE("tokens never appear in log lines or error messages", "[core][auth]") {
+  CoreFixture f;
+  f.join_all(2);
+  auto wrong = f.request("x", 2, 2);
+  wrong.scope.token = "guessed-token-value";
+  auto o = f.join(wrong);
+  f.core.leave(f.scope(), "p0");
+  f.core.shutdown("test");
+  REQUIRE_FALSE(f.log.empty());
+  for (const auto& line : f.log) {
+    CHECK(line.find("step-token-secret") == std::string::npos);
+    CHECK(line.find("guessed-token-value") == std::string::npos);
+  }
+  CHECK(o->status.message.find("guessed-token-value") == std::string::npos);
+}
+
+TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the limit", "[core][limits]") {
+  CoreConfig config = site_config();
+  Limits& l = config.settings.limits;
+  l.max_rendezvous = 2;
+  l.max_participants = 8;
+  l.max_keys = 4;
+  l.max_key_length = 8;
+  l.max_value_size = 16;
+  l.max_bytes = 41;
+  l.max_id_length = 12;
+  l.max_waiters = 3;
+  l.max_timeout_ms = 10000;
+  l.max_keys_per_request = 3;
+  CoreFixture f(config);
+  auto expect = [](const Status& status, const char* limit) {
+    CHECK(status.code == Code::resource_exhausted);
+    CHECK_THAT(status.message, Catch::Contains(std::string("limit ") + limit));
+  };
+  REQUIRE(f.join(site_join("r1", 1, "a"))->status.ok());
+  REQUIRE(f.join(site_join("r2", 1, "a"))->status.ok());
+  expect(f.join(site_join("r3", 1, "a"))->status, "max_rendezvous");
+  expect(f.join(site_join("r1", 1, "a-participant-id-too-long"))->status, "max_id_length");
+  auto many = site_join("r1", 1, "a");
+  many.max_participants = 9;
+  expect(f.join(many)->status, "max_participants");
+  auto slow = site_join("r1", 1, "a");
+  slow.timeout_ms = 10001;
+  expect(f.join(slow)->status, "max_timeout_ms");
+
+  const Scope s{"r1", llmrdzv::site_token("the-site-secret", 1, "r1")};
+  expect(f.core.set(s, 1, "123456789", "v"), "max_key_length");
+  expect(f.core.set(s, 1, "k", std::string(17, 'v')), "max_value_size");
+  REQUIRE(f.core.set(s, 1, "k1", std::string(16, 'v')).ok());   // 18 bytes
+  REQUIRE(f.core.set(s, 0, "k2", std::string(16, 'v')).ok());   // 36 bytes, across spaces
+  expect(f.core.set(s, 1, "k3", "vvvv"), "max_bytes");          // would be 42
+  REQUIRE(f.core.set(s, 1, "k3", "v").ok());
+  REQUIRE(f.core.set(s, 1, "k4", "").ok());
+  expect(f.core.set(s, 1, "k5", ""), "max_keys");
+  expect(f.core.append(s, 1, "k4", "vvvvv"), "max_bytes");
+  expect(f.core.multi_set(s, 1, {{"a", "1"}, {"b", "1"}, {"c", "1"}, {"d", "1"}}), "max_keys_per_request");
+
+  std::vector<std::shared_ptr<KvOutcome>> waits;
+  for (int i = 0; i < 4; ++i) {
+    waits.push_back(std::make_shared<KvOutcome>());
+    f.core.get(s, 0, "missing", 5000, CoreFixture::record(waits.back()));
+  }
+  CHECK_FALSE(waits[2]->done);
+  expect(waits[3]->status, "max_waiters");
+  auto long_wait = std::make_shared<KvOutcome>();
+  f.core.get(s, 1, "k1x", 10001, CoreFixture::record(long_wait));
+  expect(long_wait->status, "max_waiters");  // the waiter limit is checked first
+  f.advance(Millis(5000));  // the three waiters time out
+  f.core.get(s, 0, "k1x", 10001, CoreFixture::record(long_wait));
+  expect(long_wait->status, "max_timeout_ms");
+}
+
+TEST_CASE("ids are checked for emptiness and length", "[core][limits]") {
+  CoreFixture f;
+  CHECK(f.core.set(Scope{"", "t"}, 0, "k", "v").code == Code::invalid_argument);
+  const std::string huge(1 << 20, 'x');
+  const Status status = f.core.set(Scope{huge, "t"}, 0, "k", "v");
+  CHECK(status.code == Code::resource_exhausted);
+  CHECK(status.message.size() < 200);  // the huge id is not echoed back
+}

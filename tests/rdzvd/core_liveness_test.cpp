@@ -1,0 +1,183 @@
+// Core liveness rules: sessions, heartbeats, member failure and what survivors hear, graceful
+// leave, collection of finished or idle rendezvous, shutdown.
+#include <catch2/catch.hpp>
+
+#include "core_fixture.hpp"
+
+using namespace llmrdzv::core;
+using namespace llmrdzv::core::testing;
+
+TEST_CASE("a session opens with OPENED for members of the current round only", "[core][liveness]") {
+  CoreFixture f;
+  f.join_all(2);
+  auto sink = f.open("p0", 1);
+  REQUIRE(sink);
+  REQUIRE(sink->events.size() == 1);
+  CHECK(sink->events[0].kind == EventKind::opened);
+  CHECK(sink->events[0].round == 1);
+  auto bad_round = f.core.open_session(f.scope(), "p0", 2, std::make_shared<RecordingSink>());
+  CHECK(bad_round.status().code == Code::invalid_argument);
+  auto stranger = f.core.open_session(f.scope(), "nobody", 1, std::make_shared<RecordingSink>());
+  CHECK(stranger.status().code == Code::failed_precondition);
+  // A second session of the same member replaces the first, which is finished.
+  auto newer = f.open("p0", 1);
+  REQUIRE(newer);
+  REQUIRE(sink->finished);
+  CHECK(sink->finished->code == Code::aborted);
+}
+
+TEST_CASE("a session closed without Leave fails the member and closes the round", "[core][liveness]") {
+  CoreFixture f;
+  auto joins = f.join_all(3);
+  std::uint64_t session_p1 = 0;
+  auto s0 = f.open("p0", 1);
+  auto s1 = f.open("p1", 1, &session_p1);
+  auto s2 = f.open("p2", 1);
+  REQUIRE(f.core.set(f.scope(), 0, "global", "kept").ok());
+  REQUIRE(f.core.set(f.scope(), 1, "round", "dropped").ok());
+  auto blocked = std::make_shared<KvOutcome>();
+  f.core.get(f.scope(), 1, "never", 60000, CoreFixture::record(blocked));
+  CHECK_FALSE(blocked->done);
+
+  f.core.close_session(session_p1);
+  const int failed_rank = joins[1]->assignment.rank;
+  for (const auto& sink : {s0, s2}) {
+    REQUIRE(sink->events.size() == 2);
+    CHECK(sink->events[1].kind == EventKind::member_failed);
+    CHECK(sink->events[1].rank == failed_rank);
+    CHECK_THAT(sink->events[1].detail, Catch::Contains("session closed without Leave"));
+  }
+  CHECK(s1->events.size() == 1);  // the failed member hears nothing more
+  REQUIRE(blocked->done);
+  CHECK(blocked->status.code == Code::aborted);
+  CHECK(f.core.set(f.scope(), 1, "round", "x").code == Code::aborted);
+  auto kept = std::make_shared<KvOutcome>();
+  f.core.get(f.scope(), 0, "global", 0, CoreFixture::record(kept));
+  CHECK(kept->values == std::vector<std::string>{"kept"});
+
+  // Survivors plus a replacement form round 2.
+  auto again = f.join_all(3);
+  REQUIRE(again[0]->done);
+  CHECK(again[0]->assignment.round == 2);
+}
+
+TEST_CASE("heartbeat silence beyond the timeout fails the member", "[core][liveness]") {
+  CoreFixture f;
+  f.join_all(2);
+  std::uint64_t s0_id = 0, s1_id = 0;
+  auto s0 = f.open("p0", 1, &s0_id);
+  auto s1 = f.open("p1", 1, &s1_id);
+  for (int i = 0; i < 10; ++i) {  // 10 s of heartbeats every second: both stay
+    f.advance(Millis(1000));
+    f.core.heartbeat(s0_id);
+    f.core.heartbeat(s1_id);
+  }
+  CHECK(s0->events.size() == 1);
+  for (int i = 0; i < 4; ++i) {  // p1 goes silent
+    f.advance(Millis(1000));
+    f.core.heartbeat(s0_id);
+  }
+  CHECK(s0->events.size() == 1);  // 4 s of silence is within the 5 s timeout
+  f.advance(Millis(1000));
+  REQUIRE(s0->events.size() == 2);
+  CHECK(s0->events[1].kind == EventKind::member_failed);
+  CHECK_THAT(s0->events[1].detail, Catch::Contains("no heartbeat for 5000 ms"));
+}
+
+TEST_CASE("a member that never opens a session counts as dead after the heartbeat timeout",
+          "[core][liveness]") {
+  CoreFixture f;
+  f.join_all(2);
+  std::uint64_t s0_id = 0;
+  auto s0 = f.open("p0", 1, &s0_id);
+  for (int i = 0; i < 5; ++i) {
+    f.advance(Millis(1000));
+    f.core.heartbeat(s0_id);
+  }
+  REQUIRE(s0->events.size() == 2);
+  CHECK(s0->events[1].kind == EventKind::member_failed);
+}
+
+TEST_CASE("Leave tells the others MEMBER_LEFT and the round stays open", "[core][liveness]") {
+  CoreFixture f;
+  auto joins = f.join_all(3);
+  auto s0 = f.open("p0", 1);
+  std::uint64_t s2_id = 0;
+  auto s2 = f.open("p2", 1, &s2_id);
+  REQUIRE(f.core.leave(f.scope(), "p2").ok());
+  REQUIRE(s0->events.size() == 2);
+  CHECK(s0->events[1].kind == EventKind::member_left);
+  CHECK(s0->events[1].rank == joins[2]->assignment.rank);
+  f.core.close_session(s2_id);  // closing after Leave is not a failure
+  CHECK(s0->events.size() == 2);
+  CHECK(f.core.set(f.scope(), 1, "still", "open").ok());
+  CHECK(f.core.leave(f.scope(), "p2").ok());  // leaving twice is harmless
+}
+
+TEST_CASE("a rendezvous is collected after every member left", "[core][liveness]") {
+  CoreFixture f;
+  f.join_all(2);
+  REQUIRE(f.core.set(f.scope(), 0, "k", "v").ok());
+  REQUIRE(f.core.leave(f.scope(), "p0").ok());
+  CHECK(f.core.rendezvous_count() == 1);
+  REQUIRE(f.core.leave(f.scope(), "p1").ok());
+  CHECK(f.core.rendezvous_count() == 0);
+  CHECK(f.core.set(f.scope(), 0, "k", "v").code == Code::not_found);
+}
+
+TEST_CASE("an idle rendezvous is collected after the idle timeout", "[core][liveness]") {
+  auto config = step_config();
+  config.settings.rendezvous_idle_timeout = Millis(30000);
+  CoreFixture f(config);
+  f.join_all(1);  // no session: the member fails after 5 s, then nobody touches the rendezvous
+  f.advance(Millis(20000));
+  REQUIRE(f.core.set(f.scope(), 0, "k", "v").ok());  // activity at t=20 s
+  f.advance(Millis(29000));
+  CHECK(f.core.rendezvous_count() == 1);
+  f.advance(Millis(1000));
+  CHECK(f.core.rendezvous_count() == 0);
+}
+
+TEST_CASE("shutdown tells sessions and fails every blocked call with UNAVAILABLE", "[core][liveness]") {
+  CoreFixture f;
+  f.join_all(2);
+  auto s0 = f.open("p0", 1);
+  auto pending_get = std::make_shared<KvOutcome>();
+  f.core.get(f.scope(), 0, "k", 60000, CoreFixture::record(pending_get));
+  auto late = f.join(f.request("late", 2, 2));
+  f.core.shutdown("SIGTERM");
+  REQUIRE(s0->events.back().kind == EventKind::shutdown);
+  REQUIRE(s0->finished);
+  CHECK(s0->finished->code == Code::unavailable);
+  CHECK(pending_get->status.code == Code::unavailable);
+  CHECK_THAT(pending_get->status.message, Catch::Contains("shutting down"));
+  CHECK(late->status.code == Code::unavailable);
+  auto after = f.join(f.request("x", 2, 2));
+  CHECK(after->status.code == Code::unavailable);
+  CHECK(f.core.set(f.scope(), 0, "k", "v").code == Code::unavailable);
+}
+
+TEST_CASE("status reports counters, and members only with a valid scope", "[core][liveness]") {
+  CoreFixture f;
+  f.join_all(2);
+  f.open("p0", 1);
+  REQUIRE(f.core.set(f.scope(), 1, "key", "12345").ok());
+  auto summary = f.core.status(std::nullopt);
+  REQUIRE(summary.ok());
+  CHECK(summary.value().mode == "step");
+  REQUIRE(summary.value().rendezvous.size() == 1);
+  const auto& r = summary.value().rendezvous[0];
+  CHECK(r.rdzv_id == "42.0");
+  CHECK(r.round == 1);
+  CHECK(r.members == 2);
+  CHECK(r.num_keys == 1);
+  CHECK(r.kv_bytes == 8);
+  CHECK(r.member_details.empty());
+  auto detailed = f.core.status(f.scope());
+  REQUIRE(detailed.ok());
+  REQUIRE(detailed.value().rendezvous[0].member_details.size() == 2);
+  CHECK(detailed.value().rendezvous[0].member_details[0].rank == 0);
+  CHECK(detailed.value().rendezvous[0].member_details[0].session_open);
+  CHECK_FALSE(detailed.value().rendezvous[0].member_details[1].session_open);
+  CHECK(f.core.status(Scope{"42.0", "wrong"}).status().code == Code::permission_denied);
+}
