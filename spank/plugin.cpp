@@ -207,14 +207,7 @@ int prepare_remote(spank_t sp) {
   const std::string master = master_address(settings.addr, first_node(sp, layout));
   s.env = step_env(settings, layout, master, s.site.server.value_or(""), token);
   if (settings.mode == Mode::step && layout.node_id == 0) {
-    try {
-      start_step_daemon(settings, layout, rdzv_id, token, user);
-    } catch (const std::exception& e) {
-      // Failing here would only fail this node's launch, and srun still exits 0 (measured);
-      // failing every local task makes the step fail visibly, with the reason on its stderr.
-      s.task_error = e.what();
-      slurm_error("llm-rdzv: %s", e.what());
-    }
+    start_step_daemon(settings, layout, rdzv_id, token, user);
   }
   return 0;
 }
@@ -262,7 +255,16 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
       case S_CTX_LOCAL:
         return prepare_local();
       case S_CTX_REMOTE:
-        return prepare_remote(sp);
+        // Failing init here would only fail this node's launch, and srun may still exit 0
+        // (measured); failing every local task instead makes the step fail visibly, with the
+        // reason on the tasks' stderr.
+        try {
+          return prepare_remote(sp);
+        } catch (const std::exception& e) {
+          s.task_error = e.what();
+          slurm_error("llm-rdzv: %s", e.what());
+          return 0;
+        }
       default:
         return 0;
     }

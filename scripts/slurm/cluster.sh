@@ -8,7 +8,7 @@
 #   cluster.sh up     [--dir DIR] [--build-dir BUILD] [--nodes N]
 #   cluster.sh down   [--dir DIR]
 #   cluster.sh status [--dir DIR]
-#   then: source DIR/env   (exports SLURM_CONF; jobs: setpriv ... as $LLM_RDZV_TEST_USER)
+#   then: source DIR/env   (exports SLURM_CONF; jobs: setpriv ... as $LLMRDZV_TEST_USER)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -107,8 +107,8 @@ CONF
   mv "$dir/plugstack.conf.tmp" "$dir/plugstack.conf"
   cat > "$dir/env" <<ENV
 export SLURM_CONF=$conf
-export LLM_RDZV_TEST_USER=$test_user
-export LLM_RDZV_CLUSTER_DIR=$dir
+export LLMRDZV_TEST_USER=$test_user
+export LLMRDZV_CLUSTER_DIR=$dir
 ENV
 }
 

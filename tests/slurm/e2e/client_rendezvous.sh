@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `srun -N3 -n6 --llm-rdzv` of the client test program: each task joins the step's rdzvd through
+# the client library, gets a distinct rank 0..5 in a world of 6 with one master, and passes a
+# store barrier. rdzvd ran as the job's user (its log file is created by it, after the switch)
+# and is gone after the step.
+source "$(dirname "$0")/lib.sh"
+require_file "$test_client"
+
+out=$(as_user srun -N3 -n6 --llm-rdzv sh -c 'echo "job=$SLURM_JOB_ID.$SLURM_STEP_ID"; exec "$0"' "$test_client" 2>&1) ||
+  { echo "$out" >&2; fail "srun failed"; }
+ranks=$(grep -Eo '^rank=[0-9]+ world=6 ' <<<"$out" | cut -d' ' -f1 | sort -t= -k2 -n | tr '\n' ' ')
+[ "$ranks" = "rank=0 rank=1 rank=2 rank=3 rank=4 rank=5 " ] || { echo "$out" >&2; fail "ranks: $ranks"; }
+[ "$(grep -Eo 'master=[^ ]+' <<<"$out" | sort -u | wc -l)" -eq 1 ] || fail "more than one master"
+[ "$(grep -c '^barrier rank=[0-5] ok$' <<<"$out")" -eq 6 ] || { echo "$out" >&2; fail "barrier"; }
+step=$(grep -Eo '^job=[0-9]+\.[0-9]+' <<<"$out" | sort -u | cut -d= -f2)
+log="$cluster_dir/rdzvd-logs/rdzvd-$step.log"
+[ -f "$log" ] || fail "no rdzvd log $log"
+[ "$(stat -c %U "$log")" = "$LLMRDZV_TEST_USER" ] || fail "rdzvd log owned by $(stat -c %U "$log"), not the job's user"
+expect_no_rdzvd 5
+finish
