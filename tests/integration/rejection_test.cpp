@@ -1,0 +1,189 @@
+// Requests rdzvd must refuse, sent by real clients and by a raw gRPC stub that bypasses the
+// client library's own checks: wrong or missing token, oversized values, malformed and hostile
+// requests, floods of keys, and a peer that speaks garbage TCP. Each gets its documented status
+// and the daemon keeps serving a real rendezvous afterwards.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "llmrdzv/client/client.hpp"
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
+#include "test_clients.hpp"
+
+using namespace llmrdzv::testing;
+using namespace std::chrono_literals;
+using llmrdzv::client::Client;
+using llmrdzv::client::ErrorCode;
+using llmrdzv::client::RdzvError;
+namespace v1 = llmrdzv::v1;
+
+namespace {
+
+class RawStub {
+ public:
+  explicit RawStub(const std::string& endpoint)
+      : stub_(v1::Rendezvous::NewStub(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()))) {}
+
+  template <class Request, class Response>
+  grpc::Status call(grpc::Status (v1::Rendezvous::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                    const Request& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    Response response;
+    return ((*stub_).*method)(&context, request, &response);
+  }
+
+ private:
+  std::unique_ptr<v1::Rendezvous::Stub> stub_;
+};
+
+v1::Scope scope_of(const RdzvdProcess& rdzvd) {
+  v1::Scope scope;
+  scope.set_rdzv_id(rdzvd.rdzv_id());
+  scope.set_token(rdzvd.token());
+  return scope;
+}
+
+v1::JoinRequest join_request(const v1::Scope& scope, int min, int max) {
+  v1::JoinRequest request;
+  *request.mutable_scope() = scope;
+  request.set_participant_id("hostile");
+  request.set_requested_rank(-1);
+  request.set_host("localhost");
+  request.set_local_rank(-1);
+  request.set_min_participants(min);
+  request.set_max_participants(max);
+  request.set_timeout_ms(100);
+  return request;
+}
+
+// After whatever was thrown at it, the daemon still forms a round of two real client processes.
+void check_still_serving(const TempDir& dir, RdzvdProcess& rdzvd) {
+  auto processes = launch_test_clients(dir, rdzvd, 2, ClientLaunch{.processes = 2});
+  const auto assignments = collect_lines(processes, "rank=", 1, 30s);
+  CHECK(assignments.size() == 2);
+  for (auto& process : processes) CHECK(process->wait(30s) == 0);
+  CHECK(rdzvd.process().wait(0ms) == std::nullopt);
+}
+
+}  // namespace
+
+TEST_CASE("a wrong token is rejected with PERMISSION_DENIED") {
+  TempDir dir;
+  RdzvdProcess rdzvd(dir);
+  ClientLaunch launch{.processes = 1, .env_for = [](int) { return EnvChanges{{"RDZV_TOKEN", "not-the-token"}}; }};
+  auto processes = launch_test_clients(dir, rdzvd, 1, launch);
+  CHECK(processes.front()->wait(30s) == 1);
+  CHECK_THAT(processes.front()->stderr_text(), Catch::Contains("rdzv-test-client: permission_denied: join"));
+
+  auto options = rdzvd.client_options(1);
+  options.token = rdzvd.token() + "x";
+  Client client(options);
+  CHECK_THROWS_MATCHES(client.join(), RdzvError,
+                       Catch::Predicate<RdzvError>([](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; }));
+  CHECK_THROWS_MATCHES(client.kv(0).set("k", "v"), RdzvError,
+                       Catch::Predicate<RdzvError>([](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; }));
+  options.token.clear();
+  Client tokenless(options);
+  CHECK_THROWS_MATCHES(tokenless.kv(0).num_keys(), RdzvError,
+                       Catch::Predicate<RdzvError>([](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; }));
+  check_still_serving(dir, rdzvd);
+}
+
+TEST_CASE("an oversized value is rejected with RESOURCE_EXHAUSTED and stores nothing") {
+  TempDir dir;
+  RdzvdProcess rdzvd(dir);
+  Client client(rdzvd.client_options(1));
+  for (const std::size_t size : {std::size_t(2) << 20, std::size_t(6) << 20}) {
+    try {
+      client.kv(0).set("big", std::string(size, 'x'));
+      FAIL("a value of " << size << " bytes was accepted");
+    } catch (const RdzvError& error) {
+      CHECK(error.code() == ErrorCode::resource_exhausted);
+      CHECK_THAT(error.what(), Catch::Contains("set (rdzvd 127.0.0.1:"));
+    }
+  }
+  CHECK_FALSE(client.kv(0).check({"big"}));
+  check_still_serving(dir, rdzvd);
+}
+
+TEST_CASE("malformed and hostile requests get errors while the daemon keeps serving") {
+  TempDir dir;
+  RdzvdProcess rdzvd(dir);
+  RawStub raw(rdzvd.endpoint());
+  const v1::Scope scope = scope_of(rdzvd);
+
+  SECTION("empty, huge and unknown rendezvous ids") {
+    v1::Scope empty = scope;
+    empty.set_rdzv_id("");
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(empty, 1, 1)).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+    v1::Scope huge = scope;
+    huge.set_rdzv_id(std::string(1 << 20, 'i'));
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(huge, 1, 1)).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+    v1::Scope unknown = scope;
+    unknown.set_rdzv_id("someone-else");
+    const auto status = raw.call(&v1::Rendezvous::Stub::Join, join_request(unknown, 1, 1));
+    CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
+    CHECK_THAT(status.error_message(), Catch::StartsWith("foreign-rendezvous:"));
+  }
+  SECTION("negative and inconsistent sizes") {
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(scope, -3, 2)).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(scope, 4, 2)).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(scope, 0, 0)).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+    v1::BarrierRequest barrier;
+    *barrier.mutable_scope() = scope;
+    barrier.set_key("b");
+    barrier.set_world_size(-5);
+    barrier.set_timeout_ms(100);
+    CHECK(raw.call(&v1::Rendezvous::Stub::Barrier, barrier).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    v1::SetRequest empty_key;
+    *empty_key.mutable_scope() = scope;
+    CHECK(raw.call(&v1::Rendezvous::Stub::Set, empty_key).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  SECTION("a flood of keys hits the key limit") {
+    grpc::Status status;
+    int batches = 0;
+    for (; batches < 1000 && status.ok(); ++batches) {
+      v1::MultiSetRequest flood;
+      *flood.mutable_scope() = scope;
+      for (int i = 0; i < 1000; ++i) {
+        auto* entry = flood.add_entries();
+        entry->set_key("flood/" + std::to_string(batches) + "/" + std::to_string(i));
+        entry->set_value("v");
+      }
+      status = raw.call(&v1::Rendezvous::Stub::MultiSet, flood);
+    }
+    CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+    CHECK_FALSE(status.error_message().empty());
+    INFO("keys accepted before the limit: about " << (batches - 1) * 1000);
+  }
+  SECTION("a raw TCP peer that sends garbage, and one that connects and says nothing") {
+    const auto connect_raw = [&] {
+      const int fd = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_port = htons(rdzvd.port());
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+      return fd;
+    };
+    const int silent = connect_raw();
+    const int garbage = connect_raw();
+    std::string noise = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    for (int i = 0; i < 65536; ++i) noise.push_back(char((i * 7919) & 0xff));
+    CHECK(send(garbage, noise.data(), noise.size(), MSG_NOSIGNAL) > 0);
+    close(garbage);
+    check_still_serving(dir, rdzvd);
+    close(silent);
+  }
+  check_still_serving(dir, rdzvd);
+}
