@@ -46,4 +46,25 @@ fi
 # --llm-rdzv=off is accepted and injects nothing either.
 off=$(as_user srun -N1 --llm-rdzv=off env)
 grep -q '^RDZV_' <<<"$off" && fail "--llm-rdzv=off injected variables"
+
+# A bad site argument fails at load, naming it; "optional" would let srun run without the plugin,
+# the test cluster uses "required".
+conf="$cluster_dir/plugstack.conf"
+cp "$conf" plugstack.orig
+trap 'cp "$work/plugstack.orig" "$conf"' EXIT
+sed -i 's/$/ colour=blue/' "$conf"
+set +e
+out=$(as_user srun -N1 true 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] || fail "srun ran with a malformed plugstack.conf"
+expect_match "$out" "llm-rdzv: plugstack.conf: unknown plugstack.conf argument 'colour'" "bad plugstack argument"
+cp plugstack.orig "$conf"
+sed -i 's/$/ port_range=40000-40100/' "$conf"
+set +e
+out=$(as_user srun -N1 true 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] || fail "srun ran with port_range inside the ephemeral ports"
+expect_match "$out" "llm-rdzv: plugstack.conf: port_range: '40000-40100' overlaps the kernel's ephemeral ports" "ephemeral port_range"
+cp plugstack.orig "$conf"
+trap - EXIT
 finish
