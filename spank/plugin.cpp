@@ -3,7 +3,8 @@
 //   local (srun):              check the option, make the step's random token (step mode);
 //   remote (slurmstepd):       compute the env contract, start rdzvd on the step's first node
 //                              before any task, set the env in every task, stop rdzvd at exit.
-// No exception leaves this file: every failure becomes "llm-rdzv: ..." and a -1 return.
+// No exception leaves this file: every failure becomes "llm-rdzv: ..." and a -1 return; in
+// slurmstepd the failure instead fails the node's tasks, printing the reason on their stderr.
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -43,15 +43,14 @@ std::string describe_exit(int status, const LaunchSpec& spec) {
   }
 }
 
-// The port rdzvd wrote ("PORT\n" or "HOST:PORT\n"), or 0 while the file is absent or does not
-// hold a whole line yet.
+// The port rdzvd wrote ("PORT" or "HOST:PORT", newline optional), or 0 while the file is absent
+// or does not name a port yet.
 std::uint16_t read_port_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return 0;
   std::stringstream content;
   content << in.rdbuf();
   std::string text = content.str();
-  if (text.empty() || text.back() != '\n') return 0;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   const auto colon = text.rfind(':');
   if (colon != std::string::npos) text = text.substr(colon + 1);

@@ -64,7 +64,7 @@ bool running(pid_t pid) { return kill(pid, 0) == 0; }
 
 }  // namespace
 
-TEST_CASE("the daemon counts as started once its port file holds a whole line") {
+TEST_CASE("the daemon counts as started once its port file names a port") {
   TempDir dir;
   LaunchSpec spec = shell_daemon(dir, "sleep 0.2; printf '0.0.0.0:' > \"$PORT_FILE\"; sleep 0.2; "
                                       "echo 20123 >> \"$PORT_FILE\"; echo \"token=$LLM_RDZV_TOKEN\"; exec sleep 30");
