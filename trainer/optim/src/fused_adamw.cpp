@@ -1,0 +1,142 @@
+// Validation, per-step coefficients, run-time ISA choice and chunked multi-threading for the
+// fused AdamW kernels (kernel_*.cpp).
+#include "llmrdzv/optim/fused_adamw.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "kernel_coeffs.hpp"
+#include "worker_pool.hpp"
+
+namespace llmrdzv::optim {
+namespace {
+
+using detail::AdamWCoeffs;
+
+// 64 Ki floats per chunk: 256 KiB of each array, large enough to amortise scheduling, small
+// enough to balance two to a few dozen threads; a multiple of 16 so chunks start on cache lines
+// whenever the arrays do.
+constexpr std::size_t kChunkElements = std::size_t{1} << 16;
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument("adamw: " + message);
+}
+
+void check_lengths(const AdamWState& s) {
+  const auto n = s.param.size();
+  require(s.grad.size() == n && s.exp_avg.size() == n && s.exp_avg_sq.size() == n,
+          "param, grad, exp_avg and exp_avg_sq must have the same length (got " +
+              std::to_string(n) + ", " + std::to_string(s.grad.size()) + ", " +
+              std::to_string(s.exp_avg.size()) + ", " + std::to_string(s.exp_avg_sq.size()) + ")");
+}
+
+unsigned resolve_threads(unsigned requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? hw : 1;
+}
+
+template <class Kernel>
+void for_each_chunk(const AdamWState& s, unsigned threads, Kernel kernel) {
+  const std::size_t n = s.param.size();
+  const std::size_t chunks = (n + kChunkElements - 1) / kChunkElements;
+  WorkerPool::instance().run(chunks, resolve_threads(threads), [&](std::size_t chunk) {
+    const std::size_t begin = chunk * kChunkElements;
+    const std::size_t count = std::min(kChunkElements, n - begin);
+    kernel(s.param.data() + begin, s.grad.data() + begin, s.exp_avg.data() + begin,
+           s.exp_avg_sq.data() + begin, count);
+  });
+}
+
+AdamWCoeffs make_coeffs(const AdamWHyperparams& hp, std::int64_t step) {
+  const double bias_correction1 = 1.0 - std::pow(hp.beta1, static_cast<double>(step));
+  const double bias_correction2 = 1.0 - std::pow(hp.beta2, static_cast<double>(step));
+  return AdamWCoeffs{
+      .decay = static_cast<float>(1.0 - hp.lr * hp.weight_decay),
+      .beta1 = static_cast<float>(hp.beta1),
+      .one_minus_beta1 = static_cast<float>(1.0 - hp.beta1),
+      .beta2 = static_cast<float>(hp.beta2),
+      .one_minus_beta2 = static_cast<float>(1.0 - hp.beta2),
+      .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
+      .eps = static_cast<float>(hp.eps),
+      .neg_step_size = static_cast<float>(-hp.lr / bias_correction1),
+  };
+}
+
+void check_hyperparams(const AdamWHyperparams& hp, std::int64_t step) {
+  require(step >= 1, "step must be >= 1 (got " + std::to_string(step) + ")");
+  require(std::isfinite(hp.lr) && hp.lr >= 0, "lr must be a finite number >= 0");
+  require(hp.beta1 >= 0 && hp.beta1 < 1, "beta1 must be in [0, 1)");
+  require(hp.beta2 >= 0 && hp.beta2 < 1, "beta2 must be in [0, 1)");
+  require(std::isfinite(hp.eps) && hp.eps > 0, "eps must be a finite number > 0");
+  require(std::isfinite(hp.weight_decay) && hp.weight_decay >= 0,
+          "weight_decay must be a finite number >= 0");
+}
+
+void check_isa(Isa isa) {
+  require(isa_supported(isa), "this CPU cannot run the " + std::string(isa_name(isa)) + " kernel");
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::avx512: return __builtin_cpu_supports("avx512f");
+  }
+  return false;
+}
+
+Isa best_isa() {
+  for (Isa isa : {Isa::avx512, Isa::avx2}) {
+    if (isa_supported(isa)) return isa;
+  }
+  return Isa::scalar;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512}) {
+    if (isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
+}
+
+void adamw_step(const AdamWState& state, const AdamWHyperparams& hp, std::int64_t step,
+                const KernelOptions& options) {
+  check_lengths(state);
+  check_hyperparams(hp, step);
+  check_isa(options.isa);
+  const AdamWCoeffs coeffs = make_coeffs(hp, step);
+  auto range = options.isa == Isa::avx512 ? detail::adamw_range_avx512
+               : options.isa == Isa::avx2 ? detail::adamw_range_avx2
+                                          : detail::adamw_range_scalar;
+  for_each_chunk(state, options.threads,
+                 [&](float* p, const float* g, float* m, float* v, std::size_t n) {
+                   range(coeffs, p, g, m, v, n);
+                 });
+}
+
+void adamw_traffic_pass(const AdamWState& state, const KernelOptions& options) {
+  check_lengths(state);
+  check_isa(options.isa);
+  auto range = options.isa == Isa::avx512 ? detail::traffic_range_avx512
+               : options.isa == Isa::avx2 ? detail::traffic_range_avx2
+                                          : detail::traffic_range_scalar;
+  for_each_chunk(state, options.threads, range);
+}
+
+}  // namespace llmrdzv::optim

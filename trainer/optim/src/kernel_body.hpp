@@ -1,0 +1,77 @@
+// The AdamW update and the traffic-only ceiling pass written once, generic over a "lanes" type
+// that wraps one instruction set's registers. Each ISA translation unit (kernel_*.cpp, built with
+// its own -m flags) instantiates these with its lanes type, so the variants cannot drift apart.
+// Only <immintrin.h>-level code may live here: these TUs are compiled for CPUs the program may
+// not run on, so they must not define inline library code the linker could share with others.
+#pragma once
+
+#include <cstddef>
+
+#include "kernel_coeffs.hpp"
+
+namespace llmrdzv::optim::detail {
+
+// Lanes requirements: width; load(p)/store(p, r); load_n(p, n)/store_n(p, r, n) for the tail
+// (n < width); splat(x); add, mul, div, sqrt, fmadd(a, b, c) = a * b + c; opaque(r), which hides
+// a register's value from the optimiser without changing it.
+template <class Lanes>
+struct AdamWUpdate {
+  typename Lanes::reg decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps,
+      neg_step_size;
+
+  explicit AdamWUpdate(const AdamWCoeffs& c)
+      : decay(Lanes::splat(c.decay)),
+        beta1(Lanes::splat(c.beta1)),
+        one_minus_beta1(Lanes::splat(c.one_minus_beta1)),
+        beta2(Lanes::splat(c.beta2)),
+        one_minus_beta2(Lanes::splat(c.one_minus_beta2)),
+        sqrt_bc2(Lanes::splat(c.sqrt_bias_correction2)),
+        eps(Lanes::splat(c.eps)),
+        neg_step_size(Lanes::splat(c.neg_step_size)) {}
+
+  // The same operations, in the same order and with the same fused multiply-adds, as
+  // torch::optim::AdamW's tensor ops (checked bit for bit on m and v): decay p, update m and v,
+  // then p += (-step_size * m) / (sqrt(v) / sqrt(bc2) + eps).
+  void operator()(typename Lanes::reg& p, typename Lanes::reg g, typename Lanes::reg& m,
+                  typename Lanes::reg& v) const {
+    p = Lanes::mul(p, decay);
+    m = Lanes::fmadd(g, one_minus_beta1, Lanes::mul(m, beta1));
+    v = Lanes::fmadd(Lanes::mul(one_minus_beta2, g), g, Lanes::mul(v, beta2));
+    const auto denom = Lanes::add(Lanes::div(Lanes::sqrt(v), sqrt_bc2), eps);
+    p = Lanes::add(p, Lanes::div(Lanes::mul(m, neg_step_size), denom));
+  }
+};
+
+template <class Lanes>
+struct TrafficOnly {
+  void operator()(typename Lanes::reg& p, typename Lanes::reg g, typename Lanes::reg& m,
+                  typename Lanes::reg& v) const {
+    Lanes::opaque(p);
+    Lanes::opaque(g);
+    Lanes::opaque(m);
+    Lanes::opaque(v);
+  }
+};
+
+// Applies `update` to n consecutive elements of the four arrays.
+template <class Lanes, class Update>
+void apply_lanes(const Update& update, float* p, const float* g, float* m, float* v, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + Lanes::width <= n; i += Lanes::width) {
+    auto pr = Lanes::load(p + i), mr = Lanes::load(m + i), vr = Lanes::load(v + i);
+    update(pr, Lanes::load(g + i), mr, vr);
+    Lanes::store(p + i, pr);
+    Lanes::store(m + i, mr);
+    Lanes::store(v + i, vr);
+  }
+  if (const std::size_t rest = n - i; rest > 0) {
+    auto pr = Lanes::load_n(p + i, rest), mr = Lanes::load_n(m + i, rest),
+         vr = Lanes::load_n(v + i, rest);
+    update(pr, Lanes::load_n(g + i, rest), mr, vr);
+    Lanes::store_n(p + i, pr, rest);
+    Lanes::store_n(m + i, mr, rest);
+    Lanes::store_n(v + i, vr, rest);
+  }
+}
+
+}  // namespace llmrdzv::optim::detail
