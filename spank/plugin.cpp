@@ -106,6 +106,12 @@ StepLayout read_layout(spank_t sp) {
   layout.node_id = item<uint32_t>(sp, S_JOB_NODEID, "the node id");
   layout.ntasks = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, "the task count");
   layout.local_tasks = item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, "the local task count");
+  if (is_script_step(layout.step_id)) {
+    // Slurm reports the job's sizes here (measured: 12 tasks for `sbatch -n12`); the script
+    // itself is one task on one node.
+    layout.nnodes = layout.ntasks = layout.local_tasks = 1;
+    layout.node_id = 0;
+  }
   return layout;
 }
 
