@@ -18,6 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llmrdzv/io/atomic_file.hpp"
+
 namespace llmrdzv::io {
 
 class SafetensorsError : public std::runtime_error {
@@ -91,8 +93,11 @@ struct TensorBytes {
 std::vector<std::byte> serialize_safetensors(std::span<const TensorBytes> tensors,
                                              const std::map<std::string, std::string>& metadata = {});
 
-// Writes serialize_safetensors' image to path atomically (see atomic_file.hpp) without building
-// the whole image in memory.
+// Streams serialize_safetensors' image into `sink` chunk by chunk, without building it in memory.
+void stream_safetensors(const ChunkSink& sink, std::span<const TensorBytes> tensors,
+                        const std::map<std::string, std::string>& metadata = {});
+
+// Writes serialize_safetensors' image to path atomically (see atomic_file.hpp).
 void write_safetensors(const std::filesystem::path& path, std::span<const TensorBytes> tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

@@ -1,0 +1,103 @@
+// Temp-file + fsync + rename + directory-fsync writes, with errno-bearing errors.
+#include "llmrdzv/io/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <utility>
+
+namespace llmrdzv::io {
+namespace {
+
+[[noreturn]] void fail_errno(const std::string& action, const std::filesystem::path& path, int err) {
+  throw IoError("cannot " + action + " " + path.string() + ": " + std::strerror(err));
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+void write_all(int fd, std::span<const std::byte> bytes, const std::filesystem::path& path) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("write", path, errno);
+    }
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+  }
+}
+
+std::filesystem::path temp_sibling(const std::filesystem::path& path) {
+  static std::atomic<unsigned> counter{0};
+  std::ostringstream name;
+  name << '.' << path.filename().string() << ".tmp-" << ::getpid() << '-' << counter++;
+  return path.parent_path() / name.str();
+}
+
+}  // namespace
+
+void fsync_directory(const std::filesystem::path& dir) {
+  const std::filesystem::path target = dir.empty() ? std::filesystem::path(".") : dir;
+  Fd fd(::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno("open directory", target, errno);
+  if (::fsync(fd.get()) != 0) fail_errno("fsync directory", target, errno);
+}
+
+void atomic_write(const std::filesystem::path& path, const std::function<void(const ChunkSink&)>& produce) {
+  const std::filesystem::path tmp = temp_sibling(path);
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0) fail_errno("create", tmp, errno);
+  try {
+    produce([&](std::span<const std::byte> chunk) { write_all(fd.get(), chunk, tmp); });
+    if (::fsync(fd.get()) != 0) fail_errno("fsync", tmp, errno);
+    if (::close(fd.release()) != 0) fail_errno("close", tmp, errno);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) fail_errno("rename into place", path, errno);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw;
+  }
+  fsync_directory(path.parent_path());
+}
+
+void atomic_write(const std::filesystem::path& path, std::string_view contents) {
+  atomic_write(path, [&](const ChunkSink& sink) { sink(std::as_bytes(std::span(contents.data(), contents.size()))); });
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno("open", path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) fail_errno("stat", path, errno);
+  if (!S_ISREG(st.st_mode)) throw IoError("cannot read " + path.string() + ": not a regular file");
+  std::string contents;
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail_errno("read", path, errno);
+    }
+    if (n == 0) return contents;
+    contents.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace llmrdzv::io

@@ -1,0 +1,122 @@
+// Loading and saving Hugging Face GPT-2 directories: name mapping (optional "transformer."
+// prefix), Conv1D <-> Linear transposition, tied-head checks, config.json and tokenizer files.
+#include "llmrdzv/io/hf_model_dir.hpp"
+
+#include <ATen/ops/equal.h>
+
+#include <map>
+#include <set>
+
+namespace llmrdzv::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+// HF stores these as Conv1D, [in, out]: the transpose of torch Linear's [out, in].
+bool is_conv1d_weight(const std::string& name) {
+  return name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_proj.weight") ||
+         name.ends_with("mlp.c_fc.weight") || name.ends_with("mlp.c_proj.weight");
+}
+
+// Buffers of old checkpoints (the causal mask) that carry no weights.
+bool is_ignored_buffer(const std::string& name) {
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+}
+
+std::string shape_text(at::IntArrayRef shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+bool is_floating(Dtype d) { return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F64; }
+
+}  // namespace
+
+model::Gpt2LmHeadModel load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
+  if (!fs::is_directory(dir)) throw HfFormatError(dir.string() + ": not a directory");
+  const model::Gpt2Config config = model::load_config(dir / "config.json");
+  const fs::path weights = dir / "model.safetensors";
+  if (!fs::exists(weights)) {
+    if (fs::exists(dir / "model.safetensors.index.json")) {
+      throw HfFormatError(dir.string() + ": sharded safetensors checkpoints are not supported (model.safetensors.index.json)");
+    }
+    if (fs::exists(dir / "pytorch_model.bin")) {
+      throw HfFormatError(dir.string() + ": only model.safetensors weights are supported, found pytorch_model.bin");
+    }
+    throw HfFormatError(dir.string() + ": no model.safetensors");
+  }
+  model::Gpt2LmHeadModel model(config);
+  load_hf_weights(model, weights, options);
+  return model;
+}
+
+void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& safetensors_path, const HfLoadOptions& options) {
+  const SafetensorsFile file = SafetensorsFile::open(
+      safetensors_path, options.low_cpu_mem_usage ? SafetensorsFile::Mode::mmap : SafetensorsFile::Mode::read);
+  auto fail = [&](const std::string& what) { throw HfFormatError(safetensors_path.string() + ": " + what); };
+
+  std::map<std::string, at::Tensor> params;
+  for (auto& item : model->named_parameters()) params.emplace(item.key(), item.value());
+  std::set<std::string> loaded;
+  const TensorInfo* lm_head = nullptr;
+
+  at::NoGradGuard no_grad;
+  for (const TensorInfo& info : file.tensors()) {
+    if (is_ignored_buffer(info.name)) continue;
+    if (info.name == "lm_head.weight") {
+      lm_head = &info;
+      continue;
+    }
+    const std::string name = info.name.starts_with("transformer.") ? info.name : "transformer." + info.name;
+    const auto it = params.find(name);
+    if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a GPT-2 parameter)");
+    if (!loaded.insert(name).second) fail("tensor \"" + name + "\" appears twice (with and without the transformer. prefix)");
+    if (!is_floating(info.dtype)) fail("tensor \"" + info.name + "\" has dtype " + std::string(dtype_name(info.dtype)) + ", not a float type");
+    at::Tensor& param = it->second;
+    const bool transposed = is_conv1d_weight(name);
+    std::vector<std::int64_t> expected = param.sizes().vec();
+    if (transposed) std::swap(expected[0], expected[1]);
+    if (info.shape != expected) {
+      fail("tensor \"" + info.name + "\" has shape " + shape_text(info.shape) + ", config.json implies " +
+           shape_text(expected) + (transposed ? " (Conv1D [in, out])" : ""));
+    }
+    const at::Tensor source = tensor_from(file, info, /*alias=*/true);
+    param.copy_(transposed ? source.t() : source);
+  }
+  for (const auto& [name, param] : params) {
+    if (!loaded.count(name)) fail("missing tensor \"" + name + "\"");
+  }
+  if (lm_head) {
+    const at::Tensor& wte = params.at("transformer.wte.weight");
+    const at::Tensor head = tensor_from(file, *lm_head, /*alias=*/true);
+    if (head.sizes() != wte.sizes() || !at::equal(head.to(wte.scalar_type()), wte.cpu())) {
+      fail("lm_head.weight differs from transformer.wte.weight; only tied LM heads are supported");
+    }
+  }
+}
+
+NamedTensors to_hf_state_dict(const model::Gpt2LmHeadModel& model) {
+  NamedTensors out;
+  for (const auto& item : model->named_parameters()) {
+    const at::Tensor p = item.value().detach();
+    out.emplace_back(item.key(), (is_conv1d_weight(item.key()) ? p.t().contiguous() : p.clone()).to(at::kCPU));
+  }
+  return out;
+}
+
+void save_hf_model(const model::Gpt2LmHeadModel& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IoError("cannot create " + dir.string() + ": " + ec.message());
+  for (const fs::path& file : tokenizer_files) {
+    if (file.filename() == "config.json" || file.filename() == "model.safetensors") {
+      throw HfFormatError(file.string() + ": a tokenizer file may not be named " + file.filename().string());
+    }
+    atomic_write(dir / file.filename(), read_file(file));
+  }
+  save_tensors(dir / "model.safetensors", to_hf_state_dict(model), {{"format", "pt"}});
+  model::save_config(model->config(), dir);
+}
+
+}  // namespace llmrdzv::io

@@ -1,0 +1,158 @@
+// The GPT-2 modules: attention via fused scaled-dot-product attention, GELU-tanh MLP, pre-LN
+// blocks, learned positions, tied LM head, HF initialisation and HF's shifted LM loss.
+#include "llmrdzv/model/gpt2.hpp"
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/silu.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "block_checkpoint.hpp"
+
+namespace llmrdzv::model {
+namespace {
+
+torch::nn::Linear linear(std::int64_t in, std::int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out)); }
+
+torch::nn::LayerNorm layer_norm(const Gpt2Config& c) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
+}
+
+torch::Tensor activate(const std::string& name, const torch::Tensor& x) {
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
+  if (name == "gelu") return at::gelu(x);
+  if (name == "relu") return at::relu(x);
+  return at::silu(x);  // validate() admits nothing else
+}
+
+}  // namespace
+
+Gpt2AttentionImpl::Gpt2AttentionImpl(const Gpt2Config& config, std::int64_t layer_idx)
+    : n_head_(config.n_head), attn_dropout_(config.attn_pdrop) {
+  c_attn = register_module("c_attn", linear(config.n_embd, 3 * config.n_embd));
+  c_proj = register_module("c_proj", linear(config.n_embd, config.n_embd));
+  resid_dropout_ = register_module("resid_dropout", torch::nn::Dropout(config.resid_pdrop));
+  scale_ = config.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(config.head_dim())) : 1.0;
+  if (config.scale_attn_by_inverse_layer_idx) scale_ /= static_cast<double>(layer_idx + 1);
+}
+
+torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& hidden) {
+  const std::int64_t batch = hidden.size(0), time = hidden.size(1), channels = hidden.size(2);
+  const std::int64_t head_dim = channels / n_head_;
+  const std::vector<torch::Tensor> qkv = c_attn(hidden).split(channels, 2);
+  auto heads = [&](const torch::Tensor& t) { return t.view({batch, time, n_head_, head_dim}).transpose(1, 2); };
+  const torch::Tensor y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), std::nullopt,
+                                                           is_training() ? attn_dropout_ : 0.0,
+                                                           /*is_causal=*/true, scale_);
+  return resid_dropout_(c_proj(y.transpose(1, 2).reshape({batch, time, channels})));
+}
+
+Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Config& config) : activation_(config.activation_function) {
+  c_fc = register_module("c_fc", linear(config.n_embd, config.inner_dim()));
+  c_proj = register_module("c_proj", linear(config.inner_dim(), config.n_embd));
+  dropout_ = register_module("dropout", torch::nn::Dropout(config.resid_pdrop));
+}
+
+torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& hidden) {
+  return dropout_(c_proj(activate(activation_, c_fc(hidden))));
+}
+
+Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {
+  ln_1 = register_module("ln_1", layer_norm(config));
+  attn = register_module("attn", Gpt2Attention(config, layer_idx));
+  ln_2 = register_module("ln_2", layer_norm(config));
+  mlp = register_module("mlp", Gpt2Mlp(config));
+}
+
+torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& hidden) {
+  torch::Tensor x = hidden + attn(ln_1(hidden));
+  return x + mlp(ln_2(x));
+}
+
+Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) : n_positions_(config.n_positions) {
+  wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
+  wpe = register_module("wpe", torch::nn::Embedding(config.n_positions, config.n_embd));
+  drop = register_module("drop", torch::nn::Dropout(config.embd_pdrop));
+  h = register_module("h", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < config.n_layer; ++i) h->push_back(Gpt2Block(config, i));
+  ln_f = register_module("ln_f", layer_norm(config));
+}
+
+torch::Tensor Gpt2ModelImpl::forward(const torch::Tensor& input_ids, bool checkpoint_blocks) {
+  const std::int64_t time = input_ids.size(1);
+  const torch::Tensor positions = at::arange(time, input_ids.options().dtype(at::kLong));
+  torch::Tensor x = drop(wte(input_ids) + wpe(positions));
+  for (const auto& module : *h) {
+    auto& block = *module->as<Gpt2BlockImpl>();
+    x = checkpoint_blocks ? detail::checkpointed_block_forward(block, x) : block.forward(x);
+  }
+  return ln_f(x);
+}
+
+Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(Gpt2Config config) : config_(std::move(config)) {
+  validate(config_, "model config");
+  transformer = register_module("transformer", Gpt2Model(config_));
+  init_weights();
+}
+
+void Gpt2LmHeadModelImpl::init_weights() {
+  at::NoGradGuard no_grad;
+  const double std = config_.initializer_range;
+  const double proj_std = std / std::sqrt(2.0 * static_cast<double>(config_.n_layer));
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    const bool layer_norm = name.find(".ln_") != std::string::npos;
+    if (name.ends_with(".bias")) {
+      p.zero_();
+    } else if (layer_norm) {
+      p.fill_(1.0);
+    } else if (name.ends_with("c_proj.weight")) {
+      p.normal_(0.0, proj_std);
+    } else {
+      p.normal_(0.0, std);
+    }
+  }
+}
+
+CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+  if (input_ids.dim() != 2 || input_ids.scalar_type() != at::kLong) {
+    throw std::invalid_argument("input_ids must be a 2-D int64 tensor [batch, time]");
+  }
+  const std::int64_t time = input_ids.size(1);
+  if (time < 1 || time > config_.n_positions) {
+    throw std::invalid_argument("sequence length " + std::to_string(time) + " is outside [1, n_positions=" +
+                                std::to_string(config_.n_positions) + "]");
+  }
+  if (input_ids.is_cpu() && input_ids.numel() > 0) {
+    const std::int64_t lo = input_ids.min().item<std::int64_t>(), hi = input_ids.max().item<std::int64_t>();
+    if (lo < 0 || hi >= config_.vocab_size) {
+      throw std::invalid_argument("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary (vocab_size " +
+                                  std::to_string(config_.vocab_size) + ")");
+    }
+  }
+  if (labels.defined() && labels.sizes() != input_ids.sizes()) {
+    throw std::invalid_argument("labels must have input_ids' shape");
+  }
+  const bool checkpoint = checkpointing_ && is_training();
+  const torch::Tensor hidden = transformer->forward(input_ids, checkpoint);
+  CausalLmOutput out;
+  out.logits = at::linear(hidden, transformer->wte->weight);
+  if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels);
+  return out;
+}
+
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  const std::int64_t time = logits.size(1), vocab = logits.size(2);
+  const torch::Tensor shift_logits = logits.slice(1, 0, time - 1).to(at::kFloat).reshape({-1, vocab});
+  const torch::Tensor shift_labels = labels.slice(1, 1, time).reshape({-1}).to(logits.device());
+  return at::cross_entropy_loss(shift_logits, shift_labels, std::nullopt, at::Reduction::Mean, /*ignore_index=*/-100);
+}
+
+}  // namespace llmrdzv::model
