@@ -8,6 +8,7 @@ cluster_dir=${LLMRDZV_CLUSTER_DIR:-/run/llm-rdzv-slurm}
 [ -f "$cluster_dir/env" ] || { echo "no cluster at $cluster_dir: run scripts/slurm/cluster.sh up" >&2; exit 1; }
 # shellcheck disable=SC1091
 source "$cluster_dir/env"
+e2e_dir=$(cd "$(dirname "$0")" && pwd)
 test_client="$LLMRDZV_BUILD_DIR/bin/rdzv-test-client"
 test_name=$(basename "$0" .sh)
 work=$(mktemp -d "$cluster_dir/work/$test_name.XXXXXX")
