@@ -205,6 +205,8 @@ void validate(const TrainOptions& o) {
   require(!o.output_dir.empty(), "--output_dir is required");
   require(!o.train_file.empty() || (!o.do_train && !o.validation_file.empty()),
           o.do_train ? "--do_train needs --train_file" : "--do_eval needs --validation_file or --train_file");
+  require(o.model_name_or_path.empty() || (o.config_name.empty() && o.config_overrides.empty()),
+          "--config_name and --config_overrides make a fresh model; they cannot be combined with --model_name_or_path");
   require(o.lr_scheduler_type == "linear" || o.lr_scheduler_type == "cosine" ||
               o.lr_scheduler_type == "constant",
           "--lr_scheduler_type must be linear, cosine or constant, got '" + o.lr_scheduler_type + "'");
@@ -228,6 +230,8 @@ void validate(const TrainOptions& o) {
   require(!o.do_eval || !o.validation_file.empty() || o.validation_split_percentage > 0,
           "--do_eval needs --validation_file or a --validation_split_percentage above 0");
   require(o.block_size >= 0, "--block_size must not be negative (0 = the model's n_positions)");
+  require(!o.streaming || o.max_steps >= 1, "--streaming needs --max_steps (a stream's length is not known up front)");
+  require(!o.streaming || o.max_train_samples == -1, "--max_train_samples cannot be combined with --streaming");
   require(o.max_train_samples == -1 || o.max_train_samples >= 1, "--max_train_samples must be -1 or at least 1");
   require(o.max_eval_samples == -1 || o.max_eval_samples >= 1, "--max_eval_samples must be -1 or at least 1");
   require(o.seed >= 0, "--seed must not be negative");

@@ -1,0 +1,27 @@
+// `trainer train`: the whole run — data, model, optimizer through the TrainingEngine, the step
+// loop with accumulation, clipping, schedule, logging, evaluation and checkpoints, resume, and the
+// final HF export and summary.
+#pragma once
+
+#include <optional>
+
+#include "llmrdzv/train/options.hpp"
+#include "llmrdzv/train/training_engine.hpp"
+
+namespace llmrdzv::train {
+
+struct TrainSummary {
+  std::int64_t global_step = 0;
+  double train_runtime = 0;  // seconds of this process's training loop
+  double train_samples_per_second = 0;
+  std::optional<double> train_loss;  // mean step loss over the whole run (resumed steps included)
+  std::optional<double> eval_loss;
+  std::optional<double> perplexity;
+};
+
+// Runs what the options ask for (validated by the CLI). Rank 0 prints progress to stdout and
+// writes metrics.jsonl, all_results.json and the final model to output_dir. Throws on bad input
+// (corpus, model, checkpoint) with a message naming it.
+TrainSummary run_training(const TrainOptions& options, TrainingEngine& engine);
+
+}  // namespace llmrdzv::train

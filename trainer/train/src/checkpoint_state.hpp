@@ -1,0 +1,56 @@
+// What a training checkpoint holds and how the loop's state goes in and out of it: the model (HF
+// layout, so a checkpoint's model.safetensors + config.json load in transformers), this rank's
+// optimizer state from the engine, the data position, the RNG states and the step. Files go
+// through llmrdzv::io's checkpoint writer (atomic, manifest with checksums, keep-last-K).
+// Rank 0 writes <output_dir>/checkpoint-N; rank r > 0 writes <output_dir>/rank-r/checkpoint-N
+// (its optimizer shard, data position and RNG; no model).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "llmrdzv/io/checkpoint.hpp"
+#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/train/training_engine.hpp"
+
+namespace llmrdzv::train {
+
+struct LoopState {
+  std::int64_t global_step = 0;
+  std::string data_state;       // TrainBatches::state()
+  double train_loss_sum = 0;    // sum over steps of this rank's step loss (for the final train_loss)
+};
+
+// Where `rank` keeps its checkpoints.
+std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, int rank);
+
+// Writes this rank's checkpoint for state.global_step, keeping the newest keep_last (0 = all).
+std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::Gpt2LmHeadModel& model,
+                                               const TrainingEngine& engine, const LoopState& state,
+                                               std::int64_t keep_last);
+
+// The checkpoint directory a --resume_from_checkpoint value names for `rank`: "latest" is the
+// newest checkpoint in output_dir that verifies (newer broken ones are reported on stderr), else
+// a checkpoint-N path (rank r > 0 uses its own rank-r/checkpoint-N). Throws io::CheckpointError
+// when there is none.
+std::filesystem::path resolve_checkpoint(const std::string& value, const std::filesystem::path& output_dir, int rank);
+
+// A checkpoint whose manifest and checksums verified, its files mapped.
+struct VerifiedCheckpoint {
+  std::filesystem::path dir;
+  io::CheckpointData data;
+};
+
+// Throws io::CheckpointError naming the checkpoint and the problem (partial or corrupt files).
+VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir);
+
+// Rank 0, before engine.attach (which makes the other ranks' weights equal to rank 0's): the
+// model weights. Throws io::CheckpointError when the checkpoint holds no model or another shape.
+void restore_model(const VerifiedCheckpoint& checkpoint, model::Gpt2LmHeadModel& model);
+
+// Every rank, after engine.attach: optimizer state, RNG states and the loop state. Throws
+// io::CheckpointError on a missing part or a checkpoint written by another number of ranks.
+LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& engine);
+
+}  // namespace llmrdzv::train

@@ -1,0 +1,58 @@
+// Sampling for `trainer generate`: the whole context is re-run per new token (the model has no KV
+// cache), cropped to n_positions; temperature 0 is greedy, top_k keeps the k likeliest tokens.
+#include "llmrdzv/train/generate.hpp"
+
+#include <torch/cuda.h>
+#include <torch/utils.h>
+
+#include <ATen/ATen.h>
+
+#include "llmrdzv/io/hf_model_dir.hpp"
+#include "model_setup.hpp"
+
+namespace llmrdzv::train {
+
+std::string generate_text(const GenerateOptions& o) {
+  if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
+  const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model);
+  model::Gpt2LmHeadModel model = io::load_hf_model(o.model);
+  if (model->config().vocab_size < static_cast<std::int64_t>(tokenizer.vocab_size())) {
+    throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                                " ids but the model in '" + o.model + "' has vocab_size " +
+                                std::to_string(model->config().vocab_size));
+  }
+  const c10::Device device = !o.use_cpu && torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  model->to(device);
+  model->eval();
+  torch::NoGradGuard no_grad;
+
+  std::vector<tokenizer::TokenId> ids = tokenizer.encode(o.prompt);
+  if (ids.empty()) ids.push_back(tokenizer.eos_id());
+  const std::size_t prompt_length = o.prompt.empty() ? ids.size() : 0;
+  at::Generator generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(o.seed));
+  const auto context = static_cast<std::size_t>(model->config().n_positions);
+  const auto vocab = static_cast<std::int64_t>(tokenizer.vocab_size());
+  for (std::int64_t n = 0; n < o.max_new_tokens; ++n) {
+    const std::size_t begin = ids.size() > context ? ids.size() - context : 0;
+    std::vector<std::int64_t> window(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.end());
+    const at::Tensor input = at::tensor(window, at::kLong).unsqueeze(0).to(device);
+    // Ids past the tokenizer's vocabulary (padded embeddings) are never sampled.
+    at::Tensor logits = model->forward(input).logits.index({0, -1}).slice(0, 0, vocab).to(at::kCPU, at::kFloat);
+    std::int64_t next = 0;
+    if (o.temperature == 0) {
+      next = logits.argmax().item<std::int64_t>();
+    } else {
+      logits = logits / o.temperature;
+      if (o.top_k > 0 && o.top_k < vocab) {
+        const at::Tensor kth = std::get<0>(logits.topk(o.top_k)).index({-1});
+        logits = logits.masked_fill(logits < kth, -INFINITY);
+      }
+      next = at::multinomial(logits.softmax(0), 1, false, generator).item<std::int64_t>();
+    }
+    if (static_cast<tokenizer::TokenId>(next) == tokenizer.eos_id()) break;
+    ids.push_back(static_cast<tokenizer::TokenId>(next));
+  }
+  return tokenizer.decode(std::span<const tokenizer::TokenId>(ids).subspan(prompt_length));
+}
+
+}  // namespace llmrdzv::train

@@ -1,0 +1,42 @@
+// The `trainer` binary: parse the command line, then train or generate. Usage errors exit 2,
+// every other failure (bad corpus, model, checkpoint, I/O) exits 1; both print one
+// "trainer: error: ..." line naming the problem.
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/train/cli.hpp"
+#include "llmrdzv/train/generate.hpp"
+#include "llmrdzv/train/train_loop.hpp"
+#include "llmrdzv/train/training_engine.hpp"
+
+int main(int argc, char** argv) {
+  using namespace llmrdzv::train;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  Command command;
+  try {
+    command = parse_command_line(args);
+  } catch (const UsageError& e) {
+    std::cerr << "trainer: error: " << e.what() << "\n(see trainer --help)\n";
+    return 2;
+  }
+  if (!command.help.empty()) {
+    std::cout << command.help;
+    return 0;
+  }
+  try {
+    if (command.subcommand == Subcommand::generate) {
+      std::cout << generate_text(command.generate) << std::endl;
+    } else {
+      const auto engine = make_single_process_engine(command.train);
+      run_training(command.train, *engine);
+    }
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::cerr << "\ntrainer: error: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,60 @@
+// Tokenizer and model selection for model_setup.hpp.
+#include "model_setup.hpp"
+
+#include <stdexcept>
+
+#include "llmrdzv/io/hf_model_dir.hpp"
+
+namespace llmrdzv::train {
+
+tokenizer::Tokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir) {
+  if (!tokenizer_name.empty()) {
+    if (!tokenizer::Tokenizer::directory_has_vocab(tokenizer_name)) {
+      throw std::invalid_argument("tokenizer directory '" + tokenizer_name + "' has no vocab.json and merges.txt");
+    }
+    return tokenizer::Tokenizer::from_directory(tokenizer_name);
+  }
+  if (!model_dir.empty() && tokenizer::Tokenizer::directory_has_vocab(model_dir)) {
+    return tokenizer::Tokenizer::from_directory(model_dir);
+  }
+  return tokenizer::Tokenizer::bytes();
+}
+
+namespace {
+
+model::Gpt2Config fresh_config(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
+  model::Gpt2Config config;
+  if (!source.config_name.empty()) {
+    config = std::filesystem::exists(source.config_name) ? model::load_config(source.config_name)
+                                                         : model::preset(source.config_name);
+  }
+  config.vocab_size = static_cast<std::int64_t>(tokenizer.vocab_size());
+  config.bos_token_id = config.eos_token_id = tokenizer.eos_id();
+  if (!source.config_overrides.empty()) model::apply_overrides(config, source.config_overrides);
+  model::validate(config, "the model config");
+  return config;
+}
+
+void require_covers_vocab(const model::Gpt2Config& config, const tokenizer::Tokenizer& tokenizer,
+                          const std::string& origin) {
+  const auto vocab = static_cast<std::int64_t>(tokenizer.vocab_size());
+  if (config.vocab_size < vocab) {
+    throw std::invalid_argument("the tokenizer has " + std::to_string(vocab) + " ids but " + origin +
+                                " has vocab_size " + std::to_string(config.vocab_size));
+  }
+}
+
+}  // namespace
+
+model::Gpt2LmHeadModel build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
+  if (source.model_name_or_path.empty()) {
+    const model::Gpt2Config config = fresh_config(source, tokenizer);
+    require_covers_vocab(config, tokenizer, "the model config");
+    return model::Gpt2LmHeadModel(config);
+  }
+  auto model = io::load_hf_model(source.model_name_or_path, {.low_cpu_mem_usage = source.low_cpu_mem_usage});
+  require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
+  return model;
+}
+
+}  // namespace llmrdzv::train

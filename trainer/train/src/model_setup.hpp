@@ -1,0 +1,30 @@
+// Picks the tokenizer and builds or loads the model the options ask for: --tokenizer_name, else
+// the model directory's vocab, else bytes; --model_name_or_path, else a fresh model from
+// --config_name (a file, a directory or a preset name such as gpt2-medium) and --config_overrides.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/tokenizer/tokenizer.hpp"
+
+namespace llmrdzv::train {
+
+// tokenizer_name when given, else model_dir's vocab.json + merges.txt when present, else bytes.
+tokenizer::Tokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir);
+
+struct ModelSource {
+  std::string model_name_or_path;
+  std::string config_name;
+  std::string config_overrides;
+  bool low_cpu_mem_usage = false;
+};
+
+// With model_name_or_path set, config_name and config_overrides must be empty (the CLI checks).
+// A loaded model must cover the tokenizer's ids. A fresh model takes the tokenizer's vocabulary
+// size and EOS id (as run_clm sizes embeddings to len(tokenizer)), and is initialised from the
+// global torch RNG (seed it first). Throws std::invalid_argument naming the problem.
+model::Gpt2LmHeadModel build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
+
+}  // namespace llmrdzv::train

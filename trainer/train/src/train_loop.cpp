@@ -1,0 +1,334 @@
+// The training run of train_loop.hpp. Every rank runs this; work that must happen once (output
+// directory, logging, metrics, export) is rank 0's, and every cross-rank step goes through the
+// TrainingEngine so the loop is the same for one process and for many.
+#include "llmrdzv/train/train_loop.hpp"
+
+#include <ATen/autocast_mode.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "checkpoint_state.hpp"
+#include "llmrdzv/io/atomic_file.hpp"
+#include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/train/lr_schedule.hpp"
+#include "llmrdzv/train/metrics_log.hpp"
+#include "llmrdzv/train/progress.hpp"
+#include "model_setup.hpp"
+#include "training_data.hpp"
+
+namespace llmrdzv::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// bf16 autocast for the forward pass on CUDA; nothing on the CPU (fp32 there).
+class AutocastScope {
+ public:
+  explicit AutocastScope(const c10::Device& device) : enabled_(device.is_cuda()) {
+    if (!enabled_) return;
+    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+    at::autocast::set_autocast_enabled(at::kCUDA, true);
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    at::autocast::set_autocast_enabled(at::kCUDA, false);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_;
+};
+
+// Parameters in model order; biases and LayerNorm weights are not decayed.
+std::vector<NamedParameter> named_parameters(model::Gpt2LmHeadModel& model) {
+  std::set<const void*> layer_norm;
+  for (const auto& module : model->modules()) {
+    if (!module->as<torch::nn::LayerNorm>()) continue;
+    for (const auto& p : module->parameters()) layer_norm.insert(p.unsafeGetTensorImpl());
+  }
+  std::vector<NamedParameter> parameters;
+  for (const auto& item : model->named_parameters()) {
+    const bool bias = item.key().ends_with("bias");
+    parameters.push_back({item.key(), item.value(), !bias && !layer_norm.contains(item.value().unsafeGetTensorImpl())});
+  }
+  return parameters;
+}
+
+std::uint64_t resolve_block_size(const TrainOptions& o, const model::Gpt2Config& config) {
+  if (o.block_size == 0) return static_cast<std::uint64_t>(std::min<std::int64_t>(config.n_positions, 1024));
+  if (o.block_size > config.n_positions) {
+    throw std::invalid_argument("--block_size " + std::to_string(o.block_size) + " exceeds the model's n_positions (" +
+                                std::to_string(config.n_positions) + ")");
+  }
+  return static_cast<std::uint64_t>(o.block_size);
+}
+
+// Rank 0: refuse to mix a new run into an old one unless asked; --overwrite_output_dir clears the
+// old run's checkpoints and logs (the token cache stays: it is keyed by its inputs).
+void prepare_output_dir(const TrainOptions& o) {
+  const fs::path dir(o.output_dir);
+  fs::create_directories(dir);
+  if (!o.do_train || !o.resume_from_checkpoint.empty()) return;
+  std::vector<fs::path> previous;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("checkpoint-") || name.starts_with("rank-") || name == "metrics.jsonl" ||
+        name == "all_results.json" || name == "model.safetensors") {
+      previous.push_back(entry.path());
+    }
+  }
+  if (previous.empty()) return;
+  if (!o.overwrite_output_dir) {
+    throw std::invalid_argument("output_dir '" + o.output_dir + "' already holds a training run (" +
+                                previous.front().filename().string() +
+                                "); pass --overwrite_output_dir to replace it or --resume_from_checkpoint latest to continue it");
+  }
+  for (const fs::path& path : previous) fs::remove_all(path);
+}
+
+// Opens data on rank 0 first (it builds the token cache), then on the others (they reuse it).
+template <class Open>
+auto open_in_rank_order(TrainingEngine& engine, Open open) {
+  decltype(open()) opened;
+  if (engine.is_main()) opened = open();
+  engine.barrier();
+  if (!engine.is_main()) opened = open();
+  return opened;
+}
+
+// Mean loss over every validation block, each rank evaluating its contiguous share.
+double evaluate(model::Gpt2LmHeadModel& model, const EvalBlocks& blocks, TrainingEngine& engine,
+                std::uint64_t batch_size) {
+  model->eval();
+  torch::NoGradGuard no_grad;
+  const data::BlockRange range = data::eval_shard(blocks.count(), static_cast<std::uint64_t>(engine.rank()),
+                                                  static_cast<std::uint64_t>(engine.world_size()));
+  double loss_sum = 0;
+  double count = 0;
+  for (std::uint64_t first = range.begin; first < range.end; first += batch_size) {
+    const std::uint64_t n = std::min(batch_size, range.end - first);
+    const at::Tensor ids = blocks.read(first, n).to(engine.device());
+    AutocastScope autocast(engine.device());
+    loss_sum += model->forward(ids, ids).loss.item<double>() * static_cast<double>(n);
+    count += static_cast<double>(n);
+  }
+  const std::vector<double> totals = engine.all_reduce_sum({loss_sum, count});
+  model->train();
+  if (totals[1] == 0) throw std::invalid_argument("the validation text holds no full block of block_size tokens");
+  return totals[0] / totals[1];
+}
+
+// Rank 0's outputs: the progress line and metrics.jsonl.
+struct Reporter {
+  Reporter(const TrainOptions& o, bool main)
+      : main(main), progress(stdout, main && is_terminal(stdout)) {
+    if (main) metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string());
+  }
+  void message(const std::string& text) {
+    if (main) progress.message(text);
+  }
+  void record(const json::Object& object) {
+    if (main) metrics->write(object);
+  }
+
+  bool main;
+  ProgressDisplay progress;
+  std::optional<MetricsLog> metrics;
+};
+
+struct TrainContext {
+  const TrainOptions& o;
+  TrainingEngine& engine;
+  model::Gpt2LmHeadModel& model;
+  const EvalBlocks* eval_blocks;
+  Reporter& reporter;
+};
+
+void record_eval(TrainContext& c, std::int64_t step, double loss) {
+  c.reporter.record({{"step", step}, {"eval_loss", metric(loss)}, {"perplexity", metric(std::exp(loss))}});
+  char text[96];
+  std::snprintf(text, sizeof text, "step %lld: eval_loss %.4f, perplexity %.2f", static_cast<long long>(step), loss,
+                std::exp(loss));
+  c.reporter.message(text);
+}
+
+void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
+  state.data_state = batches.state();
+  const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state, c.o.save_total_limit);
+  c.engine.barrier();
+  c.reporter.message("saved " + dir.string());
+}
+
+// The step loop. Returns the global step reached.
+void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t block_size, LoopState& state,
+           TrainSummary& summary) {
+  const TrainOptions& o = c.o;
+  const data::BatchShape shape{static_cast<std::uint64_t>(o.per_device_train_batch_size),
+                               static_cast<std::uint64_t>(c.engine.world_size()),
+                               static_cast<std::uint64_t>(o.gradient_accumulation_steps)};
+  auto batches = open_in_rank_order(c.engine, [&] {
+    return open_train_batches(o, tokenizer, {block_size, shape, static_cast<std::uint64_t>(c.engine.rank())});
+  });
+  if (state.global_step > 0) batches->restore(state.data_state);
+  const std::optional<std::uint64_t> steps_per_epoch = batches->steps_per_epoch();
+  const std::int64_t total_steps =
+      o.max_steps > 0 ? o.max_steps
+                      : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(o.num_train_epochs * static_cast<double>(*steps_per_epoch))));
+  const LrSchedule schedule{parse_schedule_kind(o.lr_scheduler_type), o.learning_rate,
+                            resolve_warmup_steps(o.warmup_steps, o.warmup_ratio, total_steps), total_steps};
+  const double tokens_per_step = static_cast<double>(shape.global() * block_size);
+  const double world = c.engine.world_size();
+  const std::int64_t first_step = state.global_step;
+
+  const auto start = Clock::now();
+  auto interval_start = start;
+  double interval_loss = 0;
+  std::int64_t interval_steps = 0;
+  c.model->train();
+  for (std::int64_t step = first_step; step < total_steps;) {
+    const std::vector<at::Tensor> micro_batches = batches->next_step();
+    double step_loss = 0;
+    for (std::size_t m = 0; m < micro_batches.size(); ++m) {
+      c.engine.begin_micro_step(m + 1 == micro_batches.size());
+      const at::Tensor ids = micro_batches[m].to(c.engine.device());
+      at::Tensor loss;
+      {
+        AutocastScope autocast(c.engine.device());
+        loss = c.model->forward(ids, ids).loss;
+      }
+      (loss / static_cast<double>(micro_batches.size())).backward();
+      step_loss += loss.item<double>();
+    }
+    step_loss /= static_cast<double>(micro_batches.size());
+    const double grad_norm = c.engine.finish_gradients(o.max_grad_norm);
+    const double lr = schedule.at(step);
+    c.engine.optimizer_step(lr);
+    state.global_step = ++step;
+    state.train_loss_sum += step_loss;
+    interval_loss += step_loss;
+    ++interval_steps;
+
+    const bool logging_step = step % o.logging_steps == 0 || step == total_steps;
+    StepReport report{step, total_steps, interval_loss / static_cast<double>(interval_steps), lr,
+                      tokens_per_step * static_cast<double>(interval_steps) / seconds_since(interval_start),
+                      seconds_since(start) / static_cast<double>(step - first_step) * static_cast<double>(total_steps - step)};
+    if (logging_step) {
+      report.loss = c.engine.all_reduce_sum({interval_loss})[0] / world / static_cast<double>(interval_steps);
+      const double epoch = steps_per_epoch ? static_cast<double>(step) / static_cast<double>(*steps_per_epoch)
+                                           : static_cast<double>(batches->position().epoch);
+      c.reporter.record({{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
+                         {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm)},
+                         {"tokens_per_second", metric(report.tokens_per_second)}});
+      interval_loss = 0;
+      interval_steps = 0;
+      interval_start = Clock::now();
+    }
+    if (c.reporter.main) c.reporter.progress.step(report, logging_step);
+    if (step == total_steps) break;
+    if (c.eval_blocks && o.eval_steps > 0 && step % o.eval_steps == 0) {
+      record_eval(c, step, evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size)));
+    }
+    if (o.save_steps > 0 && step % o.save_steps == 0) save(c, state, *batches);
+  }
+  summary.train_runtime = seconds_since(start);
+  if (state.global_step > first_step) save(c, state, *batches);
+  summary.global_step = state.global_step;
+  summary.train_samples_per_second = static_cast<double>((state.global_step - first_step) * static_cast<std::int64_t>(shape.global())) /
+                                     std::max(summary.train_runtime, 1e-9);
+  if (state.global_step > 0) {
+    summary.train_loss = c.engine.all_reduce_sum({state.train_loss_sum})[0] / world / static_cast<double>(state.global_step);
+  }
+}
+
+void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& reporter) {
+  json::Object results{{"global_step", s.global_step}};
+  if (o.do_train) {
+    results.emplace_back("train_runtime", metric(s.train_runtime));
+    results.emplace_back("train_samples_per_second", metric(s.train_samples_per_second));
+    if (s.train_loss) results.emplace_back("train_loss", metric(*s.train_loss));
+  }
+  if (s.eval_loss) {
+    results.emplace_back("eval_loss", metric(*s.eval_loss));
+    results.emplace_back("perplexity", metric(*s.perplexity));
+  }
+  reporter.record(results);
+  io::atomic_write(fs::path(o.output_dir) / "all_results.json", json::write(results, 2) + "\n");
+  std::string text = "***** results *****";
+  for (const auto& [key, value] : results) {
+    char line[96];
+    if (value.is_integer()) {
+      std::snprintf(line, sizeof line, "\n  %-26s = %lld", key.c_str(), static_cast<long long>(value.as_integer()));
+    } else {
+      std::snprintf(line, sizeof line, "\n  %-26s = %.4f", key.c_str(), value.is_null() ? NAN : value.as_double());
+    }
+    text += line;
+  }
+  reporter.message(text);
+}
+
+}  // namespace
+
+TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
+  if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
+  if (engine.is_main()) prepare_output_dir(o);
+  engine.barrier();
+
+  torch::manual_seed(static_cast<std::uint64_t>(o.seed));
+  const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model_name_or_path);
+  model::Gpt2LmHeadModel model =
+      build_model({o.model_name_or_path, o.config_name, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
+  model->set_activation_checkpointing(o.gradient_checkpointing);
+  const std::uint64_t block_size = resolve_block_size(o, model->config());
+
+  std::optional<VerifiedCheckpoint> resume;
+  if (!o.resume_from_checkpoint.empty()) {
+    resume = open_training_checkpoint(resolve_checkpoint(o.resume_from_checkpoint, o.output_dir, engine.rank()));
+    if (engine.is_main()) restore_model(*resume, model);
+  }
+  model->to(engine.device());
+  engine.attach(named_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
+  LoopState state;
+  if (resume) state = restore_state(*resume, engine);
+
+  Reporter reporter(o, engine.is_main());
+  if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
+  resume.reset();  // release the checkpoint's memory maps
+
+  std::unique_ptr<EvalBlocks> eval_blocks;
+  if (o.do_eval) eval_blocks = open_in_rank_order(engine, [&] { return open_eval_blocks(o, tokenizer, block_size); });
+  TrainContext context{o, engine, model, eval_blocks.get(), reporter};
+
+  TrainSummary summary;
+  summary.global_step = state.global_step;
+  if (o.do_train) train(context, tokenizer, block_size, state, summary);
+  if (eval_blocks) {
+    summary.eval_loss = evaluate(model, *eval_blocks, engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size));
+    summary.perplexity = std::exp(*summary.eval_loss);
+    record_eval(context, summary.global_step, *summary.eval_loss);
+  }
+  if (engine.is_main()) {
+    if (o.do_train) {
+      io::save_hf_model(model, o.output_dir);
+      tokenizer.save(o.output_dir);
+      reporter.message("model saved to " + o.output_dir);
+    }
+    write_results(o, summary, reporter);
+  }
+  engine.barrier();
+  return summary;
+}
+
+}  // namespace llmrdzv::train

@@ -1,0 +1,156 @@
+// Adapters from trainer/data (token cache, group_texts blocks, sampler, stream) to the tensors the
+// loop feeds the model.
+#include "training_data.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <span>
+
+#include "llmrdzv/data/corpus.hpp"
+#include "llmrdzv/data/streaming.hpp"
+#include "llmrdzv/data/token_cache.hpp"
+
+namespace llmrdzv::train {
+namespace {
+
+using data::DocumentSelection;
+
+DocumentSelection train_selection(const TrainOptions& o) {
+  if (!o.validation_file.empty() || o.validation_split_percentage == 0) return {};
+  return {DocumentSelection::Part::train, static_cast<unsigned>(o.validation_split_percentage)};
+}
+
+data::CacheOptions cache_options(const TrainOptions& o, std::string name) {
+  data::CacheOptions options;
+  options.dir = o.cache_dir.empty() ? std::filesystem::path(o.output_dir) / "token-cache" : std::filesystem::path(o.cache_dir);
+  options.name = std::move(name);
+  return options;
+}
+
+at::Tensor rows_tensor(const data::Blocks& blocks, std::span<const std::uint64_t> indices) {
+  const auto block = static_cast<std::int64_t>(blocks.block_size());
+  at::Tensor out = at::empty({static_cast<std::int64_t>(indices.size()), block}, at::kLong);
+  std::int64_t* row = out.data_ptr<std::int64_t>();
+  for (const std::uint64_t index : indices) {
+    blocks.read(index, {row, static_cast<std::size_t>(block)});
+    row += block;
+  }
+  return out;
+}
+
+// A token store with its blocks (the blocks point into the store, so they live together).
+struct CachedBlocks {
+  CachedBlocks(data::TokenStore store_in, std::uint64_t block_size)
+      : store(std::move(store_in)), blocks(store, block_size) {}
+  data::TokenStore store;
+  data::Blocks blocks;
+};
+
+std::unique_ptr<CachedBlocks> open_cached(const std::string& input, const DocumentSelection& selection,
+                                          const tokenizer::Tokenizer& tokenizer,
+                                          const data::CacheOptions& cache, std::uint64_t block_size) {
+  const data::SourceList sources = data::list_sources(input);
+  return std::make_unique<CachedBlocks>(data::TokenStore::open_or_build(sources, selection, tokenizer, cache),
+                                        block_size);
+}
+
+class CachedBatches final : public TrainBatches {
+ public:
+  CachedBatches(std::unique_ptr<CachedBlocks> cached, std::uint64_t num_blocks, std::uint64_t seed,
+                const DataPlan& plan)
+      : cached_(std::move(cached)), sampler_(num_blocks, seed, plan.shape, plan.rank) {}
+
+  std::vector<at::Tensor> next_step() override {
+    std::vector<at::Tensor> micro_batches;
+    for (const auto& indices : sampler_.next_step()) micro_batches.push_back(rows_tensor(cached_->blocks, indices));
+    return micro_batches;
+  }
+  std::optional<std::uint64_t> steps_per_epoch() const override { return sampler_.steps_per_epoch(); }
+  data::SamplerPosition position() const override { return sampler_.position(); }
+  std::string state() const override { return sampler_.state(); }
+  void restore(std::string_view state) override { sampler_.restore(state); }
+
+ private:
+  std::unique_ptr<CachedBlocks> cached_;
+  data::BlockSampler sampler_;
+};
+
+class StreamedBatches final : public TrainBatches {
+ public:
+  StreamedBatches(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer, const DataPlan& plan)
+      : block_size_(static_cast<std::int64_t>(plan.block_size)),
+        batch_(static_cast<std::int64_t>(plan.shape.per_device_batch)),
+        stream_(data::list_sources(o.train_file), train_selection(o), tokenizer, plan.block_size, plan.shape,
+                plan.rank) {}
+
+  std::vector<at::Tensor> next_step() override {
+    std::vector<std::vector<std::int64_t>> ids;
+    // At the end of an epoch's stream the next call starts the next epoch.
+    if (!stream_.next_step(ids) && !stream_.next_step(ids)) {
+      throw data::DataError("the training stream does not hold one full global batch of blocks");
+    }
+    std::vector<at::Tensor> micro_batches;
+    for (const auto& micro : ids) {
+      micro_batches.push_back(at::tensor(micro, at::kLong).view({batch_, block_size_}));
+    }
+    return micro_batches;
+  }
+  std::optional<std::uint64_t> steps_per_epoch() const override { return std::nullopt; }
+  data::SamplerPosition position() const override { return stream_.position(); }
+  std::string state() const override { return stream_.state(); }
+  void restore(std::string_view state) override { stream_.restore(state); }
+
+ private:
+  std::int64_t block_size_;
+  std::int64_t batch_;
+  data::StreamingBlocks stream_;
+};
+
+class CachedEvalBlocks final : public EvalBlocks {
+ public:
+  CachedEvalBlocks(std::unique_ptr<CachedBlocks> cached, std::uint64_t limit)
+      : cached_(std::move(cached)), count_(std::min(cached_->blocks.count(), limit)) {}
+  std::uint64_t count() const override { return count_; }
+  at::Tensor read(std::uint64_t first, std::uint64_t n) const override {
+    std::vector<std::uint64_t> indices(n);
+    for (std::uint64_t i = 0; i < n; ++i) indices[i] = first + i;
+    return rows_tensor(cached_->blocks, indices);
+  }
+
+ private:
+  std::unique_ptr<CachedBlocks> cached_;
+  std::uint64_t count_;
+};
+
+std::uint64_t limit_of(std::int64_t max_samples) {
+  return max_samples > 0 ? static_cast<std::uint64_t>(max_samples) : ~std::uint64_t{0};
+}
+
+}  // namespace
+
+std::unique_ptr<TrainBatches> open_train_batches(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer,
+                                                 const DataPlan& plan) {
+  if (o.streaming) return std::make_unique<StreamedBatches>(o, tokenizer, plan);
+  auto cached = open_cached(o.train_file, train_selection(o), tokenizer, cache_options(o, "train"), plan.block_size);
+  const std::uint64_t blocks = std::min(cached->blocks.count(), limit_of(o.max_train_samples));
+  return std::make_unique<CachedBatches>(std::move(cached), blocks, static_cast<std::uint64_t>(o.seed), plan);
+}
+
+std::unique_ptr<EvalBlocks> open_eval_blocks(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer,
+                                             std::uint64_t block_size) {
+  std::unique_ptr<CachedBlocks> cached;
+  if (!o.validation_file.empty()) {
+    cached = open_cached(o.validation_file, {}, tokenizer, cache_options(o, "validation"), block_size);
+  } else if (o.validation_split_percentage > 0 && !o.train_file.empty()) {
+    cached = open_cached(o.train_file,
+                         {DocumentSelection::Part::validation, static_cast<unsigned>(o.validation_split_percentage)},
+                         tokenizer, cache_options(o, "validation"), block_size);
+  } else {
+    return nullptr;
+  }
+  return std::make_unique<CachedEvalBlocks>(std::move(cached), limit_of(o.max_eval_samples));
+}
+
+}  // namespace llmrdzv::train
