@@ -39,6 +39,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$nodes" =~ ^[1-9]$ ]] || die "--nodes must be 1..9"
+[ "$action" != up ] || build=$(cd "$build" 2>/dev/null && pwd) || die "no build directory $build"
 [ "$(id -u)" -eq 0 ] || die "run as root (namespaces, daemons, /etc/hosts)"
 
 node_name() { echo "lr-node$1"; }
