@@ -170,3 +170,14 @@ TEST_CASE("bad config files are usage errors naming file, line and key", "[cli][
   CHECK_THROWS_WITH(parse({"--config", "/nonexistent/x.yaml"}), "config file '/nonexistent/x.yaml' cannot be read");
   CHECK_THROWS_WITH(parse({"--config"}), "--config needs a file name");
 }
+
+TEST_CASE("the shipped configs in etc/trainer parse and validate", "[cli]") {
+  for (const char* name : {"default.yaml", "gpt2.yaml", "gpt2-medium.yaml"}) {
+    const std::string path = std::string(LLMRDZV_SOURCE_DIR) + "/etc/trainer/" + name;
+    INFO(path);
+    const Command c = parse({"--config", path});
+    CHECK(c.train.do_train);
+    CHECK(c.train.train_file == "/usr/share/doc/python3.11/html/_sources");
+  }
+  CHECK(parse({"--config", std::string(LLMRDZV_SOURCE_DIR) + "/etc/trainer/default.yaml"}).train.max_steps == 600);
+}
