@@ -98,6 +98,7 @@ TEST_CASE("a blocked get wakes when another client sets the key") {
   TempDir dir;
   RdzvdProcess rdzvd(dir);
   Client reader(rdzvd.client_options(1));
+  reader.join();  // creates the rendezvous; the writer only uses its key-value space
   auto writer_options = rdzvd.client_options(1);
   writer_options.participant_id = "writer";
   Client writer(writer_options);

@@ -1,6 +1,8 @@
 // Starting a real rdzvd and reading back its port (see rdzvd_process.hpp).
 #include "rdzvd_process.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -13,25 +15,21 @@ std::string rdzvd_path() { return LLMRDZV_RDZVD_PATH; }
 std::string test_client_path() { return LLMRDZV_TEST_CLIENT_PATH; }
 std::string rdzvctl_path() { return LLMRDZV_RDZVCTL_PATH; }
 
-RdzvdProcess::RdzvdProcess(const TempDir& dir, RdzvdConfig config)
-    : config_(std::move(config)), token_(config_.token.empty() ? make_random_token() : config_.token) {
+RdzvdProcess::RdzvdProcess(const TempDir& dir, RdzvdConfig config) : config_(std::move(config)) {
   const std::string stem = "rdzvd-" + config_.rdzv_id;
   const std::string port_file = dir.file(stem + ".port");
-  std::vector<std::string> argv = {rdzvd_path(),
-                                   "--listen",
-                                   config_.listen,
-                                   "--port-file",
-                                   port_file,
-                                   "--mode",
-                                   "step",
-                                   "--rdzv-id",
-                                   config_.rdzv_id,
-                                   "--token-file",
-                                   dir.write(stem + ".token", token_),
-                                   "--heartbeat-interval",
-                                   std::to_string(config_.heartbeat_interval.count()),
-                                   "--heartbeat-timeout",
-                                   std::to_string(config_.heartbeat_timeout.count())};
+  std::vector<std::string> argv = {rdzvd_path(), "--listen", config_.listen, "--port-file", port_file, "--mode",
+                                   config_.mode};
+  if (config_.mode == "site") {
+    site_secret_ = make_random_token();
+    token_ = token_for(config_.rdzv_id);
+    argv.insert(argv.end(), {"--site-secret-file", dir.write(stem + ".secret", site_secret_)});
+  } else {
+    token_ = config_.token.empty() ? make_random_token() : config_.token;
+    argv.insert(argv.end(), {"--rdzv-id", config_.rdzv_id, "--token-file", dir.write(stem + ".token", token_)});
+  }
+  argv.insert(argv.end(), {"--heartbeat-interval", std::to_string(config_.heartbeat_interval.count()),
+                           "--heartbeat-timeout", std::to_string(config_.heartbeat_timeout.count())});
   argv.insert(argv.end(), config_.extra_args.begin(), config_.extra_args.end());
   process_ = std::make_unique<ChildProcess>(argv, std::map<std::string, std::optional<std::string>>{},
                                             dir.file(stem + ".log"));
@@ -47,6 +45,10 @@ RdzvdProcess::RdzvdProcess(const TempDir& dir, RdzvdConfig config)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   throw std::runtime_error("rdzvd did not write its port file; its stderr:\n" + log());
+}
+
+std::string RdzvdProcess::token_for(const std::string& rdzv_id) const {
+  return site_token(site_secret_, std::uint32_t(getuid()), rdzv_id);
 }
 
 client::Options RdzvdProcess::client_options(std::int32_t world_size) const {

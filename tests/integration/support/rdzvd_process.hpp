@@ -23,6 +23,9 @@ std::string test_client_path();
 std::string rdzvctl_path();
 
 struct RdzvdConfig {
+  // "step": serves rdzv_id only, with a random token. "site": any rendezvous, tokens are HMACs of
+  // (uid, id) under a site secret (token_for).
+  std::string mode = "step";
   std::string rdzv_id = "it.0";
   std::string token;  // empty: a fresh random token
   std::string listen = "127.0.0.1:0";
@@ -38,6 +41,8 @@ class RdzvdProcess {
 
   const std::string& rdzv_id() const { return config_.rdzv_id; }
   const std::string& token() const { return token_; }
+  // Site mode: the token of this uid for any rendezvous id.
+  std::string token_for(const std::string& rdzv_id) const;
   std::uint16_t port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   ChildProcess& process() { return *process_; }
@@ -51,6 +56,7 @@ class RdzvdProcess {
  private:
   RdzvdConfig config_;
   std::string token_;
+  std::string site_secret_;
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildProcess> process_;
 };

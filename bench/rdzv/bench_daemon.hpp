@@ -1,0 +1,34 @@
+// The rdzvd a benchmark run measures: started by rdzv-bench itself (step mode, ephemeral port on
+// loopback, a fresh token) so its peak RSS can be read from /proc, and stopped with SIGTERM.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+
+namespace llmrdzv::bench {
+
+class BenchDaemon {
+ public:
+  // Starts `rdzvd_path` and waits for its port file; throws std::runtime_error with its stderr.
+  BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_id);
+  ~BenchDaemon();  // SIGTERM, then SIGKILL if it does not exit within 5 s; removes the scratch dir
+  BenchDaemon(const BenchDaemon&) = delete;
+  BenchDaemon& operator=(const BenchDaemon&) = delete;
+
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  const std::string& token() const { return token_; }
+  pid_t pid() const { return pid_; }
+
+ private:
+  std::string scratch_;
+  std::string token_;
+  pid_t pid_ = -1;
+  unsigned port_ = 0;
+};
+
+// VmHWM (peak resident set) of a process in MiB, if /proc tells.
+std::optional<double> peak_rss_mib(pid_t pid);
+
+}  // namespace llmrdzv::bench

@@ -1,0 +1,109 @@
+// Parsing rdzvctl's command line (see ctl_args.hpp).
+#include "ctl_args.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace llmrdzv::ctl {
+namespace {
+
+std::uint64_t parse_unsigned(const std::string& flag, const std::string& text, std::uint64_t max) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value > max) {
+    throw UsageError(flag + " needs an integer in [0, " + std::to_string(max) + "], got '" + text + "'");
+  }
+  return value;
+}
+
+std::string read_token_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw UsageError("cannot read --token-file " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  std::string token = text.str();
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) throw UsageError("--token-file " + path + " is empty");
+  return token;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+}  // namespace
+
+CtlArgs parse_ctl_args(int argc, char** argv) {
+  CtlArgs args;
+  args.endpoint = env_or_empty("RDZV_ENDPOINT");
+  args.token = env_or_empty("RDZV_TOKEN");
+  std::optional<std::string> token_flag, token_file;
+  std::optional<std::uint64_t> round;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      args.help = true;
+      return args;
+    }
+    if (!flag.starts_with("--")) {
+      positional.push_back(flag);
+      continue;
+    }
+    if (i + 1 >= argc) throw UsageError(flag + " needs a value");
+    const std::string value = argv[++i];
+    if (flag == "--endpoint") {
+      args.endpoint = value;
+    } else if (flag == "--id") {
+      args.rdzv_id = value;
+    } else if (flag == "--token") {
+      token_flag = value;
+    } else if (flag == "--token-file") {
+      token_file = value;
+    } else if (flag == "--timeout") {
+      args.timeout = std::chrono::seconds(parse_unsigned(flag, value, 3600));
+      if (args.timeout.count() == 0) throw UsageError("--timeout must be at least 1 second");
+    } else if (flag == "--round") {
+      round = parse_unsigned(flag, value, UINT64_MAX);
+    } else {
+      throw UsageError("unknown flag " + flag);
+    }
+  }
+  if (token_flag && token_file) throw UsageError("give --token or --token-file, not both");
+  if (token_flag) args.token = *token_flag;
+  if (token_file) args.token = read_token_file(*token_file);
+
+  if (positional.empty()) throw UsageError("no command given");
+  const std::string& name = positional.front();
+  const std::size_t expected = (name == "show" || name == "kv") ? 2 : 1;
+  if (name == "ping") {
+    args.command = Command::ping;
+  } else if (name == "list") {
+    args.command = Command::list;
+  } else if (name == "show") {
+    args.command = Command::show;
+  } else if (name == "kv") {
+    args.command = Command::kv;
+  } else {
+    throw UsageError("unknown command '" + name + "'");
+  }
+  const bool id_by_flag = expected == 2 && positional.size() == 1 && !args.rdzv_id.empty();
+  if (positional.size() != expected && !id_by_flag) {
+    throw UsageError(name + (expected == 2 ? " needs exactly one rendezvous ID" : " takes no arguments"));
+  }
+  if (expected == 2 && !id_by_flag) args.rdzv_id = positional[1];
+  if (round && args.command != Command::kv) throw UsageError("--round only applies to kv");
+  args.round = round.value_or(0);
+  if (args.endpoint.empty()) throw UsageError("no --endpoint given and RDZV_ENDPOINT is not set");
+  if ((args.command == Command::show || args.command == Command::kv) && args.token.empty()) {
+    throw UsageError(name + " needs the rendezvous token: --token, --token-file or RDZV_TOKEN");
+  }
+  return args;
+}
+
+}  // namespace llmrdzv::ctl

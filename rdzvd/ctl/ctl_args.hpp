@@ -1,0 +1,48 @@
+// rdzvctl's command line: global flags, the command and its arguments. Parsing only; the
+// commands live in commands.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace llmrdzv::ctl {
+
+inline constexpr const char* kUsage =
+    "usage: rdzvctl [--endpoint HOST:PORT] [--id ID] [--token TOKEN | --token-file FILE]\n"
+    "               [--timeout SECONDS] COMMAND\n"
+    "commands:\n"
+    "  ping                 check that rdzvd answers (version, mode, uptime, round trip)\n"
+    "  list                 every rendezvous with its counters (no secrets needed)\n"
+    "  show ID              one rendezvous: state, rounds and members (needs the token)\n"
+    "  kv ID [--round N]    keys and values of round N's space (default 0, the\n"
+    "                       rendezvous-wide space; needs the token)\n"
+    "ID may also be given with --id; with ping, --id checks that the daemon serves it.\n"
+    "defaults: --endpoint $RDZV_ENDPOINT, --token $RDZV_TOKEN, --timeout 5\n"
+    "exit status: 0 ok, 1 other error, 2 usage, 3 rdzvd unreachable, 4 permission denied,\n"
+    "             5 not found\n";
+
+enum class Command { ping, list, show, kv };
+
+struct CtlArgs {
+  Command command = Command::ping;
+  std::string endpoint;
+  std::string rdzv_id;
+  std::string token;
+  std::uint64_t round = 0;
+  std::chrono::seconds timeout{5};
+  bool help = false;
+};
+
+// Bad usage: the message says what is wrong.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Reads argv and the RDZV_ENDPOINT / RDZV_TOKEN defaults; reads --token-file. Throws UsageError.
+CtlArgs parse_ctl_args(int argc, char** argv);
+
+}  // namespace llmrdzv::ctl
