@@ -1,0 +1,144 @@
+// GPT-2 config.json reading/writing and run_clm.py's --config_overrides, including every error.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "llmrdzv/model/gpt2_config.hpp"
+#include "temp_dir.hpp"
+
+using namespace llmrdzv;
+using model::ConfigError;
+using model::Gpt2Config;
+
+namespace {
+
+// Hugging Face's published gpt2 config.json, with the keys we ignore.
+constexpr const char* kHfGpt2Config = R"({
+  "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+  "bos_token_id": 50256, "embd_pdrop": 0.1, "eos_token_id": 50256, "initializer_range": 0.02,
+  "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12,
+  "n_layer": 12, "n_positions": 1024, "resid_pdrop": 0.1, "summary_activation": null,
+  "summary_first_dropout": 0.1, "summary_proj_to_labels": true, "summary_type": "cls_index",
+  "summary_use_proj": true, "task_specific_params": {"text-generation": {"do_sample": true, "max_length": 50}},
+  "vocab_size": 50257
+})";
+
+bool same(const Gpt2Config& a, const Gpt2Config& b) {
+  return model::config_to_json(a) == model::config_to_json(b);
+}
+
+}  // namespace
+
+TEST_CASE("config reads HF's gpt2 config.json", "[config]") {
+  const Gpt2Config c = model::config_from_json(kHfGpt2Config, "gpt2/config.json");
+  CHECK(c.vocab_size == 50257);
+  CHECK(c.n_positions == 1024);
+  CHECK(c.n_embd == 768);
+  CHECK(c.n_layer == 12);
+  CHECK(c.n_head == 12);
+  CHECK_FALSE(c.n_inner);
+  CHECK(c.inner_dim() == 3072);
+  CHECK(c.head_dim() == 64);
+  CHECK(c.layer_norm_epsilon == 1e-5);
+  CHECK(c.activation_function == "gelu_new");
+  CHECK(same(c, model::preset("gpt2")));
+}
+
+TEST_CASE("config round trips through config.json on disk", "[config]") {
+  testing::TempDir dir;
+  Gpt2Config c = model::preset("gpt2-medium");
+  c.vocab_size = 1000;
+  c.bos_token_id = c.eos_token_id = 999;
+  c.n_inner = 2048;
+  c.attn_pdrop = 0.0;
+  c.layer_norm_epsilon = 1e-6;
+  c.activation_function = "gelu";
+  c.scale_attn_by_inverse_layer_idx = true;
+  model::save_config(c, dir.path());
+  const Gpt2Config back = model::load_config(dir.path());  // a directory or the file itself
+  CHECK(same(c, back));
+  CHECK(same(c, model::load_config(dir / "config.json")));
+  CHECK(back.n_inner == 2048);
+  CHECK(back.layer_norm_epsilon == 1e-6);
+  const std::string text = model::config_to_json(c);
+  CHECK_THAT(text, Catch::Contains("\"model_type\": \"gpt2\"") && Catch::Contains("\"GPT2LMHeadModel\""));
+}
+
+TEST_CASE("config.json errors name the file and the key", "[config]") {
+  struct Case {
+    std::string json;
+    std::string message;
+  };
+  const Case cases[] = {
+      {"{\"n_embd\": 64,", "cfg.json: not valid JSON: at byte 14"},
+      {"[]", "cfg.json: expected a JSON object, got array"},
+      {R"({"model_type": "llama"})", "model_type must be \"gpt2\""},
+      {R"({"n_embd": "768"})", "cfg.json: n_embd must be an integer, got string"},
+      {R"({"n_embd": 76.8})", "n_embd must be an integer, got number"},
+      {R"({"resid_pdrop": "high"})", "resid_pdrop must be a number, got string"},
+      {R"({"scale_attn_weights": 1})", "scale_attn_weights must be a boolean, got number"},
+      {R"({"n_inner": "big"})", "n_inner must be an integer or null"},
+      {R"({"n_embd": 100, "n_head": 12})", "n_embd (100) must be divisible by n_head (12)"},
+      {R"({"n_layer": 0})", "n_layer must be >= 1, got 0"},
+      {R"({"attn_pdrop": 1.0})", "attn_pdrop must be in [0, 1)"},
+      {R"({"layer_norm_epsilon": 0})", "layer_norm_epsilon must be > 0"},
+      {R"({"activation_function": "swish2"})", "activation_function \"swish2\" is not one of"},
+      {R"({"vocab_size": 100})", "bos_token_id 50256 is outside the vocabulary (vocab_size 100)"},
+      {R"({"tie_word_embeddings": false})", "tie_word_embeddings=false is not supported"},
+      {R"({"add_cross_attention": true})", "add_cross_attention=true is not supported"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.json);
+    CHECK_THROWS_AS(model::config_from_json(c.json, "cfg.json"), ConfigError);
+    CHECK_THROWS_WITH(model::config_from_json(c.json, "cfg.json"), Catch::StartsWith("cfg.json: ") && Catch::Contains(c.message));
+  }
+  testing::TempDir dir;
+  CHECK_THROWS_WITH(model::load_config(dir.path()), Catch::Contains((dir / "config.json").string()) && Catch::Contains("No such file"));
+}
+
+TEST_CASE("config overrides apply run_clm.py's key=value list", "[config]") {
+  Gpt2Config c = model::preset("gpt2");
+  model::apply_overrides(c, "n_embd=1024,n_head=16,n_layer=48");
+  CHECK(c.n_embd == 1024);
+  CHECK(c.n_head == 16);
+  CHECK(c.n_layer == 48);
+  model::apply_overrides(c, "resid_pdrop=0.0,activation_function=relu,scale_attn_weights=false,n_inner=100");
+  CHECK(c.resid_pdrop == 0.0);
+  CHECK(c.activation_function == "relu");
+  CHECK_FALSE(c.scale_attn_weights);
+  CHECK(c.n_inner == 100);
+}
+
+TEST_CASE("config override errors name the item and leave the config unchanged", "[config]") {
+  const Gpt2Config original = model::preset("gpt2");
+  struct Case {
+    const char* overrides;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"n_embd", "--config_overrides: \"n_embd\" is not key=value"},
+      {"n_embd=1024,,n_head=16", "--config_overrides: \"\" is not key=value"},
+      {"=5", "\"=5\" is not key=value"},
+      {"hidden_size=1024", "--config_overrides: unknown key \"hidden_size\""},
+      {"n_embd=abc", "--config_overrides: n_embd=abc: not an integer"},
+      {"n_embd=12.5", "n_embd=12.5: not an integer"},
+      {"resid_pdrop=lots", "resid_pdrop=lots: not a number"},
+      {"scale_attn_weights=maybe", "not a boolean (true/false)"},
+      {"n_embd=1000", "--config_overrides: n_embd (1000) must be divisible by n_head (12)"},
+      {"n_layer=-3", "--config_overrides: n_layer must be >= 1, got -3"},
+      {"activation_function=tanh", "activation_function \"tanh\" is not one of"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.overrides);
+    Gpt2Config cfg = original;
+    CHECK_THROWS_WITH(model::apply_overrides(cfg, c.overrides), Catch::Contains(c.message));
+    CHECK(same(cfg, original));
+  }
+}
+
+TEST_CASE("config presets have HF's shapes", "[config]") {
+  CHECK(model::preset("gpt2-medium").n_layer == 24);
+  CHECK(model::preset("gpt2-large").n_embd == 1280);
+  CHECK(model::preset("gpt2-xl").n_head == 25);
+  CHECK_THROWS_WITH(model::preset("gpt3"), Catch::Contains("unknown model preset \"gpt3\""));
+}
