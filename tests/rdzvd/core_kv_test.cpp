@@ -26,7 +26,7 @@ struct KvFixture : CoreFixture {
 
 }  // namespace
 
-TEST_CASE("set then get returns the bytes; absent keys are NOT_FOUND without waiting", "[core][kv]") {
+TEST_CASE("set then get returns the bytes, absent keys are NOT_FOUND without waiting", "[core][kv]") {
   KvFixture f;
   const std::string binary("a\0b\xff", 4);
   REQUIRE(f.core.set(f.scope(), 1, "k", binary).ok());
@@ -169,7 +169,7 @@ TEST_CASE("barrier releases everyone when the last participant arrives", "[core]
   CHECK(timed_out->status.code == Code::deadline_exceeded);
 }
 
-TEST_CASE("queues are FIFO; a blocked pop takes the next push", "[core][kv]") {
+TEST_CASE("queues are FIFO and a blocked pop takes the next push", "[core][kv]") {
   KvFixture f;
   REQUIRE(f.core.queue_push(f.scope(), 1, "q", "1").ok());
   REQUIRE(f.core.queue_push(f.scope(), 1, "q", "2").ok());

@@ -130,7 +130,7 @@ TEST_CASE("local and node ranks come from hosts", "[core][membership]") {
   CHECK(o[3]->assignment.local_rank == 1);
 }
 
-TEST_CASE("a late joiner waits for the next round; elastic members hear of it", "[core][membership]") {
+TEST_CASE("a late joiner waits for the next round and elastic members hear of it", "[core][membership]") {
   CoreFixture f;
   auto a = f.join(f.request("a", 1, 2));
   auto b = f.join(f.request("b", 1, 2));

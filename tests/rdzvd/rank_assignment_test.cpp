@@ -25,7 +25,7 @@ TEST_CASE("unknown local-rank hints sort after known ones, then by participant i
   CHECK(layout.placements[0].rank == 2);
 }
 
-TEST_CASE("node ranks follow each host's lowest rank; cyclic layouts keep local ranks by rank", "[ranks]") {
+TEST_CASE("node ranks follow each host's lowest rank, cyclic layouts keep local ranks by rank", "[ranks]") {
   // SLURM cyclic distribution: ranks alternate between hosts.
   std::vector<Candidate> c;
   for (int r = 0; r < 6; ++r) c.push_back({"t" + std::to_string(r), r, r % 2 ? "hb" : "ha", -1});

@@ -1,0 +1,190 @@
+// The rdzvd process: server bring-up, port publication, signals, idle exit (see daemon.hpp).
+#include "daemon.hpp"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+
+#include "core_host.hpp"
+#include "logger.hpp"
+#include "rendezvous_service.hpp"
+
+namespace llmrdzv::server {
+namespace {
+
+struct ListenAddress {
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+ListenAddress parse_listen(const std::string& listen) {
+  const auto colon = listen.rfind(':');
+  const std::string port_text = listen.substr(colon + 1);
+  unsigned long port = 0;
+  char* end = nullptr;
+  errno = 0;
+  port = std::strtoul(port_text.c_str(), &end, 10);
+  if (colon == 0 || port_text.empty() || *end != '\0' || errno != 0 || port > 65535)
+    throw OptionsError("--listen: '" + listen + "' is not HOST:PORT with PORT in 0..65535");
+  return {listen.substr(0, colon), std::uint16_t(port)};
+}
+
+struct BoundServer {
+  std::unique_ptr<RendezvousService> service;
+  std::unique_ptr<grpc::Server> server;
+  std::string address;
+  int port = 0;
+};
+
+BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger& log) {
+  const ListenAddress listen = parse_listen(options.listen);
+  std::vector<std::uint16_t> candidates;
+  if (options.port_range && listen.port != 0) {
+    for (std::uint32_t attempt = 0; attempt < options.port_probes; ++attempt)
+      candidates.push_back(probe_port(*options.port_range, listen.port, attempt));
+  } else {
+    candidates.push_back(listen.port);
+  }
+  for (const std::uint16_t port : candidates) {
+    BoundServer bound;
+    bound.service = std::make_unique<RendezvousService>(host, LLMRDZV_VERSION);
+    bound.address = listen.host + ":" + std::to_string(port);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(bound.address, grpc::InsecureServerCredentials(), &bound.port);
+    builder.RegisterService(bound.service.get());
+    // Without this a second daemon could share a busy port and port probing would never move on.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
+    bound.server = builder.BuildAndStart();
+    if (bound.server && bound.port > 0) return bound;
+    log.info("cannot listen on " + bound.address + " (in use or not a local address), trying the next candidate");
+  }
+  std::string tried;
+  for (const auto port : candidates) tried += (tried.empty() ? "" : ",") + std::to_string(port);
+  throw OptionsError("--listen: could not bind " + listen.host + " on any of the ports " + tried);
+}
+
+class Daemon {
+ public:
+  Daemon(DaemonOptions options, std::vector<std::string> args)
+      : options_(std::move(options)),
+        args_(std::move(args)),
+        log_(options_.log_level, options_.syslog),
+        host_({load_auth(options_), options_.core}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
+              io_),
+        signals_(io_, SIGTERM, SIGINT, SIGHUP),
+        idle_timer_(io_) {}
+
+  int run() {
+    BoundServer bound = bind_first_free(options_, host_, log_);
+    server_ = bound.server.get();
+    if (!options_.port_file.empty()) write_port_file(options_.port_file, bound.port);
+    std::printf("%d\n", bound.port);
+    std::fflush(stdout);
+    log_.info("listening on " + bound.address.substr(0, bound.address.rfind(':')) + ":" + std::to_string(bound.port) +
+              " mode=" + core::mode_name(options_.mode) +
+              (options_.mode == core::Mode::step ? " rdzv=" + options_.rdzv_id : std::string()));
+    wait_for_signal();
+    watch_idle();
+    io_.run();
+    bound.server->Wait();
+    log_.info("stopped");
+    return 0;
+  }
+
+ private:
+  void wait_for_signal() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
+      if (ec) return;
+      if (signal == SIGHUP) {
+        reload();
+        wait_for_signal();
+        return;
+      }
+      stop(signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    });
+  }
+
+  void reload() {
+    if (options_.config_file.empty()) {
+      log_.warn("SIGHUP: no --config file to reload");
+      return;
+    }
+    try {
+      const DaemonOptions reloaded = parse_options(args_);
+      const auto changes = apply_reload(options_, reloaded);
+      host_.run([this](core::Core& core) { core.reconfigure(options_.core); });
+      log_.set_level(options_.log_level);
+      if (changes.empty()) log_.info("SIGHUP: reloaded " + options_.config_file + ", nothing changed");
+      for (const auto& change : changes) log_.info("SIGHUP: " + change);
+    } catch (const OptionsError& e) {
+      log_.error(std::string("SIGHUP: reload failed, keeping the running config: ") + e.what());
+    }
+  }
+
+  void watch_idle() {
+    if (options_.idle_timeout_s == 0) return;
+    idle_timer_.expires_after(std::chrono::seconds(1));
+    idle_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      const auto idle = std::chrono::steady_clock::now() -
+                        host_.run([](core::Core& core) { return core.last_activity(); });
+      if (idle >= std::chrono::seconds(options_.idle_timeout_s)) {
+        stop("no rendezvous activity for " + std::to_string(options_.idle_timeout_s) + " s");
+        return;
+      }
+      watch_idle();
+    });
+  }
+
+  void stop(const std::string& reason) {
+    log_.info("stopping: " + reason);
+    signals_.cancel();
+    idle_timer_.cancel();
+    host_.run([&](core::Core& core) { core.shutdown(reason); });
+    // Everything blocked has been completed; give the SHUTDOWN events a moment to be written.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    io_.stop();
+  }
+
+  DaemonOptions options_;
+  std::vector<std::string> args_;
+  Logger log_;
+  boost::asio::io_context io_;
+  CoreHost host_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer idle_timer_;
+  grpc::Server* server_ = nullptr;
+};
+
+}  // namespace
+
+void write_port_file(const std::string& path, int port) {
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  const std::string text = std::to_string(port) + "\n";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const bool written = fd >= 0 && ::write(fd, text.data(), text.size()) == ssize_t(text.size()) && ::fsync(fd) == 0;
+  const int saved_errno = errno;
+  if (fd >= 0) ::close(fd);
+  if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int err = written ? errno : saved_errno;
+    ::unlink(temporary.c_str());
+    throw OptionsError("--port-file: cannot write '" + path + "': " + std::strerror(err));
+  }
+}
+
+int run_daemon(DaemonOptions options, const std::vector<std::string>& args) {
+  Daemon daemon(std::move(options), args);
+  return daemon.run();
+}
+
+}  // namespace llmrdzv::server

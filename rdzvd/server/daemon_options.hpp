@@ -1,0 +1,56 @@
+// Everything rdzvd can be told: the YAML config file (etc/rdzvd.yaml documents every key) with
+// command-line flags on top. Bad input raises OptionsError naming the flag or key; main() prints
+// it and exits 2.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/common/port_probe.hpp"
+#include "llmrdzv/core/core.hpp"
+
+namespace llmrdzv::server {
+
+class OptionsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct DaemonOptions {
+  bool help = false;
+  std::string config_file;
+  std::string listen = "0.0.0.0:0";
+  std::string port_file;
+  std::optional<PortRange> port_range;
+  std::uint32_t port_probes = kDefaultPortProbes;
+  core::Mode mode = core::Mode::step;
+  std::string rdzv_id;
+  std::string token_file;
+  std::string site_secret_file;
+  bool exit_with_parent = false;
+  std::uint32_t idle_timeout_s = 0;  // 0 = never exit for idleness
+  core::CoreSettings core;
+  core::LogLevel log_level = core::LogLevel::info;
+  bool syslog = false;
+  std::uint32_t max_message_bytes = 64u << 20;
+};
+
+// Parses argv (without argv[0]). Reads the --config file, if any, first, then applies the flags.
+DaemonOptions parse_options(const std::vector<std::string>& args);
+
+// The keys a SIGHUP reload applies; returns one "key: old -> new" line per change.
+std::vector<std::string> apply_reload(DaemonOptions& running, const DaemonOptions& reloaded);
+
+// Reads the step token (--token-file, else env LLM_RDZV_TOKEN, which is then removed from the
+// environment) or the site secret, trimmed of trailing whitespace; a missing or empty one throws.
+core::AuthConfig load_auth(const DaemonOptions& options);
+
+core::LogLevel parse_log_level(const std::string& text, const std::string& key);
+const char* log_level_name(core::LogLevel level);
+
+extern const char* const kUsage;
+
+}  // namespace llmrdzv::server

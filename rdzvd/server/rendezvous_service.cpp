@@ -1,0 +1,254 @@
+// The Rendezvous service's handlers (see rendezvous_service.hpp).
+#include "rendezvous_service.hpp"
+
+#include "session_reactor.hpp"
+#include "wire.hpp"
+
+namespace llmrdzv::server {
+namespace {
+
+// A unary call that may block in the core. Finishes exactly once, from the core's callback.
+class BlockingCall final : public grpc::ServerUnaryReactor {
+ public:
+  explicit BlockingCall(CoreHost& host) : host_(host) {}
+
+  // start(core, this) registers the call with the core and returns its waiter.
+  template <class Start>
+  BlockingCall* begin(Start start) {
+    host_.run([&](core::Core& core) { waiter_ = start(core); });
+    return this;
+  }
+
+  // For the core's completion callbacks: after the lock, fill the response and finish.
+  template <class Fill>
+  void complete(const core::Status& status, Fill fill) {
+    host_.defer([this, status, fill = std::move(fill)]() mutable {
+      if (status.ok()) fill();
+      Finish(to_grpc(status));
+    });
+  }
+
+  void OnCancel() override {
+    host_.run([this](core::Core& core) { core.cancel(waiter_); });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  CoreHost& host_;
+  core::WaiterRef waiter_;  // guarded by the core lock
+};
+
+std::vector<std::string> keys_of(const google::protobuf::RepeatedPtrField<std::string>& keys) {
+  return {keys.begin(), keys.end()};
+}
+
+core::KvCallback values_into(BlockingCall* call, std::string* single) {
+  return [call, single](const core::Status& status, std::vector<std::string> values) {
+    call->complete(status, [single, values = std::move(values)]() mutable {
+      if (single && !values.empty()) *single = std::move(values.front());
+    });
+  };
+}
+
+}  // namespace
+
+template <class Fn>
+grpc::ServerUnaryReactor* RendezvousService::quick(grpc::CallbackServerContext* context, Fn fn) {
+  const core::Status status = host_.run(std::move(fn));
+  auto* reactor = context->DefaultReactor();
+  reactor->Finish(to_grpc(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext*, const v1::JoinRequest* request,
+                                                  v1::JoinResponse* response) {
+  auto* call = new BlockingCall(host_);
+  return call->begin([&](core::Core& core) {
+    return core.join(from_wire(*request), [call, response](const core::Status& status, const core::Assignment& a) {
+      call->complete(status, [response, a] { to_wire(a, *response); });
+    });
+  });
+}
+
+grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionEvent>* RendezvousService::Session(
+    grpc::CallbackServerContext*) {
+  return new SessionReactor(host_);
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Leave(grpc::CallbackServerContext* context,
+                                                   const v1::LeaveRequest* request, v1::LeaveResponse*) {
+  return quick(context, [&](core::Core& core) {
+    return core.leave(from_wire(request->scope()), request->participant_id());
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Set(grpc::CallbackServerContext* context, const v1::SetRequest* request,
+                                                 v1::SetResponse*) {
+  return quick(context, [&](core::Core& core) {
+    return core.set(from_wire(request->scope()), request->round(), request->key(), request->value());
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Get(grpc::CallbackServerContext*, const v1::GetRequest* request,
+                                                 v1::GetResponse* response) {
+  auto* call = new BlockingCall(host_);
+  return call->begin([&](core::Core& core) {
+    return core.get(from_wire(request->scope()), request->round(), request->key(), request->timeout_ms(),
+                    values_into(call, response->mutable_value()));
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Add(grpc::CallbackServerContext* context, const v1::AddRequest* request,
+                                                 v1::AddResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto added = core.add(from_wire(request->scope()), request->round(), request->key(), request->delta());
+    if (!added.ok()) return added.status();
+    response->set_value(added.value());
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::CompareSet(grpc::CallbackServerContext* context,
+                                                        const v1::CompareSetRequest* request,
+                                                        v1::CompareSetResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto value = core.compare_set(from_wire(request->scope()), request->round(), request->key(),
+                                  request->expected(), request->desired());
+    if (!value.ok()) return value.status();
+    response->set_value(std::move(value.value()));
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Check(grpc::CallbackServerContext* context,
+                                                   const v1::CheckRequest* request, v1::CheckResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto present = core.check(from_wire(request->scope()), request->round(), keys_of(request->keys()));
+    if (!present.ok()) return present.status();
+    response->set_all_present(present.value());
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Wait(grpc::CallbackServerContext*, const v1::WaitRequest* request,
+                                                  v1::WaitResponse*) {
+  auto* call = new BlockingCall(host_);
+  return call->begin([&](core::Core& core) {
+    return core.wait(from_wire(request->scope()), request->round(), keys_of(request->keys()), request->timeout_ms(),
+                     values_into(call, nullptr));
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::DeleteKey(grpc::CallbackServerContext* context,
+                                                       const v1::DeleteKeyRequest* request,
+                                                       v1::DeleteKeyResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto deleted = core.delete_key(from_wire(request->scope()), request->round(), request->key());
+    if (!deleted.ok()) return deleted.status();
+    response->set_deleted(deleted.value());
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::NumKeys(grpc::CallbackServerContext* context,
+                                                     const v1::NumKeysRequest* request, v1::NumKeysResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto count = core.num_keys(from_wire(request->scope()), request->round());
+    if (!count.ok()) return count.status();
+    response->set_num_keys(count.value());
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::ListKeys(grpc::CallbackServerContext* context,
+                                                      const v1::ListKeysRequest* request,
+                                                      v1::ListKeysResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto keys = core.list_keys(from_wire(request->scope()), request->round());
+    if (!keys.ok()) return keys.status();
+    for (auto& key : keys.value()) response->add_keys(std::move(key));
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Append(grpc::CallbackServerContext* context,
+                                                    const v1::AppendRequest* request, v1::AppendResponse*) {
+  return quick(context, [&](core::Core& core) {
+    return core.append(from_wire(request->scope()), request->round(), request->key(), request->value());
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::MultiGet(grpc::CallbackServerContext*, const v1::MultiGetRequest* request,
+                                                      v1::MultiGetResponse* response) {
+  auto* call = new BlockingCall(host_);
+  return call->begin([&](core::Core& core) {
+    return core.multi_get(
+        from_wire(request->scope()), request->round(), keys_of(request->keys()), request->timeout_ms(),
+        [call, response](const core::Status& status, std::vector<std::string> values) {
+          call->complete(status, [response, values = std::move(values)]() mutable {
+            for (auto& value : values) response->add_values(std::move(value));
+          });
+        });
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::MultiSet(grpc::CallbackServerContext* context,
+                                                      const v1::MultiSetRequest* request, v1::MultiSetResponse*) {
+  return quick(context, [&](core::Core& core) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    entries.reserve(request->entries_size());
+    for (const auto& entry : request->entries()) entries.emplace_back(entry.key(), entry.value());
+    return core.multi_set(from_wire(request->scope()), request->round(), std::move(entries));
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Barrier(grpc::CallbackServerContext*, const v1::BarrierRequest* request,
+                                                     v1::BarrierResponse*) {
+  auto* call = new BlockingCall(host_);
+  return call->begin([&](core::Core& core) {
+    return core.barrier(from_wire(request->scope()), request->round(), request->key(), request->world_size(),
+                        request->timeout_ms(), values_into(call, nullptr));
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::QueuePush(grpc::CallbackServerContext* context,
+                                                       const v1::QueuePushRequest* request, v1::QueuePushResponse*) {
+  return quick(context, [&](core::Core& core) {
+    return core.queue_push(from_wire(request->scope()), request->round(), request->key(), request->value());
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::QueuePop(grpc::CallbackServerContext*, const v1::QueuePopRequest* request,
+                                                      v1::QueuePopResponse* response) {
+  auto* call = new BlockingCall(host_);
+  return call->begin([&](core::Core& core) {
+    return core.queue_pop(from_wire(request->scope()), request->round(), request->key(), request->block(),
+                          request->timeout_ms(), values_into(call, response->mutable_value()));
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::QueueLen(grpc::CallbackServerContext* context,
+                                                      const v1::QueueLenRequest* request,
+                                                      v1::QueueLenResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    auto length = core.queue_len(from_wire(request->scope()), request->round(), request->key());
+    if (!length.ok()) return length.status();
+    response->set_length(length.value());
+    return core::Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Status(grpc::CallbackServerContext* context,
+                                                    const v1::StatusRequest* request, v1::StatusResponse* response) {
+  return quick(context, [&](core::Core& core) {
+    std::optional<core::Scope> scope;
+    if (request->has_scope()) scope = from_wire(request->scope());
+    auto info = core.status(scope);
+    if (!info.ok()) return info.status();
+    to_wire(info.value(), *response);
+    response->set_version(version_);
+    return core::Status::Ok();
+  });
+}
+
+}  // namespace llmrdzv::server

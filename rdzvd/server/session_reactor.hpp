@@ -1,0 +1,46 @@
+// The Session stream of one member: reads SessionOpen then heartbeats and feeds them to the core;
+// writes the events the core sends, one write in flight at a time. The stream ending without a
+// Leave is reported to the core, which counts it as the member's failure.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "core_host.hpp"
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
+
+namespace llmrdzv::server {
+
+class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::SessionRequest, llmrdzv::v1::SessionEvent> {
+ public:
+  explicit SessionReactor(CoreHost& host);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  class Outbox;
+
+  void open(const llmrdzv::v1::SessionOpen& open);
+  void enqueue(const core::SessionEvent& event);
+  void end(const grpc::Status& status);
+
+  CoreHost& host_;
+  std::shared_ptr<Outbox> outbox_;
+  llmrdzv::v1::SessionRequest request_;
+  std::uint64_t session_id_ = 0;  // guarded by the core lock
+  bool opened_ = false;           // read side only
+
+  std::mutex write_mutex_;
+  std::deque<llmrdzv::v1::SessionEvent> queue_;
+  bool writing_ = false;
+  bool finished_ = false;
+  std::optional<grpc::Status> finish_after_writes_;
+};
+
+}  // namespace llmrdzv::server

@@ -1,0 +1,72 @@
+// An rdzvd service running in-process on 127.0.0.1 (ephemeral port) with its Asio loop on a
+// thread, and a stub to call it: real gRPC, real core, no child process.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <thread>
+
+#include "core_host.hpp"
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
+#include "rendezvous_service.hpp"
+
+namespace llmrdzv::server::testing {
+
+inline core::CoreConfig server_test_config() {
+  core::CoreConfig config;
+  config.auth = {core::Mode::step, "7.0", "server-test-token", ""};
+  config.settings.heartbeat_interval = core::Millis(100);
+  config.settings.heartbeat_timeout = core::Millis(1000);
+  return config;
+}
+
+class InProcessServer {
+ public:
+  explicit InProcessServer(core::CoreConfig config = server_test_config())
+      : config_(config), work_(io_.get_executor()), host_(config, {}, io_), service_(host_, "test") {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    io_thread_ = std::thread([this] { io_.run(); });
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials());
+    stub_ = llmrdzv::v1::Rendezvous::NewStub(channel_);
+  }
+  ~InProcessServer() {
+    host_.run([](core::Core& core) { core.shutdown("test over"); });
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    work_.reset();
+    io_.stop();
+    io_thread_.join();
+  }
+
+  llmrdzv::v1::Rendezvous::Stub& stub() { return *stub_; }
+  CoreHost& host() { return host_; }
+  void scope(llmrdzv::v1::Scope* scope) const {
+    scope->set_rdzv_id(config_.auth.step_rdzv_id);
+    scope->set_token(config_.auth.step_token);
+  }
+  std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> new_stub() {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+    return llmrdzv::v1::Rendezvous::NewStub(grpc::CreateCustomChannel(
+        "127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials(), args));
+  }
+
+ private:
+  core::CoreConfig config_;
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  CoreHost host_;
+  RendezvousService service_;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread io_thread_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> stub_;
+};
+
+}  // namespace llmrdzv::server::testing
