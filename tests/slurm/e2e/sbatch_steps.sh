@@ -11,7 +11,7 @@ cat > job.sh <<JOB
 #SBATCH -o $work/job.out
 echo "batch id=\$RDZV_ID world=\$WORLD_SIZE master=\$MASTER_ADDR token=\${#RDZV_TOKEN}"
 for step in a b; do
-  srun -N3 -n6 sh -c 'echo "step=$step id=\$RDZV_ID token=\$RDZV_TOKEN timeout=\$LLM_RDZV_TIMEOUT"; exec "\$0"' "$test_client" || echo "step \$step failed"
+  srun -N3 -n6 sh -c 'echo "step=\$1 id=\$RDZV_ID token=\$RDZV_TOKEN timeout=\$LLM_RDZV_TIMEOUT"; exec "\$0"' "$test_client" "\$step" || echo "step \$step failed"
 done
 srun -N3 -n6 sh -c 'echo "step=c id=\$RDZV_ID"; exec "\$0" --hold-ms 1000' "$test_client" > c.out 2>&1 &
 srun -N3 -n6 sh -c 'echo "step=d id=\$RDZV_ID"; exec "\$0" --hold-ms 1000' "$test_client" > d.out 2>&1 &
