@@ -55,7 +55,7 @@ def main():
     args = parser.parse_args()
     if args.repetitions < 1 or args.nodes < 1 or args.tasks < args.nodes:
         parser.error("need repetitions >= 1 and tasks >= nodes >= 1")
-    build = pathlib.Path(args.build_dir)
+    build = pathlib.Path(args.build_dir).resolve()
     client = build / "bin" / "rdzv-test-client"
     if not client.exists():
         parser.error(f"no {client}: build rdzv-test-client first")
