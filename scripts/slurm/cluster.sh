@@ -50,16 +50,19 @@ export SLURM_CONF="$conf"
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
-stop_pidfile() {
-  local file=$1 pid
-  [ -f "$file" ] || return 0
-  pid=$(cat "$file")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$file"
+# SIGTERM to every daemon named by the pid files at once (each takes ~2 s to exit), then up to
+# 5 s for all of them, then SIGKILL.
+stop_pidfiles() {
+  local file pids=()
+  for file in "$@"; do
+    [ -f "$file" ] || continue
+    kill -0 "$(cat "$file")" 2>/dev/null && pids+=("$(cat "$file")")
+    rm -f "$file"
+  done
+  [ ${#pids[@]} -gt 0 ] || return 0
+  kill "${pids[@]}" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "${pids[@]}" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "${pids[@]}" 2>/dev/null || true
 }
 
 write_config() {
@@ -207,10 +210,7 @@ cluster_up() {
 
 cluster_down() {
   local i ns pids
-  if [ -d "$dir" ]; then
-    for i in $(seq 9); do stop_pidfile "$dir/slurmd-$(node_name "$i").pid"; done
-    stop_pidfile "$dir/slurmctld.pid"
-  fi
+  [ -d "$dir" ] && stop_pidfiles "$dir"/slurmd-*.pid "$dir/slurmctld.pid" "$dir/munge/munged.pid"
   # Whatever still runs in a node (slurmstepd, tasks, rdzvd) goes with the namespace.
   for i in $(seq 9); do
     ns=$(netns "$i")
@@ -221,7 +221,6 @@ cluster_down() {
     ip netns del "$ns"
   done
   ip link del "$bridge" 2>/dev/null || true
-  [ -d "$dir" ] && stop_pidfile "$dir/munge/munged.pid"
   sed -i "/$marker\$/d" /etc/hosts
   id -u "$test_user" >/dev/null 2>&1 && userdel "$test_user" 2>/dev/null || true
   rm -rf "$dir"
