@@ -56,8 +56,8 @@ SiteConfig parse_site_config(const std::vector<std::string>& args, std::string d
     } else if (k == "log_dir") {
       config.log_dir = absolute_path(kv);
     } else if (k == "log_level") {
-      if (kv.value != "debug" && kv.value != "info" && kv.value != "warning" && kv.value != "error") {
-        throw ArgError("log_level: '" + kv.value + "' is not one of debug, info, warning, error");
+      if (kv.value != "debug" && kv.value != "info" && kv.value != "warn" && kv.value != "error") {
+        throw ArgError("log_level: '" + kv.value + "' is not one of debug, info, warn, error");
       }
       config.log_level = kv.value;
     } else if (k == "default") {

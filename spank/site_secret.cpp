@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -29,7 +30,8 @@ std::string read_site_secret(const std::string& path, unsigned expected_owner) {
     throw ArgError("secret_file " + path + ": must be owned by uid " + std::to_string(expected_owner) +
                    " with no group or other permissions (chmod 600)");
   }
-  while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r')) secret.pop_back();
+  // Trailing whitespace is not part of the secret, exactly as rdzvd reads the same file.
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
   if (secret.empty()) throw ArgError("secret_file " + path + ": empty");
   return secret;
 }

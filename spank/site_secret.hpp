@@ -6,7 +6,7 @@
 
 namespace llmrdzv::spank {
 
-// The file's content without trailing newlines. Throws ArgError if the file is missing, not
+// The file's content without trailing whitespace. Throws ArgError if the file is missing, not
 // owned by `expected_owner`, accessible to group or others, or empty.
 std::string read_site_secret(const std::string& path, unsigned expected_owner = 0);
 

@@ -34,8 +34,11 @@ EnvList step_env(const StepSettings& settings, const StepLayout& layout, const s
                  const std::string& site_server, const std::string& token) {
   const StepPorts ports = step_ports(settings, layout.job_id, layout.step_id);
   const WorldBounds world = world_bounds(settings, layout);
-  const std::string endpoint =
-      settings.mode == Mode::site ? site_server : master_addr + ":" + std::to_string(ports.rdzvd);
+  const bool site = settings.mode == Mode::site;
+  const std::string endpoint = site ? site_server : master_addr + ":" + std::to_string(ports.rdzvd);
+  // Where clients may look for rdzvd: the step's range (they walk its probe sequence), or just
+  // the site server's port.
+  const std::string rdzvd_ports = site ? site_server.substr(site_server.rfind(':') + 1) : describe(settings.ports);
   return {
       {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", std::to_string(ports.master)},
@@ -47,7 +50,7 @@ EnvList step_env(const StepSettings& settings, const StepLayout& layout, const s
       {"NODE_RANK", std::to_string(layout.node_id)},
       {"GROUP_RANK", std::to_string(layout.node_id)},
       {"NNODES", std::to_string(layout.nnodes)},
-      {"LLM_RDZV_PORT_RANGE", describe(settings.ports)},
+      {"LLM_RDZV_PORT_RANGE", rdzvd_ports},
       {"LLM_RDZV_MIN_WORLD", std::to_string(world.min)},
       {"LLM_RDZV_MAX_WORLD", std::to_string(world.max)},
       {"LLM_RDZV_TIMEOUT", std::to_string(settings.timeout_s)},

@@ -43,7 +43,8 @@ struct WorldBounds {
 };
 WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout);
 
-// Everything but the per-task variables. `site_server` is used in site mode.
+// Everything but the per-task variables. `site_server` (HOST:PORT) is used in site mode; there
+// LLM_RDZV_PORT_RANGE is its one port, so clients do not probe the step range.
 EnvList step_env(const StepSettings& settings, const StepLayout& layout, const std::string& master_addr,
                  const std::string& site_server, const std::string& token);
 

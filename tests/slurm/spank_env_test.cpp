@@ -93,5 +93,6 @@ TEST_CASE("site mode points tasks at the site's rdzvd") {
   settings.mode = Mode::site;
   const auto env = as_map(step_env(settings, {}, "node1", "rdzv.site:7000", "v1.1000.ab"));
   CHECK(env.at("RDZV_ENDPOINT") == "rdzv.site:7000");
+  CHECK(env.at("LLM_RDZV_PORT_RANGE") == "7000");
   CHECK(env.at("MASTER_ADDR") == "node1");
 }

@@ -152,7 +152,7 @@ TEST_CASE("rdzvd's command line carries the step and the site's timings") {
 TEST_CASE("the site secret must be private to its owner") {
   TempDir dir;
   const auto path = (dir.path / "secret").string();
-  { std::ofstream(path) << "s3cret\n"; }
+  { std::ofstream(path) << "s3cret \t\n"; }
   chmod(path.c_str(), 0600);
   CHECK(read_site_secret(path, getuid()) == "s3cret");
   chmod(path.c_str(), 0640);
