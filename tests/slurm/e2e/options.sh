@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # srun/sbatch/salloc --help show the option; each bad argument gives "error: llm-rdzv: ..." and
-# a non-zero exit in srun, sbatch and salloc; a step without the option gets none of the env.
+# a non-zero exit in srun, sbatch and salloc; a step without the option gets none of the env;
+# bad plugstack.conf arguments stop srun naming the argument; default=on and --llm-rdzv=off.
 source "$(dirname "$0")/lib.sh"
 
 for tool in srun sbatch salloc; do
@@ -65,6 +66,15 @@ out=$(as_user srun -N1 true 2>&1); rc=$?
 set -e
 [ $rc -ne 0 ] || fail "srun ran with port_range inside the ephemeral ports"
 expect_match "$out" "llm-rdzv: plugstack.conf: port_range: '40000-40100' overlaps the kernel's ephemeral ports" "ephemeral port_range"
+# A site default turns it on for every step; --llm-rdzv=off turns it off again for one step.
+cp plugstack.orig "$conf"
+sed -i 's/$/ default=on/' "$conf"
+on=$(as_user srun -N2 -n2 sh -c 'echo "$RDZV_ID $WORLD_SIZE $SLURM_JOB_ID.$SLURM_STEP_ID"' | sort -u)
+[ "$(wc -l <<<"$on")" -eq 1 ] || fail "default=on: tasks disagree: $on"
+read -r id world step <<<"$on"
+[ "$id" = "$step" ] && [ "$world" = 2 ] || fail "default=on did not inject the env: $on"
+off=$(as_user srun -N1 --llm-rdzv=off env)
+grep -q '^RDZV_' <<<"$off" && fail "--llm-rdzv=off under default=on injected variables"
 cp plugstack.orig "$conf"
 trap - EXIT
 finish
