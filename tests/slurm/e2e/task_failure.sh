@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A task killed mid-run is reported to the others within the heartbeat timeout (the cluster's
 # plugstack.conf sets heartbeat_timeout=2000 ms); so is a task that hangs (SIGSTOP), which only
-# the heartbeat deadline can catch; a step cancelled while its rendezvous is held leaves no rdzvd
-# behind.
+# the heartbeat deadline can catch; a step cancelled while its rendezvous is held, or whose
+# slurmstepd is killed, leaves no rdzvd behind.
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
 
@@ -52,4 +52,17 @@ job=$(squeue -h -u "$LLMRDZV_TEST_USER" -o %i | head -n1)
 scancel "$job"
 wait || true
 expect_no_rdzvd 10
+
+# Even when the first node's slurmstepd itself dies (SIGKILL, no slurm_spank_exit), rdzvd goes
+# with it (--exit-with-parent).
+as_user srun -N2 -n2 --llm-rdzv "$test_client" --hold-ms 60000 > orphan.out 2>&1 &
+for _ in $(seq 100); do [ -f orphan.out ] && [ "$(grep -c '^barrier' orphan.out)" -eq 2 ] && break; sleep 0.1; done
+pid=$(cluster_rdzvd_pids | head -n1)
+[ -n "$pid" ] || fail "no rdzvd while the step holds its rendezvous"
+stepd=$(ps -o ppid= -p "$pid" | tr -d ' ')
+[ "$(cat "/proc/$stepd/comm")" = slurmstepd ] || fail "rdzvd's parent is $(cat "/proc/$stepd/comm"), not slurmstepd"
+kill -9 "$stepd"
+expect_no_rdzvd 5
+scancel "$(squeue -h -u "$LLMRDZV_TEST_USER" -o %i | head -n1)" 2>/dev/null || true
+wait || true
 finish
