@@ -104,6 +104,7 @@ TEST_CASE("SIGTERM of rdzvd: blocked calls fail promptly with unavailable, sessi
   const auto assignment = client.join([&](const llmrdzv::client::SessionEvent& event) {
     if (event.kind == llmrdzv::client::SessionEvent::Kind::shutdown) shutdown_heard.set_value();
   });
+  client.kv(assignment.round).barrier("rdzv-test-client/barrier", 3, 30s);
   collect_lines(processes, "barrier ", 1, 30s);
 
   auto blocked_get = std::async(std::launch::async, [&] {

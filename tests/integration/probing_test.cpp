@@ -91,6 +91,7 @@ TEST_CASE("a foreign socket and another rendezvous' rdzvd are skipped by daemon 
                                                                         {"LLM_RDZV_PORT_RANGE", std::to_string(range.lo) + "-" + std::to_string(range.hi)}};
                                                                   }});
   const auto assignment = client.join();
+  client.kv(assignment.round).barrier("rdzv-test-client/barrier", 2, 30s);
   const auto line = collect_lines(processes, "rank=", 1, 30s).front();
   CHECK(line.at("round") == std::to_string(assignment.round));
   CHECK(line.at("rank") == std::to_string(1 - assignment.rank));

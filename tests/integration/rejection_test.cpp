@@ -143,20 +143,24 @@ TEST_CASE("malformed and hostile requests get errors while the daemon keeps serv
     CHECK(raw.call(&v1::Rendezvous::Stub::Get, unknown).error_code() == grpc::StatusCode::PERMISSION_DENIED);
   }
   SECTION("negative and inconsistent sizes") {
-    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(scope, -3, 2)).error_code() ==
+    v1::Scope sizes;  // a rendezvous of its own, so the real one below keeps its size
+    sizes.set_rdzv_id("sizes.0");
+    sizes.set_token(rdzvd.token_for("sizes.0"));
+    REQUIRE(raw.call(&v1::Rendezvous::Stub::Join, join_request(sizes, 1, 1)).ok());
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(sizes, -3, 2)).error_code() ==
           grpc::StatusCode::INVALID_ARGUMENT);
-    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(scope, 4, 2)).error_code() ==
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(sizes, 4, 2)).error_code() ==
           grpc::StatusCode::INVALID_ARGUMENT);
-    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(scope, 0, 0)).error_code() ==
+    CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(sizes, 0, 0)).error_code() ==
           grpc::StatusCode::INVALID_ARGUMENT);
     v1::BarrierRequest barrier;
-    *barrier.mutable_scope() = scope;
+    *barrier.mutable_scope() = sizes;
     barrier.set_key("b");
     barrier.set_world_size(-5);
     barrier.set_timeout_ms(100);
     CHECK(raw.call(&v1::Rendezvous::Stub::Barrier, barrier).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     v1::SetRequest empty_key;
-    *empty_key.mutable_scope() = scope;
+    *empty_key.mutable_scope() = sizes;
     CHECK(raw.call(&v1::Rendezvous::Stub::Set, empty_key).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   }
   SECTION("a flood of keys hits the key limit of its own rendezvous only") {

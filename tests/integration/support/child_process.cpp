@@ -82,6 +82,22 @@ ChildProcess::~ChildProcess() {
   if (stdout_fd_ >= 0) close(stdout_fd_);
 }
 
+void ChildProcess::drain_stdout(std::chrono::milliseconds timeout) {
+  if (stdout_closed_) {
+    std::this_thread::sleep_for(timeout);
+    return;
+  }
+  pollfd poll_fd{stdout_fd_, POLLIN, 0};
+  if (poll(&poll_fd, 1, int(timeout.count())) <= 0) return;
+  char chunk[65536];
+  const ssize_t got = ::read(stdout_fd_, chunk, sizeof chunk);
+  if (got > 0) {
+    buffer_.append(chunk, std::size_t(got));
+  } else if (got == 0 || errno != EINTR) {
+    stdout_closed_ = true;
+  }
+}
+
 std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds timeout) {
   const auto give_up = std::chrono::steady_clock::now() + timeout;
   for (;;) {
@@ -94,16 +110,7 @@ std::optional<std::string> ChildProcess::read_line(std::chrono::milliseconds tim
     if (stdout_closed_) return std::nullopt;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
-    pollfd poll_fd{stdout_fd_, POLLIN, 0};
-    if (poll(&poll_fd, 1, int(left.count())) <= 0) continue;
-    char chunk[4096];
-    const ssize_t got = ::read(stdout_fd_, chunk, sizeof chunk);
-    if (got <= 0) {
-      if (got < 0 && errno == EINTR) continue;
-      stdout_closed_ = true;
-    } else {
-      buffer_.append(chunk, std::size_t(got));
-    }
+    drain_stdout(left);
   }
 }
 
@@ -131,7 +138,7 @@ std::optional<int> ChildProcess::wait(std::chrono::milliseconds timeout) {
       break;
     }
     if (std::chrono::steady_clock::now() >= give_up) return std::nullopt;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    drain_stdout(std::chrono::milliseconds(5));
   }
   return exit_status_;
 }

@@ -29,11 +29,15 @@ class ChildProcess {
   // Every remaining stdout line until the stream ends (or the timeout passes).
   std::vector<std::string> read_remaining_lines(std::chrono::milliseconds timeout);
   void send_signal(int signal);
-  // Exit status, or 128 + signal when killed; nullopt if still running after `timeout`.
+  // Exit status, or 128 + signal when killed; nullopt if still running after `timeout`. Keeps
+  // reading stdout meanwhile (for later read_line), so a child never blocks on a full pipe.
   std::optional<int> wait(std::chrono::milliseconds timeout);
   std::string stderr_text() const;
 
  private:
+  // Appends what stdout has within `timeout` to the buffer; marks the end of output.
+  void drain_stdout(std::chrono::milliseconds timeout);
+
   pid_t pid_ = -1;
   int stdout_fd_ = -1;
   std::string buffer_;
