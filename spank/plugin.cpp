@@ -42,7 +42,7 @@ struct PluginState {
   EnvList env;          // the step's part of it (remote context)
   RunningDaemon daemon;
   std::string port_dir;
-  std::string task_error;  // why this node's tasks must not run (rdzvd did not start)
+  std::string task_error;  // why this node's tasks must not run (slurmstepd-side failure)
 };
 
 PluginState& state() {
@@ -85,10 +85,15 @@ int on_option(int, const char* optarg, int) {
 char option_name[] = "llm-rdzv";
 char option_arginfo[] = "ARGS";
 
+// A variable of the step's environment, or "" when unset.
 std::string getenv_from_job(spank_t sp, const char* name) {
-  std::vector<char> buffer(4096);
-  if (spank_getenv(sp, name, buffer.data(), int(buffer.size())) != ESPANK_SUCCESS) return {};
-  return buffer.data();
+  for (std::size_t size = 4096; size <= (1u << 20); size *= 16) {
+    std::vector<char> buffer(size);
+    const spank_err_t rc = spank_getenv(sp, name, buffer.data(), int(buffer.size()));
+    if (rc == ESPANK_SUCCESS) return buffer.data();
+    if (rc != ESPANK_NOSPACE) return {};
+  }
+  throw ArgError(std::string(name) + " is longer than 1 MiB");
 }
 
 template <typename T>
@@ -283,7 +288,8 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   if (!s.active) return 0;
   if (!s.task_error.empty()) {
     const std::string line = "llm-rdzv: " + s.task_error + "\n";
-    if (write(STDERR_FILENO, line.data(), line.size()) < 0) return -1;
+    const ssize_t written = write(STDERR_FILENO, line.data(), line.size());
+    (void)written;  // the task fails either way
     return -1;
   }
   return guarded([&] {
