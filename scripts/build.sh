@@ -16,6 +16,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+# ccache: paths relative to the checkout, so every build dir and clone at one path share hits.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 cmake -S "$root" -B "$dir" -G Ninja "${args[@]}" >/dev/null
 # Torch translation units need ~1.1 GB each; two jobs fit this 2-core, 24 GiB machine.
 cmake --build "$dir" -j "${LLMRDZV_BUILD_JOBS:-$(nproc)}"
