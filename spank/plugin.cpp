@@ -50,6 +50,10 @@ PluginState& state() {
   return instance;
 }
 
+// How srun hands the step's token to slurmstepd: srun's environment goes to the step, and
+// SLURM_* variables go even with --export=NONE. Tasks see it as RDZV_TOKEN only.
+constexpr const char* kTokenCarrier = "SLURM_LLM_RDZV_TOKEN";
+
 int report(const std::string& message) {
   slurm_error("llm-rdzv: %s", message.c_str());
   return -1;
@@ -162,10 +166,8 @@ std::string step_token(spank_t sp, const StepSettings& settings, const StepLayou
     return site_token(read_site_secret(*state().site.secret_file), uid, rdzv_id);
   }
   if (is_script_step(layout.step_id)) return make_random_token();
-  std::string token = getenv_from_job(sp, "RDZV_TOKEN");
-  if (token.empty()) {
-    throw ArgError("the step has no token from srun (RDZV_TOKEN is missing: was it launched with --export=NONE?)");
-  }
+  std::string token = getenv_from_job(sp, kTokenCarrier);
+  if (token.empty()) throw ArgError(std::string("the step has no token from srun (") + kTokenCarrier + " is missing)");
   return token;
 }
 
@@ -226,8 +228,8 @@ int prepare_remote(spank_t sp) {
 
 int prepare_local() {
   const StepSettings settings = resolve_step_settings(state().site, state().user, kernel_ephemeral_ports());
-  // spank_setenv only works remotely; srun sends its own environment to the step.
-  if (settings.mode == Mode::step && setenv("RDZV_TOKEN", make_random_token().c_str(), 1) != 0) {
+  // spank_setenv only works remotely.
+  if (settings.mode == Mode::step && setenv(kTokenCarrier, make_random_token().c_str(), 1) != 0) {
     throw ArgError("cannot pass the step's token to the tasks");
   }
   return 0;
@@ -302,6 +304,7 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
         throw ArgError("cannot set " + name + " in the task");
       }
     }
+    spank_unsetenv(sp, kTokenCarrier);
     return 0;
   });
 }

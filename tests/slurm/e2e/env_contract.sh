@@ -25,6 +25,11 @@ t2=$(as_user srun -N2 -n2 --llm-rdzv sh -c 'echo $RDZV_TOKEN' | sort -u)
 [ "$(wc -l <<<"$t1")" -eq 1 ] || fail "tasks of one step got different tokens"
 [ "$t1" != "$t2" ] || fail "two steps got the same token"
 
+# srun --export=NONE still carries the token (through a SLURM_* variable the tasks never see).
+none=$(as_user srun -N2 -n2 --export=NONE --llm-rdzv /usr/bin/env)
+[ "$(grep -Ec '^RDZV_TOKEN=[0-9a-f]{64}$' <<<"$none")" -eq 2 ] || fail "--export=NONE: no token in the tasks"
+grep -q '^SLURM_LLM_RDZV_TOKEN=' <<<"$none" && fail "the token carrier leaked into the tasks"
+
 # Elastic bounds and user keys.
 out=$(as_user srun -N2 -n4 --llm-rdzv=nodes=1:3,timeout=45,id=my-run,port=20500-20599 sh -c 'echo $LLM_RDZV_MIN_WORLD $LLM_RDZV_MAX_WORLD $LLM_RDZV_TIMEOUT $RDZV_ID $LLM_RDZV_PORT_RANGE $MASTER_PORT' | sort -u)
 read -r minw maxw timeout id range mport <<<"$out"
