@@ -18,6 +18,7 @@
 #include "master_addr.hpp"
 #include "rdzvd_launch.hpp"
 #include "site_secret.hpp"
+#include "slurm_step.hpp"
 #include "step_env.hpp"
 
 // spank.h declares the entry points without C linkage guards. SPANK_PLUGIN's const arrays would
@@ -88,77 +89,6 @@ int on_option(int, const char* optarg, int) {
 
 char option_name[] = "llm-rdzv";
 char option_arginfo[] = "ARGS";
-
-// A variable of the step's environment, or "" when unset.
-std::string getenv_from_job(spank_t sp, const char* name) {
-  for (std::size_t size = 4096; size <= (1u << 20); size *= 16) {
-    std::vector<char> buffer(size);
-    const spank_err_t rc = spank_getenv(sp, name, buffer.data(), int(buffer.size()));
-    if (rc == ESPANK_SUCCESS) return buffer.data();
-    if (rc != ESPANK_NOSPACE) return {};
-  }
-  throw ArgError(std::string(name) + " is longer than 1 MiB");
-}
-
-template <typename T>
-T item(spank_t sp, spank_item_t which, const char* what) {
-  T value{};
-  if (spank_get_item(sp, which, &value) != ESPANK_SUCCESS) throw ArgError(std::string("cannot read ") + what);
-  return value;
-}
-
-StepLayout read_layout(spank_t sp) {
-  StepLayout layout;
-  layout.job_id = item<uint32_t>(sp, S_JOB_ID, "the job id");
-  layout.step_id = item<uint32_t>(sp, S_JOB_STEPID, "the step id");
-  layout.nnodes = item<uint32_t>(sp, S_JOB_NNODES, "the node count");
-  layout.node_id = item<uint32_t>(sp, S_JOB_NODEID, "the node id");
-  layout.ntasks = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, "the task count");
-  layout.local_tasks = item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, "the local task count");
-  if (is_script_step(layout.step_id)) {
-    // Slurm reports the job's sizes here (measured: 12 tasks for `sbatch -n12`); the script
-    // itself is one task on one node.
-    layout.nnodes = layout.ntasks = layout.local_tasks = 1;
-    layout.node_id = 0;
-  }
-  return layout;
-}
-
-// The step's first node: this node for the batch/interactive step, else the head of the
-// step's node list, expanded by Slurm's own hostlist functions (exported by slurmstepd).
-std::string first_node(spank_t sp, const StepLayout& layout) {
-  if (is_script_step(layout.step_id)) {
-    std::string name = getenv_from_job(sp, "SLURMD_NODENAME");
-    if (name.empty()) {
-      char host[256] = {};
-      gethostname(host, sizeof host - 1);
-      name = host;
-    }
-    return name;
-  }
-  const std::string nodes = getenv_from_job(sp, "SLURM_STEP_NODELIST");
-  if (nodes.empty()) throw ArgError("SLURM_STEP_NODELIST is missing from the step environment");
-  hostlist_t list = slurm_hostlist_create(nodes.c_str());
-  if (list == nullptr) throw ArgError("cannot expand the node list '" + nodes + "'");
-  char* head = slurm_hostlist_shift(list);
-  std::string name = head ? head : "";
-  free(head);
-  slurm_hostlist_destroy(list);
-  if (name.empty()) throw ArgError("empty node list '" + nodes + "'");
-  return name;
-}
-
-JobUser job_user(spank_t sp) {
-  JobUser user;
-  user.uid = item<uid_t>(sp, S_JOB_UID, "the job's uid");
-  user.gid = item<gid_t>(sp, S_JOB_GID, "the job's gid");
-  gid_t* groups = nullptr;
-  int count = 0;
-  if (spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &groups, &count) == ESPANK_SUCCESS && groups) {
-    user.groups.assign(groups, groups + count);
-  }
-  return user;
-}
 
 std::string step_token(spank_t sp, const StepSettings& settings, const StepLayout& layout,
                        const std::string& rdzv_id, uid_t uid) {
