@@ -5,7 +5,6 @@
 //                              before any task, set the env in every task, stop rdzvd at exit.
 // No exception leaves this file: every failure becomes "llm-rdzv: ..." and a -1 return; in
 // slurmstepd the failure instead fails the node's tasks, printing the reason on their stderr.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
