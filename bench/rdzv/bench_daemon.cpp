@@ -53,7 +53,7 @@ BenchDaemon::BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_
     dup2(log, STDOUT_FILENO);
     execl(rdzvd_path.c_str(), rdzvd_path.c_str(), "--listen", "127.0.0.1:0", "--port-file", port_file.c_str(),
           "--mode", "step", "--rdzv-id", rdzv_id.c_str(), "--token-file", token_file.c_str(), "--log-level", "warn",
-          static_cast<char*>(nullptr));
+          "--heartbeat-timeout", "120000", static_cast<char*>(nullptr));
     _exit(127);
   }
   if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -95,6 +95,20 @@ std::optional<double> peak_rss_mib(pid_t pid) {
     }
   }
   return std::nullopt;
+}
+
+std::optional<double> cpu_time_ms(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto after_name = stat.rfind(')');  // the command name may contain spaces
+  if (after_name == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(after_name + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int index = 3; index <= 15 && fields >> field; ++index) {  // fields 14 and 15: utime, stime
+    if (index == 14) utime = std::stod(field);
+    if (index == 15) stime = std::stod(field);
+  }
+  return (utime + stime) * 1000.0 / double(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace llmrdzv::bench

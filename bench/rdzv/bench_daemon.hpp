@@ -1,5 +1,6 @@
 // The rdzvd a benchmark run measures: started by rdzv-bench itself (step mode, ephemeral port on
-// loopback, a fresh token) so its peak RSS can be read from /proc, and stopped with SIGTERM.
+// loopback, a fresh token) so its peak RSS can be read from /proc, and stopped with SIGTERM. The
+// benchmark's sessions send no heartbeats, so the heartbeat timeout is long.
 #pragma once
 
 #include <sys/types.h>
@@ -30,5 +31,8 @@ class BenchDaemon {
 
 // VmHWM (peak resident set) of a process in MiB, if /proc tells.
 std::optional<double> peak_rss_mib(pid_t pid);
+
+// User + system CPU time a process has used so far, in ms, if /proc tells.
+std::optional<double> cpu_time_ms(pid_t pid);
 
 }  // namespace llmrdzv::bench

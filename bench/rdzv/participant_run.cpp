@@ -1,23 +1,216 @@
-// Threads, release gates and timing of a benchmark run (see participant_run.hpp).
+// The callback-driven participants of a benchmark run (see participant_run.hpp). Each participant
+// is a small state machine; gRPC's callback threads advance it, and the main thread only releases
+// phases and waits for them to finish.
 #include "participant_run.hpp"
 
-#include <barrier>
+#include <grpcpp/grpcpp.h>
+#include <time.h>
+
+#include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
 
-#include "llmrdzv/client/client.hpp"
+#include "bench_daemon.hpp"
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
 
 namespace llmrdzv::bench {
 namespace {
 
+namespace v1 = llmrdzv::v1;
 using Clock = std::chrono::steady_clock;
-using client::Client;
+
+constexpr const char* kArrivedKey = "bench/arrived";
+constexpr const char* kDoneKey = "bench/done";
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
+
+double own_cpu_ms() {
+  timespec cpu{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+  return double(cpu.tv_sec) * 1e3 + double(cpu.tv_nsec) / 1e6;
+}
+
+// Counts participants through a phase; the main thread waits for all of them (or an error).
+class PhaseCounter {
+ public:
+  explicit PhaseCounter(int expected) : left_(expected) {}
+  void done() {
+    std::lock_guard lock(mutex_);
+    if (--left_ == 0) changed_.notify_all();
+  }
+  void fail(const std::string& error) {
+    std::lock_guard lock(mutex_);
+    if (error_.empty()) error_ = error;
+    changed_.notify_all();
+  }
+  void wait(std::chrono::seconds timeout, const char* phase) {
+    std::unique_lock lock(mutex_);
+    if (!changed_.wait_for(lock, timeout, [this] { return left_ == 0 || !error_.empty(); })) {
+      throw std::runtime_error(std::string(phase) + ": " + std::to_string(left_) + " participants still busy after " +
+                               std::to_string(timeout.count()) + " s");
+    }
+    if (!error_.empty()) throw std::runtime_error(std::string(phase) + ": " + error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int left_;
+  std::string error_;
+};
+
+struct Shared {
+  const RunConfig& config;
+  v1::Scope scope;
+  Clock::time_point release;
+  PhaseCounter baseline;
+  PhaseCounter timed;
+  std::atomic<int> sessions_open{0};
+  PhaseCounter sessions_done;
+};
+
+// One participant. Calls are chained from their completion callbacks; the session reactor keeps
+// reading events until the stream is cancelled at the end of the run.
+class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::SessionEvent> {
+ public:
+  Participant(Shared& shared, int index, RunResult& result)
+      : shared_(shared), index_(index), result_(result) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own TCP connection
+    channel_ = grpc::CreateCustomChannel(shared.config.endpoint, grpc::InsecureChannelCredentials(), args);
+    stub_ = v1::Rendezvous::NewStub(channel_);
+  }
+
+  bool connect(std::chrono::system_clock::time_point deadline) { return channel_->WaitForConnected(deadline); }
+
+  void start_baseline() {
+    contexts_.emplace_back(std::make_unique<grpc::ClientContext>());
+    stub_->async()->Status(contexts_.back().get(), &status_request_, &status_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.baseline.fail(describe("Status", status));
+      result_.baseline_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
+      shared_.baseline.done();
+    });
+  }
+
+  void start_timed() {
+    join_request_.mutable_scope()->CopyFrom(shared_.scope);
+    join_request_.set_participant_id("bench-" + std::to_string(index_));
+    join_request_.set_host("bench-host-" + std::to_string(index_ % 8));  // as if 8 nodes
+    join_request_.set_requested_rank(-1);
+    join_request_.set_local_rank(-1);
+    join_request_.set_min_participants(shared_.config.participants);
+    join_request_.set_max_participants(shared_.config.participants);
+    join_request_.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    stub_->async()->Join(next_context(), &join_request_, &join_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.timed.fail(describe("Join", status));
+      result_.join_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
+      open_session();
+    });
+  }
+
+  // Ends the session stream; OnDone reports to sessions_done.
+  void cancel_session() { session_context_.TryCancel(); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the stream is ending; OnDone follows
+    if (event_.kind() == v1::SessionEvent::OPENED && !opened_) {
+      opened_ = true;
+      add();
+    }
+    StartRead(&event_);
+  }
+  void OnDone(const grpc::Status& status) override {
+    if (!opened_) shared_.timed.fail(describe("Session", status));
+    shared_.sessions_done.done();
+  }
+
+ private:
+  grpc::ClientContext* next_context() {
+    contexts_.emplace_back(std::make_unique<grpc::ClientContext>());
+    contexts_.back()->set_deadline(std::chrono::system_clock::now() + shared_.config.timeout);
+    return contexts_.back().get();
+  }
+
+  std::string describe(const char* call, const grpc::Status& status) const {
+    return "participant " + std::to_string(index_) + ": " + call + " failed: " + status.error_message() + " (code " +
+           std::to_string(int(status.error_code())) + ")";
+  }
+
+  void open_session() {
+    session_open_.mutable_open()->mutable_scope()->CopyFrom(shared_.scope);
+    session_open_.mutable_open()->set_participant_id(join_request_.participant_id());
+    session_open_.mutable_open()->set_round(join_response_.round());
+    shared_.sessions_open.fetch_add(1);
+    stub_->async()->Session(&session_context_, this);
+    StartWrite(&session_open_);
+    StartRead(&event_);
+    StartCall();
+  }
+
+  void add() {
+    add_request_.mutable_scope()->CopyFrom(shared_.scope);
+    add_request_.set_round(join_response_.round());
+    add_request_.set_key(kArrivedKey);
+    add_request_.set_delta(1);
+    stub_->async()->Add(next_context(), &add_request_, &add_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.timed.fail(describe("Add", status));
+      if (add_response_.value() == join_response_.world_size()) {
+        set_done();
+      } else {
+        wait_done();
+      }
+    });
+  }
+
+  void set_done() {
+    set_request_.mutable_scope()->CopyFrom(shared_.scope);
+    set_request_.set_round(join_response_.round());
+    set_request_.set_key(kDoneKey);
+    set_request_.set_value("1");
+    stub_->async()->Set(next_context(), &set_request_, &set_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.timed.fail(describe("Set", status));
+      wait_done();
+    });
+  }
+
+  void wait_done() {
+    wait_request_.mutable_scope()->CopyFrom(shared_.scope);
+    wait_request_.set_round(join_response_.round());
+    wait_request_.add_keys(kDoneKey);
+    wait_request_.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    stub_->async()->Wait(next_context(), &wait_request_, &wait_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.timed.fail(describe("Wait", status));
+      result_.total_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
+      shared_.timed.done();
+    });
+  }
+
+  Shared& shared_;
+  const int index_;
+  RunResult& result_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Rendezvous::Stub> stub_;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;  // one per unary call, alive until the end
+  grpc::ClientContext session_context_;
+  bool opened_ = false;
+
+  v1::StatusRequest status_request_;
+  v1::StatusResponse status_response_;
+  v1::JoinRequest join_request_;
+  v1::JoinResponse join_response_;
+  v1::SessionRequest session_open_;
+  v1::SessionEvent event_;
+  v1::AddRequest add_request_;
+  v1::AddResponse add_response_;
+  v1::SetRequest set_request_;
+  v1::SetResponse set_response_;
+  v1::WaitRequest wait_request_;
+  v1::WaitResponse wait_response_;
+};
 
 }  // namespace
 
@@ -27,71 +220,49 @@ RunResult run_participants(const RunConfig& config) {
   result.baseline_ms.resize(n);
   result.join_ms.resize(n);
   result.total_ms.resize(n);
+  Shared shared{config, {}, {}, PhaseCounter(config.participants), PhaseCounter(config.participants), {},
+                PhaseCounter(config.participants)};
+  shared.scope.set_rdzv_id(config.rdzv_id);
+  shared.scope.set_token(config.token);
 
   const auto connect_start = Clock::now();
-  std::vector<std::unique_ptr<Client>> clients;
-  for (std::size_t i = 0; i < n; ++i) {
-    client::Options options;
-    options.endpoint = config.endpoint;
-    options.rdzv_id = config.rdzv_id;
-    options.token = config.token;
-    options.participant_id = "bench-" + std::to_string(i);
-    options.host = "bench-host-" + std::to_string(i % 8);  // as if 8 nodes
-    options.min_world = options.max_world = config.participants;
-    options.join_timeout = config.timeout;
-    options.call_deadline = config.timeout;
-    clients.push_back(std::make_unique<Client>(options));
+  std::vector<std::unique_ptr<Participant>> participants;
+  for (std::size_t i = 0; i < n; ++i) participants.push_back(std::make_unique<Participant>(shared, int(i), result));
+  const auto connect_deadline = std::chrono::system_clock::now() + config.timeout;
+  for (auto& participant : participants) {
+    if (!participant->connect(connect_deadline)) throw std::runtime_error("cannot connect to " + config.endpoint);
   }
   result.connect_wall_ms = ms_between(connect_start, Clock::now());
 
-  // Phase gates: every thread arrives, the last arrival stamps the release time.
-  Clock::time_point release;
-  auto stamp = [&release]() noexcept { release = Clock::now(); };
-  std::barrier gate(std::ptrdiff_t(n), stamp);
-  std::mutex error_mutex;
-  std::string first_error;
-  const std::string barrier_key = "bench/arrived";
-  const std::string done_key = "bench/done";
+  shared.release = Clock::now();
+  for (auto& participant : participants) participant->start_baseline();
+  shared.baseline.wait(config.timeout, "baseline");
 
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    threads.emplace_back([&, i] {
-      Client& client = *clients[i];
-      const auto record = [&](const std::exception& error) {
-        std::lock_guard lock(error_mutex);
-        if (first_error.empty()) first_error = "participant " + std::to_string(i) + ": " + error.what();
-      };
-      bool ok = true;
-      gate.arrive_and_wait();
-      try {
-        client.status(false);
-        result.baseline_ms[i] = ms_between(release, Clock::now());
-      } catch (const std::exception& error) {
-        record(error);
-        ok = false;
-      }
-      gate.arrive_and_wait();  // every thread arrives, even after an error, so none waits forever
-      if (!ok) return;
-      try {
-        const auto assignment = client.join();
-        result.join_ms[i] = ms_between(release, Clock::now());
-        const auto space = client.kv(assignment.round);
-        if (space.add(barrier_key, 1) == assignment.world_size) space.set(done_key, "1");
-        space.wait({done_key}, config.timeout);
-        result.total_ms[i] = ms_between(release, Clock::now());
-      } catch (const std::exception& error) {
-        record(error);
-      }
-    });
+  const double client_cpu_start = own_cpu_ms();
+  const auto daemon_cpu_start = config.daemon_pid > 0 ? cpu_time_ms(config.daemon_pid) : std::nullopt;
+  shared.release = Clock::now();
+  for (auto& participant : participants) participant->start_timed();
+  std::optional<std::string> failure;
+  try {
+    shared.timed.wait(config.timeout, "round + barrier");
+  } catch (const std::exception& error) {
+    failure = error.what();
   }
-  for (auto& thread : threads) thread.join();
-  if (!first_error.empty()) throw std::runtime_error(first_error);
+  result.client_cpu_ms = own_cpu_ms() - client_cpu_start;
+  const auto daemon_cpu_end = config.daemon_pid > 0 ? cpu_time_ms(config.daemon_pid) : std::nullopt;
+  if (daemon_cpu_start && daemon_cpu_end) result.daemon_cpu_ms = *daemon_cpu_end - *daemon_cpu_start;
+
+  // Sessions must end (OnDone) before their reactors are destroyed.
+  const int open_sessions = shared.sessions_open.load();
+  for (int i = open_sessions; i < config.participants; ++i) shared.sessions_done.done();
+  for (auto& participant : participants) participant->cancel_session();
+  shared.sessions_done.wait(config.timeout, "closing sessions");
+  if (failure) throw std::runtime_error(*failure);
+
   for (std::size_t i = 0; i < n; ++i) {
     result.baseline_wall_ms = std::max(result.baseline_wall_ms, result.baseline_ms[i]);
     result.wall_ms = std::max(result.wall_ms, result.total_ms[i]);
   }
-  for (auto& c : clients) c->leave();
   return result;
 }
 

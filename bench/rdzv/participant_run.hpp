@@ -1,11 +1,18 @@
-// One measured run of N rendezvous participants, each a Client with its own channel and its own
-// thread: all connect first (not timed), then, released together, every participant makes one
-// trivial call (the baseline phase: the cost of N concurrent calls on this machine), and, released
-// together again, joins the round and passes a store barrier (add on one key; the last arrival sets
-// a done key everyone waits for).
+// One measured run of N rendezvous participants, each with its own gRPC channel (own TCP
+// connection), driven by gRPC's callback API so a few threads can play thousands of participants
+// and the measurement is about rdzvd, not about client threads. Phases:
+//   connect   all channels connect (not timed);
+//   baseline  released together, every participant makes one trivial call (unscoped Status): the
+//             cost of N concurrent calls on this machine, the yardstick for the next phase;
+//   timed     released together, every participant joins the round, opens its session (waits for
+//             OPENED) and passes a store barrier: Add on one key, the last arrival Sets a done key,
+//             and everyone Waits for it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,15 +24,19 @@ struct RunConfig {
   std::string rdzv_id;
   std::string token;
   std::chrono::seconds timeout{120};
+  pid_t daemon_pid = -1;  // when known, its CPU time over the timed phase is reported
 };
 
 struct RunResult {
-  std::vector<double> baseline_ms;  // per participant: one unscoped Status call
-  std::vector<double> join_ms;      // per participant: release -> join returned
+  std::vector<double> baseline_ms;  // per participant: release -> Status answered
+  std::vector<double> join_ms;      // per participant: release -> Join answered
   std::vector<double> total_ms;     // per participant: release -> barrier passed
   double baseline_wall_ms = 0;      // release -> last baseline call done
   double wall_ms = 0;               // release -> last participant through the barrier
-  double connect_wall_ms = 0;       // making all clients (not part of the target)
+  double connect_wall_ms = 0;       // connecting all channels (not part of the target)
+  // CPU used during the timed phase, by rdzvd and by this process (all participants).
+  std::optional<double> daemon_cpu_ms;
+  double client_cpu_ms = 0;
 };
 
 // Throws std::runtime_error naming the first participant error.

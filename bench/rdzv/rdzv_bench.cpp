@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
       daemon = std::make_unique<BenchDaemon>(args.rdzvd_path, config.rdzv_id);
       config.endpoint = daemon->endpoint();
       config.token = daemon->token();
+      config.daemon_pid = daemon->pid();
     }
     const auto result = llmrdzv::bench::run_participants(config);
     const std::optional<double> rss = daemon ? llmrdzv::bench::peak_rss_mib(daemon->pid()) : std::nullopt;
@@ -131,12 +132,15 @@ int main(int argc, char** argv) {
     std::printf("%-34s %12.2f %12.2f %12s\n", "join (round complete)", join_p50, percentile(result.join_ms, 0.99), "-");
     std::printf("%-34s %12.2f %12.2f %12.1f\n", "join + store barrier", p50, p99, result.wall_ms);
     std::printf("round+barrier / baseline wall time: %.2fx\n", ratio);
+    std::printf("CPU during round+barrier: rdzvd %s ms, participants (this process) %.1f ms\n",
+                json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms);
     std::printf("rdzvd peak RSS (VmHWM): %s MiB\n", json_number(rss).c_str());
     std::printf(
         "{\"participants\": %d, \"total_ms\": %.2f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"join_p50_ms\": %.2f, "
-        "\"baseline_ms\": %.2f, \"ratio_to_baseline\": %.2f, \"connect_ms\": %.2f, \"rdzvd_rss_mib\": %s}\n",
+        "\"baseline_ms\": %.2f, \"ratio_to_baseline\": %.2f, \"connect_ms\": %.2f, \"rdzvd_cpu_ms\": %s, "
+        "\"client_cpu_ms\": %.2f, \"rdzvd_rss_mib\": %s}\n",
         args.participants, result.wall_ms, p50, p99, join_p50, result.baseline_wall_ms, ratio, result.connect_wall_ms,
-        json_number(rss).c_str());
+        json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms, json_number(rss).c_str());
     return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "rdzv-bench: %s\n", error.what());
