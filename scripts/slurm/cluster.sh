@@ -127,6 +127,13 @@ start_munge() {
   chmod 755 "$dir/munge"
 }
 
+# Rewrites /etc/hosts in place (not sed -i's rename), so a bind-mounted /etc/hosts works too.
+remove_hosts_lines() {
+  local kept
+  kept=$(grep -v -- "$marker\$" /etc/hosts || true)
+  printf '%s\n' "$kept" > /etc/hosts
+}
+
 setup_network() {
   local i ns
   ip link show "$bridge" >/dev/null 2>&1 || ip link add "$bridge" type bridge
@@ -144,7 +151,7 @@ setup_network() {
       nsenter --net="/run/netns/$ns" ip addr add "$(node_ip "$i")/24" dev eth0
     nsenter --net="/run/netns/$ns" ip link set eth0 up
   done
-  sed -i "/$marker\$/d" /etc/hosts
+  remove_hosts_lines
   {
     echo "$subnet.1 lr-ctl $marker"
     for i in $(seq "$nodes"); do echo "$(node_ip "$i") $(node_name "$i") $marker"; done
@@ -221,7 +228,7 @@ cluster_down() {
     ip netns del "$ns"
   done
   ip link del "$bridge" 2>/dev/null || true
-  sed -i "/$marker\$/d" /etc/hosts
+  remove_hosts_lines
   id -u "$test_user" >/dev/null 2>&1 && userdel "$test_user" 2>/dev/null || true
   rm -rf "$dir"
   log "down"
