@@ -2,7 +2,7 @@
 # `srun -N3 -n6 --llm-rdzv` of the client test program: each task joins the step's rdzvd through
 # the client library, gets a distinct rank 0..5 in a world of 6 with one master, and passes a
 # store barrier. rdzvd ran as the job's user (its log file is created by it, after the switch)
-# and is gone after the step.
+# and is gone after the step. An elastic nodes=MIN:MAX step forms its round with the tasks it has.
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
 
@@ -16,5 +16,12 @@ step=$(grep -Eo '^job=[0-9]+\.[0-9]+' <<<"$out" | sort -u | cut -d= -f2)
 log="$cluster_dir/rdzvd-logs/rdzvd-$step.log"
 [ -f "$log" ] || fail "no rdzvd log $log"
 [ "$(stat -c %U "$log")" = "$LLMRDZV_TEST_USER" ] || fail "rdzvd log owned by $(stat -c %U "$log"), not the job's user"
+expect_no_rdzvd 5
+
+# Elastic: nodes=1:3 with 2 tasks per node lets 2..6 participants form a round; the 4 tasks of
+# this step complete it after rdzvd's last call, as a world of 4.
+out=$(as_user srun -N2 -n4 --llm-rdzv=nodes=1:3 "$test_client" 2>&1) || { echo "$out" >&2; fail "elastic srun failed"; }
+ranks=$(grep -Eo '^rank=[0-9]+ world=4 ' <<<"$out" | cut -d' ' -f1 | sort -t= -k2 -n | tr '\n' ' ')
+[ "$ranks" = "rank=0 rank=1 rank=2 rank=3 " ] || { echo "$out" >&2; fail "elastic ranks: $ranks"; }
 expect_no_rdzvd 5
 finish
