@@ -38,10 +38,12 @@ fi
 version=$(dpkg-parsechangelog -l "$root/packaging/debian/changelog" -S Version)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-stage=$(mktemp -d /tmp/llm-rdzv-deb.XXXXXX)
+# A fixed staging path keeps compiler command lines stable, so ccache serves a rebuild.
+stage="$out/.stage"
+rm -rf "$stage"
 trap 'rm -rf "$stage"' EXIT
 src="$stage/llm-rdzv-$version"
-mkdir "$src"
+mkdir -p "$src"
 
 # A package is built from what is committed, like a release; --worktree for work in progress.
 if [ "$worktree" = 1 ]; then
@@ -56,6 +58,8 @@ echo "build-deb: building llm-rdzv $version${profile:+ (profile $profile)} in $s
 (
   cd "$src"
   export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-"parallel=$(nproc) noddebs"}
+  # debhelper points HOME at a scratch directory; keep using the caller's compiler cache.
+  if command -v ccache >/dev/null; then export CCACHE_DIR=${CCACHE_DIR:-$(ccache -k cache_dir)}; fi
   [ -z "$profile" ] && export LLMRDZV_VENV="$venv"
   dpkg-buildpackage -b -us -uc ${profile:+-P"$profile"}
 ) >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "dpkg-buildpackage failed (full log: $log)"; }

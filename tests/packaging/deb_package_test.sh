@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The llm-rdzv Debian package end to end: build it with dpkg-buildpackage (profile without the
+# trainer) and lintian via packaging/build-deb.sh, install it on this machine, check the installed
+# files, the system user, the systemd unit (systemd-analyze verify + security score), and run the
+# installed rdzvd in site mode with a secret from the installed llm-rdzv-secret and rdzvctl against
+# it; then purge the package and check nothing is left. Needs root.
+#   deb_package_test.sh SOURCE_DIR OUT_DIR
+set -euo pipefail
+src=${1:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR}
+out=${2:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR}
+[ "$(id -u)" -eq 0 ] || { echo "skipped: needs root (dpkg -i)"; exit 77; }
+
+fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
+ok() { printf 'ok: %s\n' "$*"; }
+
+"$src/packaging/build-deb.sh" --out "$out" --no-trainer
+deb=$(ls "$out"/llm-rdzv_*.deb)
+
+work=$(mktemp -d)
+rdzvd_pid=
+cleanup() {
+  [ -n "$rdzvd_pid" ] && kill "$rdzvd_pid" 2>/dev/null || true
+  dpkg --purge llm-rdzv >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg -i $deb"; }
+ok "installed $(basename "$deb")"
+
+plugin_dir=$(dirname "$(dpkg -L llm-rdzv | grep '/llm_rdzv\.so$')")
+for f in /usr/sbin/rdzvd /usr/bin/rdzvctl /usr/sbin/llm-rdzv-secret "$plugin_dir/llm_rdzv.so" \
+         /etc/slurm/plugstack.conf.d/llm-rdzv.conf /lib/systemd/system/rdzvd.service \
+         /usr/lib/sysusers.d/llm-rdzv.conf /usr/share/doc/llm-rdzv/admin-guide.md \
+         /usr/share/doc/llm-rdzv/copyright; do
+  [ -e "$f" ] || fail "$f is not installed"
+done
+ok "files in place (plugin in $plugin_dir)"
+[ "$plugin_dir" = "$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep -m1 '/accounting_storage_none\.so$')")" ] \
+  || fail "the plugin is not in Slurm's plugin directory"
+grep -q "^optional $plugin_dir/llm_rdzv.so" /etc/slurm/plugstack.conf.d/llm-rdzv.conf \
+  || fail "plugstack snippet does not load $plugin_dir/llm_rdzv.so as optional"
+ok "plugstack snippet: optional, names the installed plugin"
+nm -D --defined-only "$plugin_dir/llm_rdzv.so" | grep -qw slurm_spank_init || fail "plugin exports no slurm_spank_init"
+! ldd "$plugin_dir/llm_rdzv.so" | grep -q libslurm || fail "the plugin links libslurm"
+for page in llm-rdzv.8 rdzvd.8 rdzvctl.1 llm-rdzv-secret.8; do
+  man -w "${page%.*}" >/dev/null 2>&1 || fail "man page $page not found by man"
+done
+ok "man pages found by man"
+dpkg-query -W -f='${Depends}\n' llm-rdzv | grep -q 'slurm-wlm-basic-plugins (>= 22.05)' || fail "no Slurm series pin in Depends"
+[ "$(stat -c %a /usr/sbin/llm-rdzv-secret)" = 755 ] || fail "llm-rdzv-secret is not executable"
+
+getent passwd llm-rdzv | grep -q ':/usr/sbin/nologin$' || fail "no system user llm-rdzv with nologin"
+[ "$(id -u llm-rdzv)" -lt 1000 ] || fail "llm-rdzv is not a system user"
+! systemctl is-enabled rdzvd.service >/dev/null 2>&1 || fail "rdzvd.service got enabled by the package"
+ok "system user llm-rdzv, unit not enabled"
+
+verify=$(systemd-analyze verify /lib/systemd/system/rdzvd.service 2>&1) || fail "systemd-analyze verify: $verify"
+[ -z "$verify" ] || fail "systemd-analyze verify warns: $verify"
+score=$(systemd-analyze security --offline=true /lib/systemd/system/rdzvd.service 2>/dev/null \
+          | sed -n 's/.*Overall exposure level for rdzvd.service: \([0-9.]*\).*/\1/p')
+[ -n "$score" ] || fail "systemd-analyze security gave no score"
+awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' || fail "exposure score $score is above 2.0"
+ok "systemd-analyze verify clean, security exposure $score"
+
+secret="$work/site.secret"
+llm-rdzv-secret --file "$secret" >/dev/null
+rdzvd --listen 127.0.0.1:0 --port-file "$work/port" --mode site --site-secret-file "$secret" \
+  --idle-timeout 60 2>"$work/rdzvd.log" &
+rdzvd_pid=$!
+for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
+[ -s "$work/port" ] || { cat "$work/rdzvd.log"; fail "installed rdzvd did not report a port"; }
+port=$(tr -d '\n' <"$work/port"); port=${port##*:}
+rdzvctl --endpoint "127.0.0.1:$port" ping || fail "rdzvctl ping against the installed rdzvd"
+ok "installed rdzvd (site mode) answers installed rdzvctl on port $port"
+kill "$rdzvd_pid"; wait "$rdzvd_pid" 2>/dev/null || true; rdzvd_pid=
+
+dpkg --purge llm-rdzv >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg --purge"; }
+for f in /usr/sbin/rdzvd "$plugin_dir/llm_rdzv.so" /etc/slurm/plugstack.conf.d/llm-rdzv.conf /etc/llm-rdzv; do
+  [ ! -e "$f" ] || fail "$f left after purge"
+done
+ok "purge removes everything"
