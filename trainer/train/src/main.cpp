@@ -11,6 +11,21 @@
 #include "llmrdzv/train/generate.hpp"
 #include "llmrdzv/train/train_loop.hpp"
 #include "llmrdzv/train/training_engine.hpp"
+#if LLMRDZV_TRAINER_DISTRIBUTED
+#include "llmrdzv/dist/distributed_engine.hpp"
+#endif
+
+namespace {
+
+// Many ranks when the environment names a rendezvous (srun --llm-rdzv), else one process.
+std::unique_ptr<llmrdzv::train::TrainingEngine> make_engine(const llmrdzv::train::TrainOptions& options) {
+#if LLMRDZV_TRAINER_DISTRIBUTED
+  if (llmrdzv::dist::rendezvous_env_present()) return llmrdzv::dist::make_distributed_engine(options);
+#endif
+  return llmrdzv::train::make_single_process_engine(options);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace llmrdzv::train;
@@ -30,7 +45,7 @@ int main(int argc, char** argv) {
     if (command.subcommand == Subcommand::generate) {
       std::cout << generate_text(command.generate) << std::endl;
     } else {
-      const auto engine = make_single_process_engine(command.train);
+      const auto engine = make_engine(command.train);
       run_training(command.train, *engine);
     }
   } catch (const std::exception& e) {

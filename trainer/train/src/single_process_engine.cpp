@@ -1,16 +1,131 @@
-// The one-process TrainingEngine: no synchronisation, torch::optim::AdamW with a decay group and
-// a no-decay group, state saved as one exp_avg / exp_avg_sq / step entry per named parameter.
+// The one-process TrainingEngine: no synchronisation; AdamW with a decay and a no-decay group.
+// On the CPU the update is the project's fused SIMD AdamW (llmrdzv::optim, one pass over p, g, m,
+// v; it matches torch::optim::AdamW to 1e-6, see tests/trainer/optim) because torch's AdamW makes
+// several passes and temporaries per parameter; on CUDA it is torch::optim::AdamW. Both keep the
+// same state per named parameter (exp_avg, exp_avg_sq, step), so checkpoints look the same.
 #include <torch/cuda.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
+#include "llmrdzv/optim/fused_adamw.hpp"
 #include "llmrdzv/train/training_engine.hpp"
 
 namespace llmrdzv::train {
 namespace {
+
+// Adam moments and step count of one parameter, in the shape the checkpoint stores.
+struct MomentState {
+  at::Tensor exp_avg;
+  at::Tensor exp_avg_sq;
+  std::int64_t step = 0;
+};
+
+// Where the AdamW state lives and how it is applied: the fused CPU kernel or torch's AdamW.
+class Updater {
+ public:
+  virtual ~Updater() = default;
+  virtual void step(double learning_rate) = 0;
+  // nullopt for a parameter not updated yet.
+  virtual std::optional<MomentState> get(const NamedParameter& p) const = 0;
+  virtual void set(const NamedParameter& p, MomentState state) = 0;
+};
+
+class FusedCpuUpdater final : public Updater {
+ public:
+  FusedCpuUpdater(const std::vector<NamedParameter>& parameters, const AdamWSettings& s) : parameters_(parameters) {
+    for (const auto& p : parameters_) {
+      if (p.tensor.scalar_type() != at::kFloat || !p.tensor.is_contiguous()) {
+        throw std::invalid_argument("the fused CPU AdamW needs contiguous fp32 parameters ('" + p.name + "' is not)");
+      }
+      states_.push_back({at::zeros_like(p.tensor), at::zeros_like(p.tensor), 0});
+    }
+    decay_ = {0.0, s.beta1, s.beta2, s.epsilon, s.weight_decay};
+    no_decay_ = decay_;
+    no_decay_.weight_decay = 0;
+  }
+
+  void step(double learning_rate) override {
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      const at::Tensor& param = parameters_[i].tensor;
+      const at::Tensor grad = param.grad();
+      if (!grad.defined()) continue;
+      const at::Tensor dense = grad.contiguous();
+      MomentState& state = states_[i];
+      optim::AdamWHyperparams hp = parameters_[i].decay ? decay_ : no_decay_;
+      hp.lr = learning_rate;
+      const auto n = static_cast<std::size_t>(param.numel());
+      optim::adamw_step({{param.data_ptr<float>(), n},
+                         {dense.data_ptr<float>(), n},
+                         {state.exp_avg.data_ptr<float>(), n},
+                         {state.exp_avg_sq.data_ptr<float>(), n}},
+                        hp, ++state.step);
+    }
+  }
+
+  std::optional<MomentState> get(const NamedParameter& p) const override {
+    const MomentState& state = states_[index_of(p)];
+    if (state.step == 0) return std::nullopt;
+    return state;
+  }
+
+  void set(const NamedParameter& p, MomentState state) override { states_[index_of(p)] = std::move(state); }
+
+ private:
+  std::size_t index_of(const NamedParameter& p) const {
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      if (parameters_[i].tensor.is_same(p.tensor)) return i;
+    }
+    throw std::logic_error("unknown parameter " + p.name);
+  }
+
+  std::vector<NamedParameter> parameters_;
+  std::vector<MomentState> states_;
+  optim::AdamWHyperparams decay_;
+  optim::AdamWHyperparams no_decay_;
+};
+
+class TorchUpdater final : public Updater {
+ public:
+  TorchUpdater(const std::vector<NamedParameter>& parameters, const AdamWSettings& s) {
+    std::vector<torch::Tensor> decay;
+    std::vector<torch::Tensor> no_decay;
+    for (const auto& p : parameters) (p.decay ? decay : no_decay).push_back(p.tensor);
+    auto options = torch::optim::AdamWOptions(0.0).betas({s.beta1, s.beta2}).eps(s.epsilon).weight_decay(s.weight_decay);
+    auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
+    no_decay_options->weight_decay(0.0);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay);
+    groups.emplace_back(no_decay, std::move(no_decay_options));
+    optimizer_ = std::make_unique<torch::optim::AdamW>(groups, options);
+  }
+
+  void step(double learning_rate) override {
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(learning_rate);
+    optimizer_->step();
+  }
+
+  std::optional<MomentState> get(const NamedParameter& p) const override {
+    const auto found = optimizer_->state().find(p.tensor.unsafeGetTensorImpl());
+    if (found == optimizer_->state().end()) return std::nullopt;
+    const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*found->second);
+    return MomentState{adam.exp_avg(), adam.exp_avg_sq(), adam.step()};
+  }
+
+  void set(const NamedParameter& p, MomentState state) override {
+    auto adam = std::make_unique<torch::optim::AdamWParamState>();
+    adam->step(state.step);
+    adam->exp_avg(std::move(state.exp_avg));
+    adam->exp_avg_sq(std::move(state.exp_avg_sq));
+    optimizer_->state()[p.tensor.unsafeGetTensorImpl()] = std::move(adam);
+  }
+
+ private:
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+};
 
 class SingleProcessEngine final : public TrainingEngine {
  public:
@@ -22,34 +137,25 @@ class SingleProcessEngine final : public TrainingEngine {
 
   void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) override {
     parameters_ = std::move(parameters);
-    std::vector<torch::Tensor> decay;
-    std::vector<torch::Tensor> no_decay;
-    for (const auto& p : parameters_) (p.decay ? decay : no_decay).push_back(p.tensor);
-    auto options = torch::optim::AdamWOptions(0.0)
-                       .betas({settings.beta1, settings.beta2})
-                       .eps(settings.epsilon)
-                       .weight_decay(settings.weight_decay);
-    auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
-    no_decay_options->weight_decay(0.0);
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay);
-    groups.emplace_back(no_decay, std::move(no_decay_options));
-    optimizer_ = std::make_unique<torch::optim::AdamW>(groups, options);
-    all_tensors_ = decay;
-    all_tensors_.insert(all_tensors_.end(), no_decay.begin(), no_decay.end());
+    tensors_.clear();
+    for (const auto& p : parameters_) tensors_.push_back(p.tensor);
+    if (device_.is_cpu()) {
+      updater_ = std::make_unique<FusedCpuUpdater>(parameters_, settings);
+    } else {
+      updater_ = std::make_unique<TorchUpdater>(parameters_, settings);
+    }
   }
 
   void begin_micro_step(bool) override {}
 
   double finish_gradients(double max_norm) override {
     const double limit = max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity();
-    return torch::nn::utils::clip_grad_norm_(all_tensors_, limit);
+    return torch::nn::utils::clip_grad_norm_(tensors_, limit);
   }
 
   void optimizer_step(double learning_rate) override {
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(learning_rate);
-    optimizer_->step();
-    optimizer_->zero_grad(true);
+    updater_->step(learning_rate);
+    for (auto& tensor : tensors_) tensor.mutable_grad().reset();
   }
 
   std::vector<double> all_reduce_sum(std::vector<double> values) override { return values; }
@@ -58,12 +164,11 @@ class SingleProcessEngine final : public TrainingEngine {
   TensorMap optimizer_state() const override {
     TensorMap state;
     for (const auto& p : parameters_) {
-      const auto found = optimizer_->state().find(p.tensor.unsafeGetTensorImpl());
-      if (found == optimizer_->state().end()) continue;
-      const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*found->second);
-      state["exp_avg." + p.name] = adam.exp_avg();
-      state["exp_avg_sq." + p.name] = adam.exp_avg_sq();
-      state["step." + p.name] = torch::tensor(adam.step(), torch::kInt64);
+      const std::optional<MomentState> moments = updater_->get(p);
+      if (!moments) continue;
+      state["exp_avg." + p.name] = moments->exp_avg;
+      state["exp_avg_sq." + p.name] = moments->exp_avg_sq;
+      state["step." + p.name] = torch::tensor(moments->step, torch::kInt64);
     }
     return state;
   }
@@ -86,11 +191,8 @@ class SingleProcessEngine final : public TrainingEngine {
           step->numel() != 1 || step->scalar_type() != torch::kInt64) {
         throw std::runtime_error("optimizer state for '" + p.name + "' does not match the parameter's shape");
       }
-      auto adam = std::make_unique<torch::optim::AdamWParamState>();
-      adam->step(step->item<std::int64_t>());
-      adam->exp_avg(exp_avg->to(p.tensor.options(), false, true));
-      adam->exp_avg_sq(exp_avg_sq->to(p.tensor.options(), false, true));
-      optimizer_->state()[p.tensor.unsafeGetTensorImpl()] = std::move(adam);
+      updater_->set(p, {exp_avg->to(p.tensor.options(), false, true), exp_avg_sq->to(p.tensor.options(), false, true),
+                        step->item<std::int64_t>()});
       used += 3;
     }
     if (used != state.size()) {
@@ -101,15 +203,16 @@ class SingleProcessEngine final : public TrainingEngine {
  private:
   c10::Device device_;
   std::vector<NamedParameter> parameters_;
-  std::vector<torch::Tensor> all_tensors_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::vector<torch::Tensor> tensors_;
+  std::unique_ptr<Updater> updater_;
 };
 
 }  // namespace
 
 std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& options) {
   if (options.offload != "none") {
-    throw std::invalid_argument("--offload " + options.offload + " needs the distributed engine (trainer/dist)");
+    throw std::invalid_argument("--offload " + options.offload +
+                                " needs the distributed engine: run under srun --llm-rdzv (or with a rendezvous in the environment)");
   }
   const bool cuda = !options.use_cpu && torch::cuda::is_available();
   return std::make_unique<SingleProcessEngine>(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));

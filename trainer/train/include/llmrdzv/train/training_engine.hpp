@@ -81,8 +81,9 @@ class TrainingEngine {
   virtual void load_optimizer_state(const TensorMap& state) = 0;
 };
 
-// One process: torch::optim::AdamW with two parameter groups, on CUDA when available and not
-// options.use_cpu, else on the CPU. Throws std::invalid_argument for --offload optimizer.
+// One process, on CUDA when available and not options.use_cpu (torch::optim::AdamW), else on the
+// CPU (the fused llmrdzv::optim AdamW); no decay for NamedParameter::decay == false. Throws
+// std::invalid_argument for --offload optimizer, which needs the distributed engine.
 std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& options);
 
 }  // namespace llmrdzv::train

@@ -1,0 +1,97 @@
+// fork/exec of the trainer binary with stdout and stderr sent to files (no shell, no quoting).
+#include "trainer_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace trainer_test {
+
+TempDir::TempDir() {
+  char pattern[] = "/tmp/trainer-test-XXXXXX";
+  if (!mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path_); }
+
+void write_file(const std::string& path, const std::string& contents) {
+  std::ofstream(path, std::ios::binary) << contents;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TrainerProcess::TrainerProcess(const std::vector<std::string>& args) {
+  char pattern[] = "/tmp/trainer-proc-XXXXXX";
+  if (!mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
+  capture_ = pattern;
+  const std::string out_path = capture_ + "/stdout";
+  const std::string err_path = capture_ + "/stderr";
+  std::vector<std::string> copies = args;
+  copies.insert(copies.begin(), TRAINER_BINARY);
+  std::vector<char*> argv;
+  for (auto& arg : copies) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+}
+
+TrainerProcess::~TrainerProcess() {
+  kill_now();
+  std::filesystem::remove_all(capture_);
+}
+
+bool TrainerProcess::running() {
+  if (status_ >= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) == 0) return true;
+  status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return false;
+}
+
+std::string TrainerProcess::stdout_text() const { return read_file(capture_ + "/stdout"); }
+std::string TrainerProcess::stderr_text() const { return read_file(capture_ + "/stderr"); }
+
+int TrainerProcess::kill_now() {
+  if (running()) kill(pid_, SIGKILL);
+  return wait();
+}
+
+int TrainerProcess::wait() {
+  if (status_ < 0) {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  return status_;
+}
+
+RunResult run_trainer(const std::vector<std::string>& args) {
+  TrainerProcess process(args);
+  RunResult result;
+  result.exit_code = process.wait();
+  result.out = process.stdout_text();
+  result.err = process.stderr_text();
+  return result;
+}
+
+}  // namespace trainer_test

@@ -1,0 +1,57 @@
+// Runs the real `trainer` binary (path baked in at build time) as a child process and captures
+// its exit code, stdout and stderr, for the end-to-end training tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainer_test {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+RunResult run_trainer(const std::vector<std::string>& args);
+
+// A trainer running in the background, its output captured in files; killed (SIGKILL) and reaped
+// when the object goes.
+class TrainerProcess {
+ public:
+  explicit TrainerProcess(const std::vector<std::string>& args);
+  ~TrainerProcess();
+  TrainerProcess(const TrainerProcess&) = delete;
+  TrainerProcess& operator=(const TrainerProcess&) = delete;
+
+  bool running();
+  std::string stdout_text() const;
+  std::string stderr_text() const;
+  // SIGKILL (if still running) and reap; returns the exit status as run_trainer reports it.
+  int kill_now();
+  int wait();
+
+ private:
+  std::string capture_;
+  int pid_ = -1;
+  int status_ = -1;
+};
+
+// A fresh directory under /tmp, removed with the object.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+void write_file(const std::string& path, const std::string& contents);
+std::string read_file(const std::string& path);
+
+}  // namespace trainer_test

@@ -1,0 +1,264 @@
+// The trainer end to end on tiny models and corpora: a model overfits, a resumed run repeats the
+// uninterrupted run's losses and final weights exactly, a damaged checkpoint is refused and
+// `latest` falls back to the previous one, generate reproduces memorised text, and bad input
+// fails with messages naming it.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/io/json.hpp"
+#include "trainer_process.hpp"
+
+using trainer_test::read_file;
+using trainer_test::run_trainer;
+using trainer_test::RunResult;
+using trainer_test::TempDir;
+using trainer_test::write_file;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTinyModel = "n_layer=2,n_head=2,n_embd=32,n_positions=32";
+
+// 63 bytes + EOS = four 16-token blocks, each starting with a different byte.
+const std::string kMemorise = "Abstract syntax trees. Bytecode runs. Coroutines yield. Dicts!";
+
+// Deterministic text of many distinct words, ~2.4 KB.
+std::string word_salad() {
+  static const char* words[] = {"list", "tuple", "dict", "set", "class", "module", "import", "yield",
+                                "lambda", "async", "await", "return", "frozen", "bytes", "str"};
+  std::string text;
+  unsigned state = 7;
+  for (int i = 0; i < 400; ++i) {
+    state = state * 1103515245u + 12345u;
+    text += words[(state >> 16) % 15];
+    text += (i % 11 == 10) ? ".\n" : " ";
+  }
+  return text;
+}
+
+void expect_ok(const RunResult& r) {
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+}
+
+// metrics.jsonl records by kind and step ("train" / "eval"); a later record for the same step
+// (from a resumed run appending to the file) replaces the earlier one. tokens_per_second is left
+// out: it is a timing, not a result.
+std::map<std::pair<std::string, std::int64_t>, std::string> records(const std::string& path) {
+  std::map<std::pair<std::string, std::int64_t>, std::string> by_step;
+  std::string text = read_file(path);
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    const std::size_t end = text.find('\n', begin);
+    const llmrdzv::json::Value record = llmrdzv::json::parse(text.substr(begin, end - begin));
+    begin = end + 1;
+    const auto* step = record.find("step");
+    if (!step || record.find("global_step")) continue;
+    llmrdzv::json::Object kept;
+    for (const auto& [key, value] : record.as_object()) {
+      if (key != "tokens_per_second") kept.emplace_back(key, value);
+    }
+    const std::string kind = record.find("eval_loss") ? "eval" : "train";
+    by_step[{kind, step->as_integer()}] = llmrdzv::json::write(kept);
+  }
+  return by_step;
+}
+
+double last_train_loss(const std::string& metrics) {
+  const auto all = records(metrics);
+  double loss = -1;
+  for (const auto& [key, line] : all) {
+    if (key.first == "train") loss = llmrdzv::json::parse(line).find("loss")->as_double();
+  }
+  return loss;
+}
+
+std::vector<std::string> resume_run_args(const TempDir& dir, const std::string& output) {
+  return {"--do_train", "--do_eval", "--train_file", dir / "corpus.txt", "--validation_file", dir / "valid.txt",
+          "--output_dir", output, "--cache_dir", dir / "cache",
+          "--config_overrides", kTinyModel + ",resid_pdrop=0.1,embd_pdrop=0.1,attn_pdrop=0.1",
+          "--block_size", "16", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
+          "--learning_rate", "3e-3", "--weight_decay", "0.1", "--max_grad_norm", "0.5",
+          "--lr_scheduler_type", "cosine", "--warmup_steps", "3", "--max_steps", "24",
+          "--logging_steps", "1", "--eval_steps", "6", "--save_steps", "6", "--threads", "1", "--seed", "5"};
+}
+
+// A 24-step run with dropout, accumulation, clipping, warmup + cosine, evaluation every 6 steps and
+// checkpoints every 6 steps; 19 steps make an epoch, so the run also crosses an epoch boundary.
+struct ReferenceRun {
+  ReferenceRun() {
+    write_file(dir / "corpus.txt", word_salad());
+    write_file(dir / "valid.txt", word_salad().substr(0, 600));
+    expect_ok(run_trainer(resume_run_args(dir, dir / "full")));
+  }
+  TempDir dir;
+};
+
+}  // namespace
+
+TEST_CASE("a tiny model overfits a tiny corpus, and generate replays what it memorised", "[train][overfit][generate]") {
+  TempDir dir;
+  write_file(dir / "corpus.txt", kMemorise);
+  const std::string out = dir / "out";
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir / "corpus.txt", "--output_dir", out,
+                                     "--validation_split_percentage", "0", "--config_overrides",
+                                     kTinyModel + ",resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "16",
+                                     "--per_device_train_batch_size", "4", "--learning_rate", "1e-2",
+                                     "--lr_scheduler_type", "constant", "--max_steps", "200", "--logging_steps", "20",
+                                     "--threads", "1"});
+  expect_ok(run);
+  CHECK_THAT(run.out, Catch::Contains("step 200/200 | loss"));
+  CHECK_THAT(run.out, Catch::Contains("train_loss"));
+  const auto all = records(out + "/metrics.jsonl");
+  const double first = llmrdzv::json::parse(all.begin()->second).find("loss")->as_double();
+  CHECK(first > 3.0);  // ln(257) = 5.55 at random init; the first 20-step mean stays high
+  CHECK(last_train_loss(out + "/metrics.jsonl") < 0.05);
+  for (const char* file : {"config.json", "model.safetensors", "vocab.json", "merges.txt", "all_results.json",
+                           "checkpoint-200/MANIFEST.json"}) {
+    CHECK(fs::exists(out + "/" + file));
+  }
+
+  // Greedy decoding from the first 8 bytes of a block continues it byte for byte.
+  const RunResult greedy = run_trainer({"generate", "--model", out, "--prompt", kMemorise.substr(0, 8),
+                                        "--max_new_tokens", "8", "--temperature", "0"});
+  expect_ok(greedy);
+  CHECK(greedy.out == kMemorise.substr(0, 16) + "\n");
+
+  // Sampling is reproducible by seed.
+  const std::vector<std::string> sample = {"generate", "--model", out, "--prompt", "By", "--max_new_tokens", "12",
+                                           "--temperature", "1.5", "--top_k", "20", "--seed", "9"};
+  const RunResult a = run_trainer(sample);
+  const RunResult b = run_trainer(sample);
+  expect_ok(a);
+  CHECK(a.out == b.out);
+  CHECK(a.out.starts_with("By"));
+}
+
+TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[train][resume]") {
+  ReferenceRun reference;
+  const TempDir& dir = reference.dir;
+  std::vector<std::string> args = resume_run_args(dir, dir / "resumed");
+  args.insert(args.end(), {"--resume_from_checkpoint", dir / "full/checkpoint-12"});
+  const RunResult resumed = run_trainer(args);
+  expect_ok(resumed);
+  CHECK_THAT(resumed.out, Catch::Contains("resuming from " + (dir / "full/checkpoint-12") + " at step 12"));
+
+  const auto full = records(dir / "full/metrics.jsonl");
+  const auto again = records(dir / "resumed/metrics.jsonl");
+  int compared = 0;
+  for (const auto& [key, line] : again) {
+    INFO(key.first << " step " << key.second);
+    REQUIRE(full.contains(key));
+    CHECK(full.at(key) == line);
+    ++compared;
+  }
+  CHECK(compared == 12 + 2);  // train steps 13..24, evaluations at 18 and 24
+  CHECK(read_file(dir / "resumed/model.safetensors") == read_file(dir / "full/model.safetensors"));
+  const auto full_results = llmrdzv::json::parse(read_file(dir / "full/all_results.json"));
+  const auto resumed_results = llmrdzv::json::parse(read_file(dir / "resumed/all_results.json"));
+  CHECK(full_results.find("train_loss")->as_double() == resumed_results.find("train_loss")->as_double());
+  CHECK(full_results.find("eval_loss")->as_double() == resumed_results.find("eval_loss")->as_double());
+}
+
+TEST_CASE("a damaged checkpoint is refused and 'latest' falls back to the previous one", "[train][resume][errors]") {
+  ReferenceRun reference;
+  const TempDir& dir = reference.dir;
+  // What a save killed midway through could leave: the newest checkpoint gone, the one before
+  // with a short file.
+  const std::string damaged = dir / "damaged";
+  fs::copy(dir / "full", damaged, fs::copy_options::recursive);
+  fs::remove_all(damaged + "/checkpoint-24");
+  fs::resize_file(damaged + "/checkpoint-18/optimizer.safetensors",
+                  fs::file_size(damaged + "/checkpoint-18/optimizer.safetensors") / 2);
+
+  std::vector<std::string> explicit_args = resume_run_args(dir, damaged);
+  explicit_args.insert(explicit_args.end(), {"--resume_from_checkpoint", damaged + "/checkpoint-18"});
+  const RunResult refused = run_trainer(explicit_args);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("checkpoint-18") && Catch::Contains("optimizer.safetensors"));
+
+  std::vector<std::string> latest_args = resume_run_args(dir, damaged);
+  latest_args.insert(latest_args.end(), {"--resume_from_checkpoint", "latest"});
+  const RunResult resumed = run_trainer(latest_args);
+  expect_ok(resumed);
+  CHECK_THAT(resumed.err, Catch::Contains("skipping broken checkpoint") && Catch::Contains("checkpoint-18"));
+  CHECK_THAT(resumed.out, Catch::Contains("at step 12"));
+  CHECK(records(damaged + "/metrics.jsonl") == records(dir / "full/metrics.jsonl"));
+  CHECK(read_file(damaged + "/model.safetensors") == read_file(dir / "full/model.safetensors"));
+}
+
+TEST_CASE("a run killed at any moment resumes from its latest checkpoint with the same results", "[train][resume][kill]") {
+  ReferenceRun reference;
+  const TempDir& dir = reference.dir;
+  for (const int delay_ms : {0, 7, 23}) {
+    const std::string killed = dir / ("killed-" + std::to_string(delay_ms));
+    std::vector<std::string> args = resume_run_args(dir, killed);
+    args.insert(args.end(), {"--save_steps", "1"});  // a save after every step: kills land in saves often
+    trainer_test::TrainerProcess process(args);
+    // Wait for two completed checkpoints, then SIGKILL.
+    while (process.running()) {
+      const std::string out = process.stdout_text();
+      if (out.find("saved") != out.rfind("saved")) break;
+      usleep(1000);
+    }
+    usleep(delay_ms * 1000);
+    process.kill_now();
+
+    std::vector<std::string> resume = resume_run_args(dir, killed);
+    resume.insert(resume.end(), {"--resume_from_checkpoint", "latest"});
+    const RunResult resumed = run_trainer(resume);
+    expect_ok(resumed);
+    INFO("killed after " << delay_ms << " ms; resumed run said:\n" << resumed.out);
+    CHECK(records(killed + "/metrics.jsonl") == records(dir / "full/metrics.jsonl"));
+    CHECK(read_file(killed + "/model.safetensors") == read_file(dir / "full/model.safetensors"));
+  }
+}
+
+TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors]") {
+  TempDir dir;
+  write_file(dir / "corpus.txt", word_salad());
+  const std::vector<std::string> base = {"--do_train", "--train_file", dir / "corpus.txt", "--output_dir", dir / "out",
+                                         "--config_overrides", kTinyModel, "--block_size", "16", "--max_steps", "2",
+                                         "--threads", "1"};
+  const auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_trainer(args);
+  };
+
+  const RunResult typo = with({"--lerning_rate", "1e-3"});
+  CHECK(typo.exit_code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("trainer: error: unknown option '--lerning_rate' (did you mean --learning_rate?)"));
+
+  const RunResult no_corpus = run_trainer({"--do_train", "--train_file", dir / "missing.txt", "--output_dir", dir / "o2"});
+  CHECK(no_corpus.exit_code == 1);
+  CHECK_THAT(no_corpus.err, Catch::Contains(dir / "missing.txt"));
+
+  const RunResult long_block = with({"--block_size", "64"});
+  CHECK(long_block.exit_code == 1);
+  CHECK_THAT(long_block.err, Catch::Contains("--block_size 64 exceeds the model's n_positions (32)"));
+
+  const RunResult bad_override = with({"--config_overrides", "n_embd=33"});
+  CHECK(bad_override.exit_code == 1);
+  CHECK_THAT(bad_override.err, Catch::Contains("n_embd"));
+
+  expect_ok(with({}));
+  const RunResult again = with({});
+  CHECK(again.exit_code == 1);
+  CHECK_THAT(again.err, Catch::Contains("already holds a training run") && Catch::Contains("--overwrite_output_dir"));
+  expect_ok(with({"--overwrite_output_dir"}));
+
+  const RunResult no_model = run_trainer({"generate", "--model", dir / "nowhere", "--prompt", "x"});
+  CHECK(no_model.exit_code == 1);
+  CHECK_THAT(no_model.err, Catch::Contains(dir / "nowhere"));
+
+  const RunResult no_checkpoint = with({"--overwrite_output_dir", "--resume_from_checkpoint", dir / "out/checkpoint-99"});
+  CHECK(no_checkpoint.exit_code == 1);
+  CHECK_THAT(no_checkpoint.err, Catch::Contains("checkpoint-99"));
+}
