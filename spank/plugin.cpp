@@ -11,6 +11,7 @@
 #include <exception>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "llmrdzv/common/token.hpp"
@@ -78,8 +79,13 @@ PortRange kernel_ephemeral_ports() {
   return {std::uint16_t(lo), std::uint16_t(hi)};
 }
 
+// sbatch and salloc hand a bare --llm-rdzv to the job's steps as the text "(null)" (measured:
+// SLURM_SPANK__SLURM_SPANK_OPTION_llm_rdzv_llm_rdzv=(null)); it means "no argument".
+constexpr std::string_view kAllocatorNoArgument = "(null)";
+
 int on_option(int, const char* optarg, int) {
   return guarded([&] {
+    if (optarg != nullptr && optarg == kAllocatorNoArgument) optarg = nullptr;
     state().user = parse_user_options(optarg);
     state().option_given = true;
     return 0;

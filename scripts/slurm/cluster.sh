@@ -98,6 +98,7 @@ write_config() {
     echo "KillWait=2"
     echo "MinJobAge=60"
     echo "MessageTimeout=20"
+    echo "LaunchParameters=use_interactive_step"
     for i in $(seq "$nodes"); do
       echo "NodeName=$(node_name "$i") NodeAddr=$(node_ip "$i") CPUs=8 RealMemory=2000 State=UNKNOWN"
     done
