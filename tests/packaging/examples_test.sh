@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs one sbatch script of examples/ in the test Slurm cluster (scripts/slurm/cluster.sh, the
+# slurm_cluster fixture) as the cluster's unprivileged user, on a tiny configuration, and checks what
+# it leaves behind. Skips (77) when the cluster, the trainer or the venv python is missing.
+#   examples_test.sh NAME        NAME: gpt2-from-scratch | finetune-hf-gpt2 | cpu-offload | elastic | pytorch-ddp
+# Needs LLMRDZV_BUILD_DIR (the build holding bin/trainer) and LLMRDZV_PYTHON (the project venv).
+set -euo pipefail
+name=${1:?usage: examples_test.sh NAME}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${LLMRDZV_BUILD_DIR:?set LLMRDZV_BUILD_DIR}
+python=${LLMRDZV_PYTHON:?set LLMRDZV_PYTHON}
+cluster=${LLMRDZV_CLUSTER_DIR:-/run/llm-rdzv-slurm}
+
+skip() { echo "skipped: $*"; exit 77; }
+fail() { echo "FAIL($name): $*" >&2; exit 1; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (the cluster runs jobs as its test user)"
+[ -f "$cluster/env" ] || skip "no Slurm cluster at $cluster"
+# shellcheck disable=SC1091
+source "$cluster/env"
+[ -x "$python" ] || skip "no venv python at $python"
+[ "$name" = pytorch-ddp ] || [ -x "$build/bin/trainer" ] || skip "no trainer at $build/bin/trainer"
+
+work=$(mktemp -d "$cluster/work/example-$name.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp "$root/examples/$name.sbatch" "$root/examples/ddp_train.py" "$work/"
+
+# A small corpus (three pages of the Python docs) and a model small enough for a few quick steps.
+mkdir "$work/corpus"
+for page in tutorial/introduction tutorial/controlflow tutorial/datastructures; do
+  cp "/usr/share/doc/python3.11/html/_sources/$page.rst.txt" "$work/corpus/"
+done
+tiny="--max_steps 4 --config_overrides n_layer=1,n_head=2,n_embd=32,n_positions=64 --block_size 32"
+tiny="$tiny --per_device_train_batch_size 2 --per_device_eval_batch_size 2 --max_eval_samples 8"
+tiny="$tiny --logging_steps 1 --eval_steps 0 --save_steps 2 --threads 1"
+chown -R "$LLMRDZV_TEST_USER" "$work"
+chmod 755 "$work"
+
+# submit [VAR=VALUE...]: sbatch -W the example on two nodes with one task each; its output in $out.
+submit() {
+  local rc=0
+  setpriv --reuid="$LLMRDZV_TEST_USER" --regid="$LLMRDZV_TEST_USER" --init-groups -- \
+    env -C "$work" HOME="$work" TRAINER="$build/bin/trainer" CONFIG="$root/etc/trainer/default.yaml" \
+        CORPUS="$work/corpus" OUT="$work/out" PYTHON="$python" OMP_NUM_THREADS=1 "$@" \
+    sbatch -W -N2 --ntasks-per-node=1 --time=10 -o "$work/job.out" "$work/$name.sbatch" >/dev/null || rc=$?
+  out=$(cat "$work/job.out")
+  [ "$rc" -eq 0 ] || { printf '%s\n' "$out" >&2; fail "the job failed (sbatch -W exit $rc)"; }
+}
+
+expect() {
+  grep -Eq -- "$1" <<<"$out" || { printf '%s\n' "$out" >&2; fail "no line matching /$1/"; }
+}
+
+hf_model_loads() {
+  [ -f "$work/out/config.json" ] && [ -f "$work/out/model.safetensors" ] || fail "no HF model in the output directory"
+  "$python" -c 'import sys, transformers; transformers.AutoModelForCausalLM.from_pretrained(sys.argv[1])' \
+    "$work/out" || fail "transformers cannot load the trained model"
+}
+
+case "$name" in
+  pytorch-ddp)
+    submit
+    [ "$(grep -c '^rank [01]/2 on lr-node[0-9]: final loss' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; fail "two ranks"; }
+    expect '^world 2: parameters in sync on all ranks'
+    ;;
+  gpt2-from-scratch)
+    submit EXTRA_ARGS="$tiny"
+    expect 'perplexity'
+    hf_model_loads
+    ;;
+  cpu-offload)
+    submit EXTRA_ARGS="$tiny --per_device_train_batch_size 1"
+    expect 'perplexity'
+    hf_model_loads
+    ;;
+  finetune-hf-gpt2)
+    # A tiny random GPT-2 saved by transformers stands in for a downloaded checkpoint; without
+    # vocab.json/merges.txt the trainer uses its byte tokenizer (256 bytes + end-of-text).
+    "$python" - "$work/base" <<'PY'
+import sys, transformers
+config = transformers.GPT2Config(vocab_size=257, n_positions=64, n_embd=32, n_layer=1, n_head=2,
+                                 bos_token_id=256, eos_token_id=256)
+transformers.GPT2LMHeadModel(config).save_pretrained(sys.argv[1])
+PY
+    chown -R "$LLMRDZV_TEST_USER" "$work/base"
+    submit MODEL="$work/base" TRAIN_FILE="$work/corpus" EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 2 --max_eval_samples 8 --threads 1"
+    expect 'eval_loss'
+    hf_model_loads
+    ;;
+  elastic)
+    submit EXTRA_ARGS="$tiny"
+    expect '^attempt 1 on 2 node\(s\)$'
+    expect '^finished on attempt 1$'
+    ls "$work/out"/checkpoint-* >/dev/null 2>&1 || fail "no checkpoint to resume from"
+    # The next run of the job finds the checkpoint and resumes from it.
+    submit EXTRA_ARGS="${tiny/--max_steps 4/--max_steps 6}"
+    expect '^attempt 1 on 2 node\(s\), resuming$'
+    expect '^finished on attempt 1$'
+    ;;
+  *) echo "examples_test.sh: unknown example '$name'" >&2; exit 2 ;;
+esac
+echo "PASS($name)"
