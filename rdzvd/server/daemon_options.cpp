@@ -95,6 +95,10 @@ const std::vector<Setting>& settings() {
     t.push_back(text("port_file", "--port-file", &DaemonOptions::port_file));
     t.push_back({"port_range", "--port-range", false, false,
                  [](DaemonOptions& o, const std::string& v, const std::string& w) {
+                   if (v.empty()) {  // no range: listen on exactly the given port
+                     o.port_range.reset();
+                     return;
+                   }
                    o.port_range = parse_port_range(v);
                    if (!o.port_range) throw OptionsError(w + ": '" + v + "' is not LO-HI with 1 <= LO <= HI <= 65535");
                  },

@@ -1,0 +1,201 @@
+// The rdzvd binary as a process: --help, every kind of bad flag or config (message + exit 2),
+// port file, token from the environment, port probing past a busy port, SIGTERM, SIGHUP reload,
+// --idle-timeout and --exit-with-parent.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+
+#include <catch2/catch.hpp>
+
+#include "daemon_process.hpp"
+#include "llmrdzv/common/port_probe.hpp"
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
+
+using namespace llmrdzv::server::testing;
+using namespace std::chrono_literals;
+namespace v1 = llmrdzv::v1;
+
+namespace {
+
+// Runs rdzvd to completion and returns (exit status, stderr).
+std::pair<int, std::string> run_to_exit(const ScratchDir& dir, const std::vector<std::string>& args,
+                                        const std::vector<std::string>& env = {}) {
+  DaemonProcess rdzvd(args, dir.file("rdzvd.log"), env);
+  const auto status = rdzvd.wait(10s);
+  REQUIRE(status);
+  return {*status, rdzvd.log()};
+}
+
+std::vector<std::string> step_args(const ScratchDir& dir, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {"--listen", "127.0.0.1:0", "--port-file", dir.file("port"), "--rdzv-id",
+                                   "9.0", "--token-file", dir.write("token", "daemon-test-token\n")};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+grpc::Status join(int port, const std::string& token, v1::JoinResponse* response) {
+  auto stub = v1::Rendezvous::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::JoinRequest request;
+  request.mutable_scope()->set_rdzv_id("9.0");
+  request.mutable_scope()->set_token(token);
+  request.set_participant_id("p");
+  request.set_host("h");
+  request.set_requested_rank(-1);
+  request.set_min_participants(1);
+  request.set_max_participants(1);
+  return stub->Join(&context, request, response);
+}
+
+}  // namespace
+
+TEST_CASE("rdzvd --help describes the flags and exits 0", "[daemon]") {
+  ScratchDir dir;
+  DaemonProcess rdzvd({"--help"}, dir.file("log"));
+  REQUIRE(rdzvd.wait(10s) == 0);
+  for (const char* flag : {"--listen", "--port-file", "--port-range", "--port-probes", "--mode", "--rdzv-id",
+                           "--token-file", "--site-secret-file", "--exit-with-parent", "--idle-timeout",
+                           "--heartbeat-interval", "--heartbeat-timeout", "--last-call", "--join-timeout",
+                           "--log-level", "--syslog", "LLM_RDZV_TOKEN"})
+    CHECK_THAT(rdzvd.out(), Catch::Contains(flag));
+}
+
+TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and exit 2", "[daemon]") {
+  ScratchDir dir;
+  const auto expect = [&](std::vector<std::string> args, const std::string& text,
+                          const std::vector<std::string>& env = {}) {
+    const auto [status, log] = run_to_exit(dir, args, env);
+    CHECK(status == 2);
+    CHECK_THAT(log, Catch::Contains(text));
+  };
+  expect({"--no-such-flag"}, "unknown argument '--no-such-flag'");
+  expect(step_args(dir, {"--heartbeat-timeout", "ten"}), "--heartbeat-timeout: 'ten' is not a whole number");
+  expect(step_args(dir, {"--heartbeat-interval", "5000", "--heartbeat-timeout", "1000"}),
+         "must be below heartbeat_timeout_ms");
+  expect(step_args(dir, {"--last-call", "-1"}), "--last-call: '-1'");
+  expect(step_args(dir, {"--mode", "cluster"}), "--mode: 'cluster' is not step or site");
+  expect(step_args(dir, {"--log-level", "loud"}), "--log-level: 'loud'");
+  expect(step_args(dir, {"--port-range", "900-100"}), "--port-range: '900-100'");
+  expect(step_args(dir, {"--max-value-size", "0"}), "--max-value-size: must be at least 1");
+  expect(step_args(dir, {"--listen", "127.0.0.1:70000"}), "--listen: '127.0.0.1:70000'");
+  expect(step_args(dir, {"--port-file", dir.file("no/such/dir/port")}), "--port-file: cannot write");
+  expect({"--listen", "127.0.0.1:0"}, "--rdzv-id is required in step mode");
+  expect({"--rdzv-id", "9.0", "--listen", "127.0.0.1:0"}, "step mode needs a token");
+  expect({"--rdzv-id", "9.0", "--token-file", dir.write("empty", "\n")}, "'" + dir.file("empty") + "' is empty");
+  expect({"--rdzv-id", "9.0", "--token-file", dir.file("missing")}, "--token-file: cannot read");
+  expect({"--mode", "site"}, "--site-secret-file is required in site mode");
+  expect({"--heartbeat-interval"}, "--heartbeat-interval: missing value");
+
+  expect({"--config", dir.file("absent.yaml")}, "--config: cannot read");
+  expect({"--config", dir.write("bad-syntax.yaml", "listen: [unclosed\n")}, "not valid YAML");
+  expect({"--config", dir.write("unknown.yaml", "heartbeat_timout_ms: 5\n")}, "unknown key 'heartbeat_timout_ms'");
+  expect({"--config", dir.write("unknown-limit.yaml", "limits:\n  max_cats: 5\n")}, "unknown key 'limits.max_cats'");
+  expect({"--config", dir.write("type.yaml", "heartbeat_timeout_ms: [1, 2]\n")},
+         "key 'heartbeat_timeout_ms': expected a single value");
+  expect({"--config", dir.write("range.yaml", "limits:\n  max_keys: 99999999999\n")}, "key 'limits.max_keys'");
+  expect({"--config", dir.write("list.yaml", "- a\n- b\n")}, "the top level must be a mapping");
+}
+
+TEST_CASE("rdzvd writes its port file, takes the token from LLM_RDZV_TOKEN and stops on SIGTERM", "[daemon]") {
+  ScratchDir dir;
+  DaemonProcess rdzvd({"--listen", "127.0.0.1:0", "--port-file", dir.file("port"), "--rdzv-id", "9.0"},
+                      dir.file("rdzvd.log"), {"LLM_RDZV_TOKEN=from-the-env"});
+  const int port = rdzvd.port(dir.file("port"));
+  CHECK(std::stoi(rdzvd.out()) == port);
+  v1::JoinResponse response;
+  REQUIRE(join(port, "from-the-env", &response).ok());
+  CHECK(response.world_size() == 1);
+  CHECK(join(port, "wrong", &response).error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  rdzvd.signal(SIGTERM);
+  REQUIRE(rdzvd.wait(10s) == 0);
+  CHECK_THAT(rdzvd.log(), Catch::Contains("stopping: SIGTERM"));
+  CHECK(rdzvd.log().find("from-the-env") == std::string::npos);  // the token is never logged
+}
+
+TEST_CASE("rdzvd walks the step-port probe sequence past a busy port", "[daemon]") {
+  ScratchDir dir;
+  // Hold a port of our own; the daemon asked to start there must take the next candidate.
+  const int busy = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(busy, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(listen(busy, 1) == 0);
+  socklen_t length = sizeof address;
+  getsockname(busy, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::uint16_t base = ntohs(address.sin_port);
+  const llmrdzv::PortRange range{std::uint16_t(base - (base > 1100 ? 100 : 0)), std::uint16_t(base + 100 < 65535 ? base + 100 : 65535)};
+  const std::string range_text = std::to_string(range.lo) + "-" + std::to_string(range.hi);
+  DaemonProcess rdzvd(step_args(dir, {"--listen", "127.0.0.1:" + std::to_string(base), "--port-range", range_text,
+                                      "--port-probes", "4"}),
+                      dir.file("rdzvd.log"));
+  const int port = rdzvd.port(dir.file("port"));
+  // The next candidate is normally free; should it be taken too, a later one is used.
+  bool on_sequence = false;
+  for (std::uint32_t attempt = 1; attempt < 4; ++attempt)
+    on_sequence = on_sequence || port == llmrdzv::probe_port(range, base, attempt);
+  CHECK(on_sequence);
+  CHECK(port != base);
+  close(busy);
+}
+
+TEST_CASE("SIGHUP reloads the config file and reports what changed", "[daemon]") {
+  ScratchDir dir;
+  const std::string config = dir.write("rdzvd.yaml", "heartbeat_timeout_ms: 4000\nlog_level: info\n");
+  DaemonProcess rdzvd(step_args(dir, {"--config", config}), dir.file("rdzvd.log"));
+  const int port = rdzvd.port(dir.file("port"));
+  dir.write("rdzvd.yaml", "heartbeat_timeout_ms: 7000\nlog_level: info\nport_probes: 3\n");
+  rdzvd.signal(SIGHUP);
+  CHECK(rdzvd.log_contains("heartbeat_timeout_ms: 4000 -> 7000", 5s));
+  CHECK(rdzvd.log_contains("port_probes: changed in the file but needs a restart", 1s));
+  v1::JoinResponse response;
+  REQUIRE(join(port, "daemon-test-token", &response).ok());
+  CHECK(response.heartbeat_timeout_ms() == 7000);
+  dir.write("rdzvd.yaml", "heartbeat_timeout_ms: soon\n");
+  rdzvd.signal(SIGHUP);
+  CHECK(rdzvd.log_contains("reload failed, keeping the running config", 5s));
+  rdzvd.signal(SIGTERM);
+  CHECK(rdzvd.wait(10s) == 0);
+}
+
+TEST_CASE("rdzvd --idle-timeout exits after that long without activity", "[daemon]") {
+  ScratchDir dir;
+  DaemonProcess rdzvd(step_args(dir, {"--idle-timeout", "1"}), dir.file("rdzvd.log"));
+  rdzvd.port(dir.file("port"));
+  REQUIRE(rdzvd.wait(10s) == 0);
+  CHECK_THAT(rdzvd.log(), Catch::Contains("no rendezvous activity for 1 s"));
+}
+
+TEST_CASE("rdzvd --exit-with-parent exits when its parent dies", "[daemon]") {
+  ScratchDir dir;
+  // Become the subreaper so the orphaned rdzvd is re-parented to this test and can be waited on.
+  REQUIRE(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0);
+  const pid_t parent = fork();
+  REQUIRE(parent >= 0);
+  if (parent == 0) {
+    DaemonProcess rdzvd(step_args(dir, {"--exit-with-parent"}), dir.file("rdzvd.log"));
+    rdzvd.port(dir.file("port"));
+    std::ofstream(dir.file("pid")) << rdzvd.pid();
+    _exit(0);  // the daemon loses its parent here; its destructor never runs
+  }
+  int status = 0;
+  REQUIRE(waitpid(parent, &status, 0) == parent);
+  pid_t daemon = 0;
+  REQUIRE(std::ifstream(dir.file("pid")) >> daemon);
+  const auto give_up = std::chrono::steady_clock::now() + 10s;
+  int daemon_status = 0;
+  pid_t reaped = 0;
+  while (reaped != daemon && std::chrono::steady_clock::now() < give_up) {
+    reaped = waitpid(daemon, &daemon_status, WNOHANG);
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(reaped == daemon);
+  CHECK(WIFEXITED(daemon_status));
+  CHECK(WEXITSTATUS(daemon_status) == 0);
+  CHECK_THAT(read_file(dir.file("rdzvd.log")), Catch::Contains("stopping: SIGTERM"));
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
