@@ -1,0 +1,143 @@
+// The one-process TrainingEngine on the CPU: its fused AdamW follows torch::optim::AdamW with the
+// two parameter groups, clipping scales the global norm, its optimizer state round-trips exactly
+// (a restored engine continues bit for bit), and malformed state is refused with a message.
+#include <catch2/catch.hpp>
+
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+
+#include "llmrdzv/train/training_engine.hpp"
+
+using namespace llmrdzv::train;
+
+namespace {
+
+// A weight matrix (decayed), a bias and an odd-sized vector (not decayed).
+std::vector<NamedParameter> make_parameters(std::uint64_t seed) {
+  torch::manual_seed(seed);
+  return {{"w", torch::randn({13, 7}).requires_grad_(), true},
+          {"b", torch::randn({13}).requires_grad_(), false},
+          {"ln.weight", torch::randn({37}).requires_grad_(), false}};
+}
+
+std::vector<NamedParameter> clone(const std::vector<NamedParameter>& parameters) {
+  std::vector<NamedParameter> copy;
+  for (const auto& p : parameters) copy.push_back({p.name, p.tensor.detach().clone().requires_grad_(), p.decay});
+  return copy;
+}
+
+// Deterministic gradients for step `step`.
+void set_gradients(const std::vector<NamedParameter>& parameters, int step) {
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    auto& p = parameters[i].tensor;
+    p.mutable_grad() = torch::sin(torch::arange(p.numel(), torch::kFloat).reshape(p.sizes()) * (step + 1) + i) * 0.3;
+  }
+}
+
+const AdamWSettings kSettings{0.9, 0.95, 1e-8, 0.1};
+const TrainOptions kCpu = [] {
+  TrainOptions o;
+  o.use_cpu = true;
+  return o;
+}();
+
+}  // namespace
+
+TEST_CASE("fused CPU AdamW follows torch::optim::AdamW with decay and no-decay groups", "[engine]") {
+  const auto ours = make_parameters(1);
+  const auto reference = clone(ours);
+  auto engine = make_single_process_engine(kCpu);
+  REQUIRE(engine->device().is_cpu());
+  engine->attach(ours, kSettings);
+
+  std::vector<torch::Tensor> decay{reference[0].tensor};
+  std::vector<torch::Tensor> no_decay{reference[1].tensor, reference[2].tensor};
+  auto options = torch::optim::AdamWOptions(0.0).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1);
+  auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
+  no_decay_options->weight_decay(0.0);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay);
+  groups.emplace_back(no_decay, std::move(no_decay_options));
+  torch::optim::AdamW adamw(groups, options);
+
+  for (int step = 0; step < 20; ++step) {
+    const double lr = 1e-2 * (step + 1) / 20.0;
+    set_gradients(ours, step);
+    set_gradients(reference, step);
+    engine->finish_gradients(0);
+    engine->optimizer_step(lr);
+    for (auto& group : adamw.param_groups()) group.options().set_lr(lr);
+    adamw.step();
+    for (const auto& p : ours) CHECK_FALSE(p.tensor.grad().defined());  // zeroed (freed) after the step
+  }
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    INFO(ours[i].name);
+    CHECK(torch::allclose(ours[i].tensor, reference[i].tensor, 1e-6, 1e-7));
+  }
+}
+
+TEST_CASE("finish_gradients clips the global norm and returns it unclipped", "[engine]") {
+  const auto parameters = make_parameters(2);
+  auto engine = make_single_process_engine(kCpu);
+  engine->attach(parameters, kSettings);
+  set_gradients(parameters, 0);
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters) grads.push_back(p.tensor.grad().clone());
+  const double norm = torch::cat({grads[0].flatten(), grads[1], grads[2]}).norm().item<double>();
+  REQUIRE(norm > 0.5);
+  CHECK(engine->finish_gradients(0.5) == Approx(norm));
+  double clipped = 0;
+  for (const auto& p : parameters) clipped += p.tensor.grad().pow(2).sum().item<double>();
+  CHECK(std::sqrt(clipped) == Approx(0.5).epsilon(1e-5));
+  CHECK(engine->finish_gradients(0) == Approx(0.5).epsilon(1e-5));  // 0: measure only
+}
+
+TEST_CASE("a restored optimizer state continues bit for bit", "[engine]") {
+  const auto first = make_parameters(3);
+  auto engine = make_single_process_engine(kCpu);
+  engine->attach(first, kSettings);
+  for (int step = 0; step < 3; ++step) {
+    set_gradients(first, step);
+    engine->optimizer_step(1e-2);
+  }
+  const TensorMap saved = engine->optimizer_state();
+  CHECK(saved.size() == 9);
+  CHECK(saved.at("step.w").item<std::int64_t>() == 3);
+
+  const auto second = clone(first);
+  auto restored = make_single_process_engine(kCpu);
+  restored->attach(second, kSettings);
+  TensorMap copy;
+  for (const auto& [name, tensor] : saved) copy[name] = tensor.clone();
+  restored->load_optimizer_state(copy);
+  for (int step = 3; step < 6; ++step) {
+    set_gradients(first, step);
+    set_gradients(second, step);
+    engine->optimizer_step(1e-2);
+    restored->optimizer_step(1e-2);
+  }
+  for (std::size_t i = 0; i < first.size(); ++i) CHECK(torch::equal(first[i].tensor, second[i].tensor));
+}
+
+TEST_CASE("malformed optimizer state is refused naming the parameter", "[engine][errors]") {
+  const auto parameters = make_parameters(4);
+  auto engine = make_single_process_engine(kCpu);
+  engine->attach(parameters, kSettings);
+  set_gradients(parameters, 0);
+  engine->optimizer_step(1e-3);
+  const TensorMap good = engine->optimizer_state();
+
+  TensorMap missing = good;
+  missing.erase("exp_avg_sq.b");
+  CHECK_THROWS_WITH(engine->load_optimizer_state(missing), "optimizer state for 'b' is incomplete");
+  TensorMap reshaped = good;
+  reshaped["exp_avg.w"] = torch::zeros({7, 13});
+  CHECK_THROWS_WITH(engine->load_optimizer_state(reshaped), "optimizer state for 'w' does not match the parameter's shape");
+  TensorMap extra = good;
+  extra["exp_avg.other"] = torch::zeros({1});
+  CHECK_THROWS_WITH(engine->load_optimizer_state(extra), "optimizer state holds entries for parameters this model does not have");
+
+  TrainOptions offload = kCpu;
+  offload.offload = "optimizer";
+  CHECK_THROWS_WITH(make_single_process_engine(offload), Catch::Contains("--offload optimizer needs the distributed engine"));
+}
