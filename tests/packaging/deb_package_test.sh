@@ -3,11 +3,15 @@
 # trainer) and lintian via packaging/build-deb.sh, install it on this machine, check the installed
 # files, the system user, the systemd unit (systemd-analyze verify + security score), and run the
 # installed rdzvd in site mode with a secret from the installed llm-rdzv-secret and rdzvctl against
-# it; then purge the package and check nothing is left. Needs root.
-#   deb_package_test.sh SOURCE_DIR OUT_DIR
+# it; when the test Slurm cluster is up, run `srun --llm-rdzv` there with the installed plugstack
+# snippet as the cluster's plugstack.conf (installed plugin, installed /usr/sbin/rdzvd); then purge
+# the package and check nothing is left. Needs root.
+#   deb_package_test.sh SOURCE_DIR OUT_DIR [BUILD_DIR (for bin/rdzv-test-client)]
 set -euo pipefail
-src=${1:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR}
-out=${2:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR}
+src=${1:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR [BUILD_DIR]}
+out=${2:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR [BUILD_DIR]}
+build=${3:-}
+cluster=${LLMRDZV_CLUSTER_DIR:-/run/llm-rdzv-slurm}
 [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root (dpkg -i)"; exit 77; }
 
 fail() { printf 'FAIL: %s\n' "$*"; exit 1; }
@@ -20,6 +24,7 @@ work=$(mktemp -d)
 rdzvd_pid=
 cleanup() {
   [ -n "$rdzvd_pid" ] && kill "$rdzvd_pid" 2>/dev/null || true
+  [ -f "$work/plugstack.conf.saved" ] && cp "$work/plugstack.conf.saved" "$cluster/plugstack.conf"
   dpkg --purge llm-rdzv >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -74,6 +79,25 @@ port=$(tr -d '\n' <"$work/port"); port=${port##*:}
 rdzvctl --endpoint "127.0.0.1:$port" ping || fail "rdzvctl ping against the installed rdzvd"
 ok "installed rdzvd (site mode) answers installed rdzvctl on port $port"
 kill "$rdzvd_pid"; wait "$rdzvd_pid" 2>/dev/null || true; rdzvd_pid=
+
+client="$build/bin/rdzv-test-client"
+if [ -f "$cluster/env" ] && [ -x "$client" ]; then
+  # shellcheck disable=SC1091
+  source "$cluster/env"
+  cp "$cluster/plugstack.conf" "$work/plugstack.conf.saved"
+  cp /etc/slurm/plugstack.conf.d/llm-rdzv.conf "$cluster/plugstack.conf"
+  chmod 755 "$work"
+  e2e=$(cd / && setpriv --reuid="$LLMRDZV_TEST_USER" --regid="$LLMRDZV_TEST_USER" --init-groups -- \
+          srun -N2 -n4 --llm-rdzv sh -c 'echo "endpoint=$RDZV_ENDPOINT"; exec "$0"' "$client" 2>&1) \
+    || { echo "$e2e"; fail "srun --llm-rdzv with the installed plugin"; }
+  cp "$work/plugstack.conf.saved" "$cluster/plugstack.conf"
+  rm "$work/plugstack.conf.saved"
+  [ "$(grep -c '^barrier rank=[0-3] ok$' <<<"$e2e")" -eq 4 ] || { echo "$e2e"; fail "4 ranks through the installed plugin and rdzvd"; }
+  grep -Eq '^endpoint=lr-node1:29[5-9][0-9][0-9]$' <<<"$e2e" || { echo "$e2e"; fail "endpoint not in the snippet's port range"; }
+  ok "srun -N2 -n4 --llm-rdzv on the test cluster with the installed snippet, plugin and rdzvd"
+else
+  echo "note: no test cluster at $cluster or no $client: Slurm end-to-end part not run"
+fi
 
 dpkg --purge llm-rdzv >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg --purge"; }
 for f in /usr/sbin/rdzvd "$plugin_dir/llm_rdzv.so" /etc/slurm/plugstack.conf.d/llm-rdzv.conf /etc/llm-rdzv; do
