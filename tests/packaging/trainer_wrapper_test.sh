@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The trainer's LibTorch wrapper (packaging/scripts/trainer-wrapper.in), configured by
+# tests/packaging/CMakeLists.txt to run ./fake-trainer beside it and to expect torch 9.9.9+test:
+# it refuses a missing setting, a directory without torch and a torch of another version, each with
+# a message naming the problem; with the right one it runs the binary with torch/lib and every
+# nvidia/*/lib on LD_LIBRARY_PATH, passing the arguments through; LLM_RDZV_TORCH_SITE beats the file.
+#   trainer_wrapper_test.sh DIR   (DIR holds the configured `trainer`; its config file is DIR/trainer.conf)
+set -euo pipefail
+dir=${1:?usage: trainer_wrapper_test.sh DIR}
+wrapper="$dir/trainer"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+
+cat >"$dir/fake-trainer" <<'FAKE'
+#!/bin/sh
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+echo "args=$*"
+FAKE
+chmod +x "$dir/fake-trainer"
+
+make_site() {  # make_site DIR VERSION
+  mkdir -p "$1/torch/lib" "$1/nvidia/nccl/lib" "$1/nvidia/cu13/lib"
+  echo "__version__ = '$2'" >"$1/torch/version.py"
+}
+make_site "$work/good" 9.9.9+test
+make_site "$work/old" 1.0.0
+
+expect() {  # expect STATUS TEXT -- COMMAND...
+  local status=$1 text=$2 out rc=0
+  shift 3
+  out=$("$@" 2>&1) || rc=$?
+  if [ "$rc" -ne "$status" ] || [[ "$out" != *"$text"* ]]; then
+    printf 'FAIL: %s\n  expected exit %s and "%s", got exit %s: %s\n' "$*" "$status" "$text" "$rc" "$out"
+    failures=$((failures + 1))
+  else
+    printf 'ok: %s\n' "$text"
+  fi
+}
+
+rm -f "$dir/trainer.conf"
+expect 1 "no LibTorch configured: set torch_site= in $dir/trainer.conf" -- env -u LLM_RDZV_TORCH_SITE "$wrapper" --help
+expect 1 "$work/none holds no torch" -- env LLM_RDZV_TORCH_SITE="$work/none" "$wrapper"
+expect 1 "$work/old has torch 1.0.0 but this trainer was built against 9.9.9+test" -- env LLM_RDZV_TORCH_SITE="$work/old" "$wrapper"
+expect 0 "LD_LIBRARY_PATH=$work/good/torch/lib:$work/good/nvidia/cu13/lib:$work/good/nvidia/nccl/lib:/keep" -- \
+  env LLM_RDZV_TORCH_SITE="$work/good" LD_LIBRARY_PATH=/keep "$wrapper" --config "a b.yaml"
+expect 0 "args=--config a b.yaml" -- env LLM_RDZV_TORCH_SITE="$work/good" "$wrapper" --config "a b.yaml"
+printf '# comment\ntorch_site = %s\n' "$work/good" >"$dir/trainer.conf"
+expect 0 "LD_LIBRARY_PATH=$work/good/torch/lib" -- env -u LLM_RDZV_TORCH_SITE "$wrapper"
+expect 1 "$work/old has torch 1.0.0" -- env LLM_RDZV_TORCH_SITE="$work/old" "$wrapper"
+ln -s "$wrapper" "$work/trainer-link"
+expect 0 "args=x" -- env LLM_RDZV_TORCH_SITE="$work/good" "$work/trainer-link" x
+rm -f "$dir/trainer.conf"
+
+[ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
+echo "all checks passed"
