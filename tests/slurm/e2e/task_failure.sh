@@ -6,14 +6,18 @@
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
 
-# Rank 3 holds, and after 1.5 s its wrapper SIGKILLs (or SIGSTOPs) it; the others hold up to
-# 30 s and print each event with a timestamp. Checks that all 5 survivors hear of rank 3's
-# failure between $2 and $3 seconds after the signal.
+# Rank 3 holds, and 1 s after it passed the store barrier (so every rank has joined and is
+# holding) its wrapper SIGKILLs (or SIGSTOPs) it; the others hold up to 30 s and print each event
+# with a timestamp. Checks that all 5 survivors hear of rank 3's failure between $2 and $3
+# seconds after the signal.
 cat > run.sh <<'RUN'
 #!/bin/bash
 if [ "$SLURM_PROCID" = 3 ]; then
-  "$1" --hold-ms 30000 > /dev/null & pid=$!
-  sleep 1.5
+  out=$(mktemp)
+  "$1" --hold-ms 30000 > "$out" & pid=$!
+  for _ in $(seq 300); do grep -q '^barrier' "$out" && break; sleep 0.1; done
+  sleep 1
+  rm -f "$out"
   echo "signalled $(date +%s.%N)"
   kill -"$2" $pid
   sleep 4
@@ -37,10 +41,10 @@ check_failure_reported() {
     awk -v d="$delay" -v lo="$min" -v hi="$max" 'BEGIN { exit !(d >= lo && d <= hi) }' ||
       fail "SIG$signal: failure reported after $delay s, expected $min..$max s (heartbeat timeout 2 s)"
   done <<<"$events"
-  [ $((SECONDS - start)) -lt 20 ] || fail "SIG$signal: survivors did not stop holding"
+  [ $((SECONDS - start)) -lt 28 ] || fail "SIG$signal: survivors did not stop holding"
 }
 check_failure_reported KILL 0 2.5
-check_failure_reported STOP 1.5 3.5
+check_failure_reported STOP 1.5 4.5
 
 # Cancel a step while all its tasks hold the rendezvous: rdzvd must not outlive it.
 as_user srun -N3 -n3 --llm-rdzv "$test_client" --hold-ms 60000 > held.out 2>&1 &
