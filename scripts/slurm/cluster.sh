@@ -107,7 +107,7 @@ write_config() {
   mv "$conf.tmp" "$conf"
   # The plugin as a site would configure it, with short heartbeats so failure tests are quick.
   cat > "$dir/plugstack.conf.tmp" <<CONF
-required $plugin rdzvd=$rdzvd port_range=20000-20999 log_dir=$dir/rdzvd-logs heartbeat_interval=200 heartbeat_timeout=2000
+required $plugin rdzvd=$rdzvd port_range=20000-20999 log_dir=$dir/rdzvd-logs heartbeat_interval=200 heartbeat_timeout=2000 start_timeout=30000
 CONF
   mv "$dir/plugstack.conf.tmp" "$dir/plugstack.conf"
   cat > "$dir/env" <<ENV

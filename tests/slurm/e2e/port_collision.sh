@@ -17,7 +17,7 @@ for port in 20700 20701 20702; do
   foreign+=($!)
 done
 for port in 20700 20701 20702; do
-  for _ in $(seq 100); do [ -s "foreign.$port" ] && break; sleep 0.05; done
+  for _ in $(seq 400); do [ -s "foreign.$port" ] && break; sleep 0.05; done
   [ "$(cat "foreign.$port" 2>/dev/null)" = "$port" ] || { cat "foreign.$port.log" >&2; fail "foreign rdzvd on $port did not start"; }
 done
 

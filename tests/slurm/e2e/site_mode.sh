@@ -24,7 +24,7 @@ trap cleanup EXIT
 "$rdzvd" --mode site --site-secret-file "$secret" --listen 172.30.77.1:0 --port-file "$work/site.port" \
   --exit-with-parent --heartbeat-interval 200 --heartbeat-timeout 2000 > site.log 2>&1 &
 site_pid=$!
-for _ in $(seq 100); do [ -s site.port ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -s site.port ] && break; sleep 0.05; done
 [ -s site.port ] || { cat site.log >&2; fail "the site rdzvd did not start"; }
 port=$(cat site.port)
 sed -i "s|\$| mode=site server=lr-ctl:$port secret_file=$secret|" "$conf"

@@ -48,7 +48,7 @@ check_failure_reported STOP 1.5 4.5
 
 # Cancel a step while all its tasks hold the rendezvous: rdzvd must not outlive it.
 as_user srun -N3 -n3 --llm-rdzv "$test_client" --hold-ms 60000 > held.out 2>&1 &
-for _ in $(seq 100); do [ -f held.out ] && [ "$(grep -c '^barrier' held.out)" -eq 3 ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -f held.out ] && [ "$(grep -c '^barrier' held.out)" -eq 3 ] && break; sleep 0.1; done
 [ -n "$(cluster_rdzvd_pids)" ] || fail "no rdzvd while the step holds its rendezvous"
 user=$(stat -c %U "/proc/$(cluster_rdzvd_pids | head -n1)")
 [ "$user" = "$LLMRDZV_TEST_USER" ] || fail "rdzvd runs as $user, not the job's user"
@@ -60,7 +60,7 @@ expect_no_rdzvd 10
 # Even when the first node's slurmstepd itself dies (SIGKILL, no slurm_spank_exit), rdzvd goes
 # with it (--exit-with-parent).
 as_user srun -N2 -n2 --llm-rdzv "$test_client" --hold-ms 60000 > orphan.out 2>&1 &
-for _ in $(seq 100); do [ -f orphan.out ] && [ "$(grep -c '^barrier' orphan.out)" -eq 2 ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -f orphan.out ] && [ "$(grep -c '^barrier' orphan.out)" -eq 2 ] && break; sleep 0.1; done
 pid=$(cluster_rdzvd_pids | head -n1)
 [ -n "$pid" ] || fail "no rdzvd while the step holds its rendezvous"
 stepd=$(ps -o ppid= -p "$pid" | tr -d ' ')

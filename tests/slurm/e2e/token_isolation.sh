@@ -5,9 +5,9 @@
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
 
-as_user srun -N2 -n2 --llm-rdzv sh -c 'env | grep -E "^(RDZV_|LLM_RDZV_)" > a.env.$SLURM_PROCID; exec "$0" --hold-ms 4000' "$test_client" > a.out 2>&1 &
+as_user srun -N2 -n2 --llm-rdzv sh -c 'env | grep -E "^(RDZV_|LLM_RDZV_)" > a.env.$SLURM_PROCID; exec "$0" --hold-ms 12000' "$test_client" > a.out 2>&1 &
 a_pid=$!
-for _ in $(seq 100); do grep -q '^barrier rank=1 ok' a.out 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "^barrier rank=1 ok" a.out 2>/dev/null && break; sleep 0.1; done
 grep -q '^barrier rank=1 ok' a.out || { cat a.out >&2; fail "step A did not come up"; }
 
 set +e
