@@ -1,8 +1,6 @@
 // The GPT-2 modules on their own: HF parameter names and shapes, HF initialisation, causality,
 // HF's shifted loss with ignored labels, bad inputs, and activation checkpointing giving the same
 // loss and gradients as a plain backward (dropout on, so the recomputation must replay the RNG).
-#include <catch2/catch.hpp>
-
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/full.h>
@@ -14,6 +12,9 @@
 #include <map>
 
 #include "llmrdzv/model/gpt2.hpp"
+
+// Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
+#include <catch2/catch.hpp>
 
 using namespace llmrdzv;
 using model::Gpt2Config;
