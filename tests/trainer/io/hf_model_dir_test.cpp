@@ -1,0 +1,178 @@
+// Hugging Face interoperability with real transformers (the venv's python): an HF-made
+// GPT2LMHeadModel loads and gives the same logits and loss, in both the modern and the legacy
+// layout; a model we save loads in AutoModelForCausalLM with the same logits; bad directories
+// and weight files are rejected naming the file and the tensor.
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/randint.h>
+#include <torch/utils.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "llmrdzv/io/hf_model_dir.hpp"
+#include "temp_dir.hpp"
+
+// Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
+#include <catch2/catch.hpp>
+
+using namespace llmrdzv;
+namespace fs = std::filesystem;
+
+namespace {
+
+int run_python(const std::string& args) {
+  const std::string cmd = std::string(LLMRDZV_TEST_PYTHON) + " " + LLMRDZV_HF_REFERENCE_SCRIPT + " " + args;
+  return std::system(cmd.c_str());
+}
+
+at::Tensor named(const io::NamedTensors& tensors, const std::string& name) {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) return t;
+  }
+  FAIL("no tensor " << name);
+  return {};
+}
+
+model::Gpt2Config tiny() {
+  model::Gpt2Config c;
+  c.vocab_size = 50;
+  c.n_positions = 16;
+  c.n_embd = 24;
+  c.n_layer = 2;
+  c.n_head = 3;
+  c.bos_token_id = c.eos_token_id = 49;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][python]") {
+  testing::TempDir dir;
+  REQUIRE(run_python("make " + dir.path().string() + " 7") == 0);
+  const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
+  const at::Tensor ids = named(ref, "input_ids"), labels = named(ref, "labels");
+
+  for (const char* layout : {"hf", "hf_legacy"}) {
+    for (bool low_mem : {false, true}) {
+      INFO(layout << (low_mem ? " low_cpu_mem_usage" : ""));
+      model::Gpt2LmHeadModel m = io::load_hf_model(dir / layout, {.low_cpu_mem_usage = low_mem});
+      m->eval();
+      at::NoGradGuard no_grad;
+      const auto out = m->forward(ids, labels);
+      const double logit_diff = (out.logits - named(ref, "logits")).abs().max().item<double>();
+      CHECK(logit_diff < 1e-5);
+      CHECK(std::abs(out.loss.item<double>() - named(ref, "loss").item<double>()) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("a saved model loads in transformers with the same logits", "[hf][python]") {
+  testing::TempDir dir;
+  torch::manual_seed(11);
+  model::Gpt2LmHeadModel m(tiny());
+  {
+    at::NoGradGuard no_grad;  // non-trivial biases and LayerNorms, as after training
+    for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
+  }
+  m->eval();
+  std::ofstream(dir / "vocab.json") << R"({"a": 0})";
+  io::save_hf_model(m, dir / "out", {dir / "vocab.json"});
+  CHECK(fs::exists(dir / "out" / "vocab.json"));
+
+  const at::Tensor ids = at::randint(0, 50, {2, 16});
+  at::Tensor labels = ids.clone();
+  labels.index_put_({1, 4}, -100);
+  at::NoGradGuard no_grad;
+  const auto out = m->forward(ids, labels);
+  io::save_tensors(dir / "ours.safetensors",
+                   {{"input_ids", ids}, {"labels", labels}, {"logits", out.logits}, {"loss", out.loss.reshape({1})}});
+  CHECK(run_python("check " + (dir / "out").string() + " " + (dir / "ours.safetensors").string()) == 0);
+
+  // And it loads back into our model bit-exactly.
+  const model::Gpt2LmHeadModel back = io::load_hf_model(dir / "out");
+  const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+}
+
+TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {
+  model::Gpt2LmHeadModel m(tiny());
+  const io::NamedTensors sd = io::to_hf_state_dict(m);
+  const at::Tensor c_attn = named(sd, "transformer.h.0.attn.c_attn.weight");
+  CHECK(c_attn.sizes().vec() == std::vector<std::int64_t>{24, 72});
+  CHECK(at::equal(c_attn, m->transformer->h[0]->as<model::Gpt2BlockImpl>()->attn->c_attn->weight.t()));
+  CHECK(named(sd, "transformer.h.1.mlp.c_fc.weight").sizes().vec() == std::vector<std::int64_t>{24, 96});
+  CHECK(named(sd, "transformer.h.1.mlp.c_proj.weight").sizes().vec() == std::vector<std::int64_t>{96, 24});
+  CHECK(named(sd, "transformer.wte.weight").sizes().vec() == std::vector<std::int64_t>{50, 24});
+  for (const auto& [name, t] : sd) CHECK(name.starts_with("transformer."));
+}
+
+TEST_CASE("bad HF directories and weight files are rejected naming the problem", "[hf]") {
+  testing::TempDir dir;
+  model::Gpt2LmHeadModel m(tiny());
+  io::save_hf_model(m, dir / "good");
+  const fs::path weights = dir / "good" / "model.safetensors";
+  io::NamedTensors sd = io::to_hf_state_dict(m);
+  auto write_variant = [&](const std::string& name, const io::NamedTensors& tensors) {
+    const fs::path d = dir / name;
+    fs::create_directories(d);
+    model::save_config(m->config(), d);
+    io::save_tensors(d / "model.safetensors", tensors);
+    return d;
+  };
+
+  CHECK_THROWS_WITH(io::load_hf_model(dir / "absent"), Catch::Contains("absent: not a directory"));
+
+  fs::create_directories(dir / "bin_only");
+  model::save_config(m->config(), dir / "bin_only");
+  std::ofstream(dir / "bin_only" / "pytorch_model.bin") << "pickle";
+  CHECK_THROWS_WITH(io::load_hf_model(dir / "bin_only"), Catch::Contains("only model.safetensors weights are supported, found pytorch_model.bin"));
+
+  fs::create_directories(dir / "no_config");
+  fs::copy_file(weights, dir / "no_config" / "model.safetensors");
+  CHECK_THROWS_WITH(io::load_hf_model(dir / "no_config"), Catch::Contains("config.json") && Catch::Contains("No such file"));
+
+  io::NamedTensors missing = sd;
+  missing.pop_back();
+  CHECK_THROWS_WITH(io::load_hf_model(write_variant("missing", missing)), Catch::Contains("missing tensor \"transformer."));
+
+  io::NamedTensors extra = sd;
+  extra.emplace_back("transformer.h.9.attn.c_attn.weight", at::zeros({24, 72}));
+  CHECK_THROWS_WITH(io::load_hf_model(write_variant("extra", extra)),
+                    Catch::Contains("unexpected tensor \"transformer.h.9.attn.c_attn.weight\" (not a GPT-2 parameter)"));
+
+  io::NamedTensors twice = sd;
+  twice.emplace_back("wpe.weight", named(sd, "transformer.wpe.weight"));
+  CHECK_THROWS_WITH(io::load_hf_model(write_variant("twice", twice)), Catch::Contains("appears twice"));
+
+  io::NamedTensors linear_layout = sd;  // [out, in] instead of Conv1D's [in, out]
+  for (auto& [name, t] : linear_layout) {
+    if (name == "transformer.h.0.attn.c_attn.weight") t = t.t().contiguous();
+  }
+  CHECK_THROWS_WITH(io::load_hf_model(write_variant("linear_layout", linear_layout)),
+                    Catch::Contains("tensor \"transformer.h.0.attn.c_attn.weight\" has shape [72, 24], config.json implies [24, 72] (Conv1D [in, out])"));
+
+  io::NamedTensors ints = sd;
+  ints[0].second = ints[0].second.to(at::kInt);
+  CHECK_THROWS_WITH(io::load_hf_model(write_variant("ints", ints)), Catch::Contains("has dtype I32, not a float type"));
+
+  io::NamedTensors untied = sd;
+  untied.emplace_back("lm_head.weight", named(sd, "transformer.wte.weight") + 1.0);
+  CHECK_THROWS_WITH(io::load_hf_model(write_variant("untied", untied)),
+                    Catch::Contains("lm_head.weight differs from transformer.wte.weight"));
+
+  io::NamedTensors tied = sd;
+  tied.emplace_back("lm_head.weight", named(sd, "transformer.wte.weight").clone());
+  CHECK_NOTHROW(io::load_hf_model(write_variant("tied", tied)));
+
+  io::NamedTensors halfs = sd;  // F16 weights load, converted to the model's fp32
+  for (auto& [name, t] : halfs) t = t.to(at::kHalf);
+  const model::Gpt2LmHeadModel from_half = io::load_hf_model(write_variant("half", halfs));
+  CHECK(at::allclose(io::to_hf_state_dict(from_half)[0].second, sd[0].second, 1e-2, 1e-3));
+
+  fs::create_directories(dir / "corrupt");
+  model::save_config(m->config(), dir / "corrupt");
+  std::ofstream(dir / "corrupt" / "model.safetensors") << "garbage that is not a safetensors file";
+  CHECK_THROWS_WITH(io::load_hf_model(dir / "corrupt"), Catch::Contains("corrupt/model.safetensors: header length"));
+}
