@@ -1,10 +1,10 @@
 // The one-process TrainingEngine on the CPU: its fused AdamW follows torch::optim::AdamW with the
 // two parameter groups, clipping scales the global norm, its optimizer state round-trips exactly
 // (a restored engine continues bit for bit), and malformed state is refused with a message.
-#include <catch2/catch.hpp>
-
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
+
+#include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
 
 #include "llmrdzv/train/training_engine.hpp"
 
