@@ -36,7 +36,7 @@ ok "installed $(basename "$deb")"
 plugin_dir=$(dirname "$(dpkg -L llm-rdzv | grep '/llm_rdzv\.so$')")
 for f in /usr/sbin/rdzvd /usr/bin/rdzvctl /usr/sbin/llm-rdzv-secret "$plugin_dir/llm_rdzv.so" \
          /etc/slurm/plugstack.conf.d/llm-rdzv.conf /lib/systemd/system/rdzvd.service \
-         /usr/lib/sysusers.d/llm-rdzv.conf /usr/share/doc/llm-rdzv/admin-guide.md /etc/llm-rdzv/rdzvd.yaml \
+         /usr/lib/sysusers.d/llm-rdzv.conf /usr/share/doc/llm-rdzv/admin-guide.md.gz /etc/llm-rdzv/rdzvd.yaml \
          /usr/share/doc/llm-rdzv/copyright; do
   [ -e "$f" ] || fail "$f is not installed"
 done
@@ -72,7 +72,7 @@ secret="$work/site.secret"
 llm-rdzv-secret --file "$secret" >/dev/null
 # As rdzvd.service starts it (installed config, site mode, the secret file), but on loopback.
 rdzvd --config /etc/llm-rdzv/rdzvd.yaml --mode site --site-secret-file "$secret" \
-  --listen 127.0.0.1:0 --port-file "$work/port" --idle-timeout 60 2>"$work/rdzvd.log" &
+  --listen 127.0.0.1:0 --port-file "$work/port" --idle-timeout 60 >"$work/rdzvd.log" 2>&1 &
 rdzvd_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { cat "$work/rdzvd.log"; fail "installed rdzvd did not report a port"; }
