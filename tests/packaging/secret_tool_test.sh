@@ -8,31 +8,19 @@ tool=${1:?usage: secret_tool_test.sh PATH/TO/llm-rdzv-secret}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 secret="$dir/site.secret"
-failures=0
+source "$(dirname "$0")/expect.sh"
 
-# expect STATUS TEXT -- COMMAND...: the command exits with STATUS and its output contains TEXT.
-expect() {
-  local status=$1 text=$2 out rc=0
-  shift 3
-  out=$("$@" 2>&1) || rc=$?
-  if [ "$rc" -ne "$status" ] || [[ "$out" != *"$text"* ]]; then
-    printf 'FAIL: %s\n  expected exit %s and "%s", got exit %s: %s\n' "$*" "$status" "$text" "$rc" "$out"
-    failures=$((failures + 1))
-  else
-    printf 'ok: %s -> %s\n' "$*" "$text"
-  fi
-}
 
 expect 0 "wrote $secret" -- "$tool" --file "$secret"
-[ "$(stat -c '%U:%G %a %s' "$secret")" = "root:root 600 65" ] || { echo "FAIL: owner/mode/size $(stat -c '%U:%G %a %s' "$secret")"; failures=$((failures + 1)); }
-grep -Eqx '[0-9a-f]{64}' "$secret" || { echo "FAIL: content is not 64 hex characters"; failures=$((failures + 1)); }
+check "owner, mode, size: $(stat -c '%U:%G %a %s' "$secret")" test "$(stat -c '%U:%G %a %s' "$secret")" = "root:root 600 65"
+check "content is not 64 hex characters" grep -Eqx '[0-9a-f]{64}' "$secret"
 first=$(cat "$secret")
 expect 0 "already exists and is in order" -- "$tool" --file "$secret"
-[ "$(cat "$secret")" = "$first" ] || { echo "FAIL: an existing secret was replaced"; failures=$((failures + 1)); }
+check "an existing secret was replaced" test "$(cat "$secret")" = "$first"
 expect 0 "is in order" -- "$tool" --file "$secret" --check
 expect 0 "wrote $secret" -- "$tool" --file "$secret" --rotate
-[ "$(cat "$secret")" != "$first" ] || { echo "FAIL: --rotate kept the old secret"; failures=$((failures + 1)); }
-[ -z "$(find "$dir" -name '.site.secret.*')" ] || { echo "FAIL: temporary file left behind"; failures=$((failures + 1)); }
+check "--rotate kept the old secret" test "$(cat "$secret")" != "$first"
+check "temporary file left behind" test -z "$(find "$dir" -name '.site.secret.*')"
 
 chmod 640 "$secret"
 expect 1 "has mode 640, expected 600" -- "$tool" --file "$secret" --check
@@ -50,5 +38,4 @@ expect 1 "unknown argument '--bogus'" -- "$tool" --bogus
 expect 1 "--file needs a path" -- "$tool" --file
 expect 1 "run as root" -- setpriv --reuid=nobody --regid=nogroup --clear-groups "$tool" --file "$dir/other.secret"
 
-[ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
-echo "all checks passed"
+finish

@@ -10,7 +10,7 @@ dir=${1:?usage: trainer_wrapper_test.sh DIR}
 wrapper="$dir/trainer"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
+source "$(dirname "$0")/expect.sh"
 
 cat >"$dir/fake-trainer" <<'FAKE'
 #!/bin/sh
@@ -26,17 +26,6 @@ make_site() {  # make_site DIR VERSION
 make_site "$work/good" 9.9.9+test
 make_site "$work/old" 1.0.0
 
-expect() {  # expect STATUS TEXT -- COMMAND...
-  local status=$1 text=$2 out rc=0
-  shift 3
-  out=$("$@" 2>&1) || rc=$?
-  if [ "$rc" -ne "$status" ] || [[ "$out" != *"$text"* ]]; then
-    printf 'FAIL: %s\n  expected exit %s and "%s", got exit %s: %s\n' "$*" "$status" "$text" "$rc" "$out"
-    failures=$((failures + 1))
-  else
-    printf 'ok: %s\n' "$text"
-  fi
-}
 
 rm -f "$dir/trainer.conf"
 expect 1 "no LibTorch configured: set torch_site= in $dir/trainer.conf" -- env -u LLM_RDZV_TORCH_SITE "$wrapper" --help
@@ -52,5 +41,4 @@ ln -s "$wrapper" "$work/trainer-link"
 expect 0 "args=x" -- env LLM_RDZV_TORCH_SITE="$work/good" "$work/trainer-link" x
 rm -f "$dir/trainer.conf"
 
-[ "$failures" -eq 0 ] || { echo "$failures check(s) failed"; exit 1; }
-echo "all checks passed"
+finish
