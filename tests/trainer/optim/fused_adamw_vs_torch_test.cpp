@@ -1,8 +1,10 @@
 // The fused AdamW must make the same updates as torch::optim::AdamW (1e-6 relative) step by
 // step, with weight decay and bias correction, on odd sizes and on shards with unaligned
 // boundaries, for every kernel variant this CPU can run, and independently of thread count.
-#include <catch2/catch.hpp>
+// torch before Catch: c10's logging defines a CHECK macro that would replace Catch's.
 #include <torch/torch.h>
+
+#include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,194 @@
+// dist-test-worker: one rank of the distributed tests, started by dist_tests with the env
+// contract of a real rdzvd (or without it, as the one-process reference). Modes:
+//   collectives  Gloo all-reduce, broadcast and all-gather through the RdzvStore; prints results
+//   train        a toy model trained through the TrainingEngine seam exactly as the training
+//                loop drives it; prints "step <k> loss <x> norm <y>" and a parameter checksum
+//   memory       builds OffloadAdamW over <N> parameters and prints the measured RSS growth
+//   hang         joins, then blocks in an all-reduce (a test kills a peer)
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <unistd.h>
+
+#include "llmrdzv/client/client.hpp"
+#include "llmrdzv/dist/distributed_engine.hpp"
+#include "llmrdzv/dist/offload_optimizer.hpp"
+#include "llmrdzv/dist/process_group.hpp"
+#include "llmrdzv/dist/rdzv_store.hpp"
+#include "llmrdzv/train/training_engine.hpp"
+
+namespace {
+
+using namespace llmrdzv;
+
+struct Args {
+  std::string mode;
+  std::string offload = "none";
+  int steps = 20;
+  int global_batch = 16;
+  int accumulation = 1;
+  std::int64_t bucket_mb = 1;
+  std::int64_t params = 0;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--mode") a.mode = value;
+    else if (flag == "--offload") a.offload = value;
+    else if (flag == "--steps") a.steps = std::stoi(value);
+    else if (flag == "--global-batch") a.global_batch = std::stoi(value);
+    else if (flag == "--accumulation") a.accumulation = std::stoi(value);
+    else if (flag == "--bucket-mb") a.bucket_mb = std::stoll(value);
+    else if (flag == "--params") a.params = std::stoll(value);
+    else throw std::invalid_argument("unknown flag " + flag);
+  }
+  return a;
+}
+
+struct Group {
+  std::shared_ptr<client::Client> client;
+  client::Assignment assignment;
+  c10::intrusive_ptr<c10d::Backend> backend;
+};
+
+Group join_group() {
+  Group g;
+  g.client = std::make_shared<client::Client>(client::Options::from_env());
+  g.assignment = g.client->join();
+  auto store = c10::make_intrusive<dist::RdzvStore>(g.client, g.assignment.round, "test/",
+                                                    std::chrono::seconds(60));
+  g.backend = dist::make_process_group(store, g.assignment.rank, g.assignment.world_size,
+                                       c10::Device(c10::kCPU), {.gloo_hostname = "127.0.0.1"});
+  return g;
+}
+
+int run_collectives() {
+  Group g = join_group();
+  const int rank = g.assignment.rank, world = g.assignment.world_size;
+  std::vector<at::Tensor> sum{torch::full({5}, float(rank + 1))};
+  g.backend->allreduce(sum)->wait();
+  std::vector<at::Tensor> bcast{torch::full({3}, float(100 + rank))};
+  g.backend->broadcast(bcast)->wait();
+  std::vector<at::Tensor> input{torch::full({2}, float(rank))};
+  std::vector<std::vector<at::Tensor>> gathered(1);
+  for (int r = 0; r < world; ++r) gathered[0].push_back(torch::empty({2}));
+  g.backend->allgather(gathered, input)->wait();
+  std::cout << "rank " << rank << " world " << world << " allreduce " << sum[0][0].item<float>()
+            << " broadcast " << bcast[0][2].item<float>() << " allgather";
+  for (const auto& t : gathered[0]) std::cout << ' ' << t[1].item<float>();
+  std::cout << std::endl;
+  g.client->leave();
+  return 0;
+}
+
+// A small MLP with decayed weights and undecayed biases/LayerNorm, 2.4 MB of parameters so a
+// 1 MB bucket cap gives several buckets.
+torch::nn::Sequential toy_model() {
+  return torch::nn::Sequential(torch::nn::Linear(32, 512), torch::nn::LayerNorm(std::vector<int64_t>{512}),
+                               torch::nn::Tanh(), torch::nn::Linear(512, 512), torch::nn::Tanh(),
+                               torch::nn::Linear(512, 512), torch::nn::Tanh(), torch::nn::Linear(512, 8));
+}
+
+// Sample i of a fixed synthetic regression task (no RNG, so every rank sees the same data).
+std::pair<at::Tensor, at::Tensor> samples(std::int64_t first, std::int64_t count) {
+  auto i = torch::arange(first, first + count, torch::kFloat).unsqueeze(1);
+  auto x = torch::sin(i * 0.37 + torch::arange(32, torch::kFloat).unsqueeze(0) * 0.71);
+  auto y = torch::cos(i * 0.11 + torch::arange(8, torch::kFloat).unsqueeze(0) * 1.3);
+  return {x, y};
+}
+
+int run_train(const Args& a) {
+  train::TrainOptions options;
+  options.offload = a.offload;
+  options.ddp_bucket_cap_mb = a.bucket_mb;
+  options.use_cpu = true;
+  options.threads = 1;
+  at::set_num_threads(1);
+  auto engine = dist::rendezvous_env_present() ? dist::make_distributed_engine(options, {.gloo_hostname = "127.0.0.1"})
+                                               : train::make_single_process_engine(options);
+  const int rank = engine->rank(), world = engine->world_size();
+  torch::manual_seed(1000 + rank);  // different on every rank: attach() must broadcast rank 0's
+  auto model = toy_model();
+  std::vector<train::NamedParameter> params;
+  for (const auto& item : model->named_parameters()) {
+    params.push_back({item.key(), item.value(), item.value().dim() > 1});
+  }
+  engine->attach(params, {.beta1 = 0.9, .beta2 = 0.99, .epsilon = 1e-8, .weight_decay = 0.1});
+
+  const int per_rank = a.global_batch / world, micro = per_rank / a.accumulation;
+  if (micro * a.accumulation * world != a.global_batch) throw std::invalid_argument("batch does not divide");
+  for (int step = 1; step <= a.steps; ++step) {
+    double loss_sum = 0;
+    for (int m = 0; m < a.accumulation; ++m) {
+      engine->begin_micro_step(m == a.accumulation - 1);
+      const auto [x, y] = samples(std::int64_t(step) * a.global_batch + rank * per_rank + m * micro, micro);
+      auto loss = torch::mse_loss(model->forward(x), y);
+      (loss / a.accumulation).backward();
+      loss_sum += loss.item<double>() * micro;
+    }
+    const double norm = engine->finish_gradients(1.0);
+    engine->optimizer_step(1e-3 * (step <= 5 ? step / 5.0 : 1.0));
+    const auto totals = engine->all_reduce_sum({loss_sum, double(per_rank)});
+    if (rank == 0) std::printf("step %d loss %.9g norm %.9g\n", step, totals[0] / totals[1], norm);
+  }
+  double checksum = 0;
+  for (const auto& p : params) checksum += p.tensor.to(torch::kDouble).sum().item<double>();
+  std::printf("rank %d checksum %.12g\n", rank, checksum);
+  engine->barrier();
+  return 0;
+}
+
+long resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+int run_memory(const Args& a) {
+  Group g = join_group();
+  auto param = torch::randn({a.params});
+  g.backend->barrier()->wait();
+  const long before = resident_bytes();
+  dist::OffloadAdamW optimizer({{param, true}}, {{0, a.params}}, g.backend, {});
+  const long grown = resident_bytes() - before;
+  std::printf("rank %d rss_growth %ld state_bytes %zu\n", g.assignment.rank, grown, optimizer.state_bytes());
+  g.backend->barrier()->wait();
+  g.client->leave();
+  return 0;
+}
+
+int run_hang() {
+  train::TrainOptions options;
+  options.use_cpu = true;
+  auto engine = dist::make_distributed_engine(options, {.gloo_hostname = "127.0.0.1"});
+  std::printf("rank %d joined\n", engine->rank());
+  std::fflush(stdout);
+  if (engine->rank() == 0) pause();  // the test kills this rank
+  std::vector<double> never = engine->all_reduce_sum({1.0});  // blocks: rank 0 never joins it
+  std::printf("rank %d all-reduce returned %g\n", engine->rank(), never[0]);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    if (a.mode == "collectives") return run_collectives();
+    if (a.mode == "train") return run_train(a);
+    if (a.mode == "memory") return run_memory(a);
+    if (a.mode == "hang") return run_hang();
+    std::cerr << "dist-test-worker: unknown --mode '" << a.mode << "'\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "dist-test-worker: error: " << e.what() << '\n';
+    return 1;
+  }
+}

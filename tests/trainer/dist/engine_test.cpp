@@ -1,0 +1,151 @@
+// The distributed TrainingEngine against the one-process engine: with the same global batch,
+// 2 and 4 ranks (real processes, Gloo over loopback, a real rdzvd) give the same losses, gradient
+// norms and final weights as 1 rank, for plain data parallel and for --offload optimizer, with
+// and without gradient accumulation. Also: offload state per rank falls as 1/world (measured
+// RSS), and a rank that dies ends the others promptly with a clear error.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <csignal>
+#include <sstream>
+
+#include "worker_launch.hpp"
+
+using namespace llmrdzv::testing;
+using Catch::Matchers::Contains;
+
+namespace {
+
+struct TrainResult {
+  std::vector<double> losses, norms;
+  std::vector<double> checksums;  // per rank
+};
+
+TrainResult parse_train(const WorkerRun& run) {
+  TrainResult r;
+  for (const auto& line : lines_with(run, "step ")) {
+    std::istringstream in(line);
+    std::string word;
+    int step = 0;
+    double loss = 0, norm = 0;
+    in >> word >> step >> word >> loss >> word >> norm;
+    r.losses.push_back(loss);
+    r.norms.push_back(norm);
+  }
+  for (const auto& line : lines_with(run, "rank ")) {
+    std::istringstream in(line);
+    std::string word;
+    int rank = 0;
+    double checksum = 0;
+    in >> word >> rank >> word >> checksum;
+    r.checksums.push_back(checksum);
+  }
+  return r;
+}
+
+double relative(double a, double b) { return std::fabs(a - b) / std::max(std::fabs(b), 1e-12); }
+
+void require_same_training(const TrainResult& ours, const TrainResult& reference, int steps) {
+  REQUIRE(ours.losses.size() == std::size_t(steps));
+  REQUIRE(reference.losses.size() == std::size_t(steps));
+  for (int s = 0; s < steps; ++s) {
+    INFO("step " << s + 1 << ": loss " << ours.losses[s] << " vs " << reference.losses[s] << ", norm "
+                 << ours.norms[s] << " vs " << reference.norms[s]);
+    CHECK(relative(ours.losses[s], reference.losses[s]) <= 1e-5);
+    CHECK(relative(ours.norms[s], reference.norms[s]) <= 1e-5);
+  }
+  REQUIRE(reference.checksums.size() == 1);
+  for (double c : ours.checksums) CHECK(relative(c, reference.checksums[0]) <= 1e-5);
+}
+
+std::vector<std::string> train_args(const std::string& offload, int accumulation) {
+  return {"--mode", "train", "--offload", offload, "--steps", "20", "--global-batch", "16",
+          "--accumulation", std::to_string(accumulation), "--bucket-mb", "1"};
+}
+
+}  // namespace
+
+TEST_CASE("plain data parallel: 2 and 4 ranks train like 1 rank with the same global batch") {
+  const auto reference = run_reference(train_args("none", 1));
+  require_success(reference);
+  const auto expected = parse_train(reference);
+  // The loss must actually move, or matching it would prove nothing.
+  REQUIRE(expected.losses.back() < 0.9 * expected.losses.front());
+  for (int world : {2, 4}) {
+    INFO("world " << world);
+    const auto run = run_workers(world, train_args("none", 1));
+    require_success(run);
+    require_same_training(parse_train(run), expected, 20);
+  }
+  INFO("world 2 with 2 accumulation micro-steps");
+  const auto accumulated = run_workers(2, train_args("none", 2));
+  require_success(accumulated);
+  require_same_training(parse_train(accumulated), expected, 20);
+}
+
+TEST_CASE("--offload optimizer: 1, 2 and 4 ranks train like the one-process engine") {
+  const auto reference = run_reference(train_args("none", 1));
+  require_success(reference);
+  const auto expected = parse_train(reference);
+  for (int world : {1, 2, 4}) {
+    INFO("world " << world);
+    const auto run = run_workers(world, train_args("optimizer", world == 2 ? 2 : 1));
+    require_success(run);
+    require_same_training(parse_train(run), expected, 20);
+  }
+}
+
+TEST_CASE("offload optimizer state per rank falls as 1/world (measured RSS)") {
+  const std::int64_t params = 4'000'000;  // 64 MB of state on one rank
+  std::map<int, double> growth_per_world;
+  for (int world : {1, 2, 4}) {
+    const auto run = run_workers(world, {"--mode", "memory", "--params", std::to_string(params)});
+    require_success(run);
+    const auto lines = lines_with(run, "rank ");
+    REQUIRE(lines.size() == std::size_t(world));
+    double worst = 0;
+    for (const auto& line : lines) {
+      std::istringstream in(line);
+      std::string word;
+      int rank = 0;
+      double grown = 0, state = 0;
+      in >> word >> rank >> word >> grown >> word >> state;
+      CHECK(state == double(16 * ((params + world - 1) / world)));  // 4 floats per owned element
+      CHECK(grown <= 1.1 * state + (1 << 20));
+      worst = std::max(worst, grown);
+    }
+    growth_per_world[world] = worst;
+  }
+  INFO("RSS growth: 1 rank " << growth_per_world[1] << ", 2 ranks " << growth_per_world[2] << ", 4 ranks "
+                             << growth_per_world[4]);
+  CHECK(growth_per_world[1] >= 0.9 * 16 * params);
+  CHECK(growth_per_world[2] / growth_per_world[1] == Approx(0.5).margin(0.06));
+  CHECK(growth_per_world[4] / growth_per_world[1] == Approx(0.25).margin(0.06));
+}
+
+TEST_CASE("a hung rank ends the others promptly with a clear error instead of a stuck collective") {
+  TempDir dir;
+  RdzvdProcess rdzvd(dir);  // heartbeat timeout 1 s
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    auto env = rdzvd.client_env(3);
+    env["RANK"] = std::to_string(r);
+    ranks.push_back(std::make_unique<ChildProcess>(std::vector<std::string>{worker_path(), "--mode", "hang"}, env,
+                                                   dir.file("hang" + std::to_string(r) + ".err")));
+  }
+  for (int r = 0; r < 3; ++r) {
+    INFO("rank " << r << " stderr: " << ranks[r]->stderr_text());
+    REQUIRE(ranks[r]->read_line(std::chrono::seconds(120)) == "rank " + std::to_string(r) + " joined");
+  }
+  ranks[0]->send_signal(SIGSTOP);  // alive to the kernel (sockets open), silent to rdzvd
+  const auto stopped_at = std::chrono::steady_clock::now();
+  for (int r = 1; r < 3; ++r) {
+    const auto status = ranks[r]->wait(std::chrono::seconds(15));
+    INFO("rank " << r << " stderr: " << ranks[r]->stderr_text());
+    REQUIRE(status.has_value());
+    CHECK(*status == 3);
+    CHECK_THAT(ranks[r]->stderr_text(), Contains("rank 0 failed"));
+  }
+  CHECK(std::chrono::steady_clock::now() - stopped_at < std::chrono::seconds(10));
+  ranks[0]->send_signal(SIGKILL);
+}

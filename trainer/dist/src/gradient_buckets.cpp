@@ -1,0 +1,137 @@
+// GradientBuckets: bucket layout, the post-accumulate-grad hooks, ordered launching of the
+// all-reduces and the final wait (see gradient_buckets.hpp).
+#include "llmrdzv/dist/gradient_buckets.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <chrono>
+#include <stdexcept>
+
+namespace llmrdzv::dist {
+namespace {
+
+class ReadyHook final : public torch::autograd::PostAccumulateGradHook {
+ public:
+  ReadyHook(GradientBuckets& owner, std::size_t index) : owner_(owner), index_(index) {}
+  void operator()(const torch::autograd::Variable& tensor) override {
+    owner_.on_gradient_ready(index_, tensor.grad());
+  }
+
+ private:
+  GradientBuckets& owner_;
+  std::size_t index_;
+};
+
+}  // namespace
+
+GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
+                                 c10::intrusive_ptr<c10d::Backend> backend,
+                                 std::size_t bucket_cap_bytes)
+    : parameters_(std::move(parameters)), backend_(std::move(backend)) {
+  if (parameters_.empty()) throw std::invalid_argument("gradient buckets: no parameters");
+  slots_.resize(parameters_.size());
+  bucket_of_.resize(parameters_.size());
+  ready_.assign(parameters_.size(), false);
+  std::int64_t offset = 0;
+  for (std::size_t k = parameters_.size(); k-- > 0;) {
+    const auto& p = parameters_[k];
+    if (p.scalar_type() != at::kFloat) {
+      throw std::invalid_argument("gradient buckets: parameters must be float32");
+    }
+    const std::int64_t numel = p.numel();
+    const auto bytes = static_cast<std::size_t>(numel) * sizeof(float);
+    if (buckets_.empty() ||
+        (static_cast<std::size_t>(offset - buckets_.back().begin) * sizeof(float) + bytes >
+             bucket_cap_bytes &&
+         !buckets_.back().parameters.empty())) {
+      buckets_.push_back(Bucket{.begin = offset, .end = offset});
+    }
+    slots_[k] = FlatSlot{offset, numel};
+    bucket_of_[k] = buckets_.size() - 1;
+    buckets_.back().parameters.push_back(k);
+    offset += numel;
+    buckets_.back().end = offset;
+  }
+  flat_ = at::zeros({offset}, parameters_.front().options().dtype(at::kFloat).requires_grad(false));
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    torch::autograd::impl::set_post_acc_grad_hooks(parameters_[k],
+                                                   std::make_unique<ReadyHook>(*this, k));
+  }
+}
+
+GradientBuckets::~GradientBuckets() {
+  for (auto& p : parameters_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+}
+
+void GradientBuckets::begin_micro_step(bool last_micro_step) {
+  std::lock_guard lock(mutex_);
+  armed_ = last_micro_step;
+  if (last_micro_step) launched_by_hooks_ = 0;
+}
+
+void GradientBuckets::on_gradient_ready(std::size_t index, const at::Tensor& grad) {
+  std::lock_guard lock(mutex_);
+  if (!armed_ || ready_[index]) return;
+  const FlatSlot& slot = slots_[index];
+  flat_.narrow(0, slot.offset, slot.numel).copy_(grad.reshape({-1}));
+  ready_[index] = true;
+  ++buckets_[bucket_of_[index]].ready;
+  const std::size_t before = next_to_launch_;
+  launch_ready_in_order();
+  launched_by_hooks_ += next_to_launch_ - before;
+}
+
+void GradientBuckets::launch_ready_in_order() {
+  while (next_to_launch_ < buckets_.size() &&
+         buckets_[next_to_launch_].ready == buckets_[next_to_launch_].parameters.size()) {
+    launch(buckets_[next_to_launch_++]);
+  }
+}
+
+void GradientBuckets::launch(Bucket& bucket) {
+  auto view = flat_.narrow(0, bucket.begin, bucket.end - bucket.begin);
+  const int world = backend_->getSize();
+  if (world > 1) view.div_(world);  // all-reduce sums; dividing first gives the mean
+  std::vector<at::Tensor> tensors{view};
+  bucket.work = backend_->allreduce(tensors);
+}
+
+void GradientBuckets::finish() {
+  std::lock_guard lock(mutex_);
+  // Parameters whose hook did not fire this step: their accumulated gradient, or zero.
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    if (ready_[k]) continue;
+    auto slice = flat_.narrow(0, slots_[k].offset, slots_[k].numel);
+    const auto& grad = parameters_[k].grad();
+    grad.defined() ? slice.copy_(grad.reshape({-1})) : slice.zero_();
+    ready_[k] = true;
+    ++buckets_[bucket_of_[k]].ready;
+  }
+  launch_ready_in_order();
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& bucket : buckets_) {
+    bucket.work->wait();
+    bucket.work.reset();
+    bucket.ready = 0;
+  }
+  last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ready_.assign(ready_.size(), false);
+  next_to_launch_ = 0;
+  armed_ = false;
+}
+
+void GradientBuckets::copy_to_grads() {
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    auto mean = flat_.narrow(0, slots_[k].offset, slots_[k].numel).view(parameters_[k].sizes());
+    auto& grad = parameters_[k].mutable_grad();
+    if (grad.defined()) {
+      grad.copy_(mean);
+    } else {
+      grad = mean.clone();
+    }
+  }
+}
+
+}  // namespace llmrdzv::dist

@@ -1,0 +1,156 @@
+// OffloadAdamW: shard layout, the per-step slice / fused update / all-gather, and the shard's
+// checkpoint entries (see offload_optimizer.hpp).
+#include "llmrdzv/dist/offload_optimizer.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include <span>
+#include <stdexcept>
+
+namespace llmrdzv::dist {
+namespace {
+
+at::Tensor host_floats(std::int64_t n, bool pinned) {
+  return at::zeros({n}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pinned));
+}
+
+std::span<float> span_of(const at::Tensor& t, std::int64_t begin, std::int64_t end) {
+  return {t.data_ptr<float>() + begin, static_cast<std::size_t>(end - begin)};
+}
+
+}  // namespace
+
+OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector<FlatSlot> slots,
+                           c10::intrusive_ptr<c10d::Backend> backend,
+                           optim::AdamWHyperparams hyper, optim::KernelOptions kernel)
+    : parameters_(std::move(parameters)),
+      slots_(std::move(slots)),
+      backend_(std::move(backend)),
+      hyper_(hyper),
+      kernel_(kernel),
+      rank_(backend_->getRank()),
+      world_(backend_->getSize()) {
+  if (parameters_.size() != slots_.size() || parameters_.empty()) {
+    throw std::invalid_argument("offload optimizer: one flat slot per parameter needed");
+  }
+  for (const auto& slot : slots_) total_ = std::max(total_, slot.offset + slot.numel);
+  shard_size_ = (total_ + world_ - 1) / world_;
+  shard_begin_ = std::int64_t{rank_} * shard_size_;
+  const std::int64_t shard_end = std::min(total_, shard_begin_ + shard_size_);
+
+  const auto device = parameters_.front().tensor.device();
+  const bool pinned = device.is_cuda();
+  master_ = host_floats(shard_size_, pinned);
+  exp_avg_ = host_floats(shard_size_, false);
+  exp_avg_sq_ = host_floats(shard_size_, false);
+  grad_shard_ = host_floats(shard_size_, pinned);
+
+  // Master weights from the (already identical) parameters; decay runs over the shard.
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    const std::int64_t begin = std::max(slots_[k].offset, shard_begin_);
+    const std::int64_t end = std::min(slots_[k].offset + slots_[k].numel, shard_end);
+    if (begin >= end) continue;
+    const auto values = parameters_[k].tensor.detach().reshape({-1}).to(at::kFloat).to(at::kCPU);
+    master_.narrow(0, begin - shard_begin_, end - begin)
+        .copy_(values.narrow(0, begin - slots_[k].offset, end - begin));
+    runs_.push_back(Run{begin - shard_begin_, end - shard_begin_, parameters_[k].decay});
+  }
+  std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
+}
+
+void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
+  ++step_;
+  const std::int64_t owned = std::max<std::int64_t>(0, std::min(total_, shard_begin_ + shard_size_) - shard_begin_);
+  if (owned > 0) {
+    auto slice = grad_shard_.narrow(0, 0, owned);
+    slice.copy_(flat_grad.narrow(0, shard_begin_, owned));
+    if (grad_scale != 1.0) slice.mul_(grad_scale);
+  }
+  for (const Run& run : runs_) {
+    optim::AdamWHyperparams hp = hyper_;
+    hp.lr = learning_rate;
+    if (!run.decay) hp.weight_decay = 0;
+    optim::adamw_step({span_of(master_, run.begin, run.end), span_of(grad_shard_, run.begin, run.end),
+                       span_of(exp_avg_, run.begin, run.end), span_of(exp_avg_sq_, run.begin, run.end)},
+                      hp, step_, kernel_);
+  }
+  const auto device = parameters_.front().tensor.device();
+  if (!gathered_.defined()) {  // the all-gather target is not optimizer state: made on first use
+    gathered_ = at::empty({shard_size_ * world_}, at::TensorOptions().dtype(at::kFloat).device(device));
+  }
+  auto input = master_.to(device);
+  std::vector<at::Tensor> inputs{input};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < world_; ++r) outputs[0].push_back(gathered_.narrow(0, std::int64_t{r} * shard_size_, shard_size_));
+  backend_->allgather(outputs, inputs)->wait();
+
+  at::NoGradGuard no_grad;
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    auto& p = parameters_[k].tensor;
+    p.copy_(gathered_.narrow(0, slots_[k].offset, slots_[k].numel).view(p.sizes()));
+  }
+}
+
+std::map<std::string, at::Tensor> OffloadAdamW::state() const {
+  return {
+      {"offload.master", master_.clone()},
+      {"offload.exp_avg", exp_avg_.clone()},
+      {"offload.exp_avg_sq", exp_avg_sq_.clone()},
+      {"offload.step", at::scalar_tensor(step_, at::kLong)},
+      {"offload.layout", at::tensor(std::vector<std::int64_t>{total_, world_, rank_, shard_size_})},
+  };
+}
+
+void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
+  const auto entry = [&](const std::string& name) -> const at::Tensor& {
+    const auto found = state.find(name);
+    if (found == state.end()) {
+      throw std::runtime_error("offload optimizer state has no '" + name + "' entry");
+    }
+    return found->second;
+  };
+  const auto& layout = entry("offload.layout");
+  if (layout.scalar_type() != at::kLong || layout.numel() != 4) {
+    throw std::runtime_error("offload optimizer state: 'offload.layout' is malformed");
+  }
+  const auto saved = layout.contiguous();
+  const auto* v = saved.data_ptr<std::int64_t>();
+  const std::int64_t total = v[0], world = v[1], rank = v[2], shard = v[3];
+  if (total != total_) {
+    throw std::runtime_error("offload optimizer state is for a model with " + std::to_string(total) +
+                             " parameters; this model has " + std::to_string(total_));
+  }
+  if (world != world_) {
+    throw std::runtime_error(
+        "offload optimizer state was saved as " + std::to_string(world) +
+        " shards (one per rank) but this run has " + std::to_string(world_) +
+        " ranks; a rank's file holds only its own shard, so it cannot be resharded: resume with " +
+        std::to_string(world) + " ranks");
+  }
+  if (rank != rank_ || shard != shard_size_) {
+    throw std::runtime_error("offload optimizer state belongs to rank " + std::to_string(rank) +
+                             ", not rank " + std::to_string(rank_));
+  }
+  for (auto [name, target] : {std::pair{"offload.master", &master_}, {"offload.exp_avg", &exp_avg_},
+                              {"offload.exp_avg_sq", &exp_avg_sq_}}) {
+    const auto& t = entry(name);
+    if (t.scalar_type() != at::kFloat || t.numel() != shard_size_) {
+      throw std::runtime_error(std::string("offload optimizer state: '") + name + "' should hold " +
+                               std::to_string(shard_size_) + " float32 values");
+    }
+    target->copy_(t.reshape({-1}));
+  }
+  const auto& step = entry("offload.step");
+  if (step.numel() != 1 || step.scalar_type() != at::kLong || step.item<std::int64_t>() < 0) {
+    throw std::runtime_error("offload optimizer state: 'offload.step' is malformed");
+  }
+  step_ = step.item<std::int64_t>();
+}
+
+std::size_t OffloadAdamW::state_bytes() const {
+  return static_cast<std::size_t>(master_.nbytes() + exp_avg_.nbytes() + exp_avg_sq_.nbytes() +
+                                  grad_shard_.nbytes());
+}
+
+}  // namespace llmrdzv::dist
