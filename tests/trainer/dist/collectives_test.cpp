@@ -2,6 +2,7 @@
 // and all-gather give the right values for 2 and 4 ranks.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <sstream>
 
 #include "worker_launch.hpp"
