@@ -53,7 +53,8 @@ TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][pyt
   const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
   const at::Tensor ids = named(ref, "input_ids"), labels = named(ref, "labels");
 
-  for (const char* layout : {"hf", "hf_legacy"}) {
+  REQUIRE(std::filesystem::exists(dir / "hf_sharded" / "model.safetensors.index.json"));
+  for (const char* layout : {"hf", "hf_sharded", "hf_legacy"}) {
     for (bool low_mem : {false, true}) {
       INFO(layout << (low_mem ? " low_cpu_mem_usage" : ""));
       model::Gpt2LmHeadModel m = io::load_hf_model(dir / layout, {.low_cpu_mem_usage = low_mem});
@@ -129,6 +130,10 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
   std::ofstream(dir / "bin_only" / "pytorch_model.bin") << "pickle";
   CHECK_THROWS_WITH(io::load_hf_model(dir / "bin_only"), Catch::Contains("only model.safetensors weights are supported, found pytorch_model.bin"));
 
+  fs::create_directories(dir / "no_weights");
+  model::save_config(m->config(), dir / "no_weights");
+  CHECK_THROWS_WITH(io::load_hf_model(dir / "no_weights"), Catch::Contains("no model.safetensors or model.safetensors.index.json"));
+
   fs::create_directories(dir / "no_config");
   fs::copy_file(weights, dir / "no_config" / "model.safetensors");
   CHECK_THROWS_WITH(io::load_hf_model(dir / "no_config"), Catch::Contains("config.json") && Catch::Contains("No such file"));
@@ -170,6 +175,22 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
   for (auto& [name, t] : halfs) t = t.to(at::kHalf);
   const model::Gpt2LmHeadModel from_half = io::load_hf_model(write_variant("half", halfs));
   CHECK(at::allclose(io::to_hf_state_dict(from_half)[0].second, sd[0].second, 1e-2, 1e-3));
+
+  const fs::path sharded = write_variant("sharded", sd);
+  fs::rename(sharded / "model.safetensors", sharded / "shard-1.safetensors");
+  std::ofstream(sharded / "model.safetensors.index.json")
+      << R"({"metadata": {}, "weight_map": {"transformer.wte.weight": "shard-1.safetensors"}})";
+  CHECK_NOTHROW(io::load_hf_model(sharded));
+  std::ofstream(sharded / "model.safetensors.index.json", std::ios::trunc)
+      << R"({"weight_map": {"transformer.h.7.ln_1.weight": "shard-1.safetensors"}})";
+  CHECK_THROWS_WITH(io::load_hf_model(sharded), Catch::Contains("shard-1.safetensors: tensor \"transformer.h.7.ln_1.weight\" listed in "
+                                                                "model.safetensors.index.json is not in this shard"));
+  std::ofstream(sharded / "model.safetensors.index.json", std::ios::trunc) << R"({"weight_map": {"a": "../x.safetensors"}})";
+  CHECK_THROWS_WITH(io::load_hf_model(sharded), Catch::Contains("weight_map entry \"a\" is not a plain file name"));
+  std::ofstream(sharded / "model.safetensors.index.json", std::ios::trunc) << R"({"weight_map": {"a": "missing.safetensors"}})";
+  CHECK_THROWS_WITH(io::load_hf_model(sharded), Catch::Contains("missing.safetensors") && Catch::Contains("No such file or directory"));
+  std::ofstream(sharded / "model.safetensors.index.json", std::ios::trunc) << "{";
+  CHECK_THROWS_WITH(io::load_hf_model(sharded), Catch::Contains("model.safetensors.index.json: not valid JSON"));
 
   fs::create_directories(dir / "corrupt");
   model::save_config(m->config(), dir / "corrupt");

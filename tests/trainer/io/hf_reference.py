@@ -1,6 +1,7 @@
 """Hugging Face transformers' side of the trainer's HF interoperability tests.
 
-make DIR SEED     writes DIR/hf (a random tiny GPT2LMHeadModel via save_pretrained), DIR/hf_legacy
+make DIR SEED     writes DIR/hf (a random tiny GPT2LMHeadModel via save_pretrained), DIR/hf_sharded
+                  (the same in ~40 KB shards with model.safetensors.index.json), DIR/hf_legacy
                   (the same weights without the "transformer." prefix, with the old attn.bias mask
                   buffers and an explicit tied lm_head.weight) and DIR/reference.safetensors
                   (input_ids, labels, and GPT2LMHeadModel's logits and loss on them, eager attention).
@@ -33,6 +34,7 @@ def make(root, seed):
             p.add_(torch.randn_like(p) * 0.05)
     hf_dir = os.path.join(root, "hf")
     model.save_pretrained(hf_dir, safe_serialization=True)
+    model.save_pretrained(os.path.join(root, "hf_sharded"), safe_serialization=True, max_shard_size="40KB")
 
     legacy = {}
     for name, tensor in model.state_dict().items():

@@ -7,6 +7,8 @@
 #include <map>
 #include <set>
 
+#include "llmrdzv/io/json.hpp"
+
 namespace llmrdzv::io {
 namespace {
 
@@ -31,68 +33,95 @@ std::string shape_text(at::IntArrayRef shape) {
 
 bool is_floating(Dtype d) { return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F64; }
 
+// The weight files behind `path`: the file itself, or the shards a model.safetensors.index.json
+// names (plain file names next to it, each holding the tensors its weight_map assigns to it).
+std::vector<fs::path> weight_files(const fs::path& path, std::map<fs::path, std::vector<std::string>>& expected) {
+  if (!path.string().ends_with(".index.json")) return {path};
+  auto fail = [&](const std::string& what) -> void { throw HfFormatError(path.string() + ": " + what); };
+  json::Value doc;
+  try {
+    doc = json::parse(read_file(path));
+  } catch (const json::ParseError& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  const json::Value* map = doc.is_object() ? doc.find("weight_map") : nullptr;
+  if (!map || !map->is_object()) fail("no \"weight_map\" object");
+  std::vector<fs::path> files;
+  for (const auto& [name, file] : map->as_object()) {
+    if (!file.is_string() || file.as_string().empty() || file.as_string().find('/') != std::string::npos) {
+      fail("weight_map entry \"" + name + "\" is not a plain file name");
+    }
+    const fs::path shard = path.parent_path() / file.as_string();
+    if (!expected.count(shard)) files.push_back(shard);
+    expected[shard].push_back(name);
+  }
+  return files;
+}
+
 }  // namespace
 
 model::Gpt2LmHeadModel load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
   if (!fs::is_directory(dir)) throw HfFormatError(dir.string() + ": not a directory");
   const model::Gpt2Config config = model::load_config(dir / "config.json");
-  const fs::path weights = dir / "model.safetensors";
+  fs::path weights = dir / "model.safetensors";
+  if (!fs::exists(weights)) weights = dir / "model.safetensors.index.json";
   if (!fs::exists(weights)) {
-    if (fs::exists(dir / "model.safetensors.index.json")) {
-      throw HfFormatError(dir.string() + ": sharded safetensors checkpoints are not supported (model.safetensors.index.json)");
-    }
     if (fs::exists(dir / "pytorch_model.bin")) {
       throw HfFormatError(dir.string() + ": only model.safetensors weights are supported, found pytorch_model.bin");
     }
-    throw HfFormatError(dir.string() + ": no model.safetensors");
+    throw HfFormatError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
   }
   model::Gpt2LmHeadModel model(config);
   load_hf_weights(model, weights, options);
   return model;
 }
 
-void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& safetensors_path, const HfLoadOptions& options) {
-  const SafetensorsFile file = SafetensorsFile::open(
-      safetensors_path, options.low_cpu_mem_usage ? SafetensorsFile::Mode::mmap : SafetensorsFile::Mode::read);
-  auto fail = [&](const std::string& what) { throw HfFormatError(safetensors_path.string() + ": " + what); };
-
+void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path, const HfLoadOptions& options) {
+  std::map<fs::path, std::vector<std::string>> expected_by_shard;
+  const std::vector<fs::path> files = weight_files(weights_path, expected_by_shard);
   std::map<std::string, at::Tensor> params;
   for (auto& item : model->named_parameters()) params.emplace(item.key(), item.value());
   std::set<std::string> loaded;
-  const TensorInfo* lm_head = nullptr;
-
+  at::Tensor lm_head;
   at::NoGradGuard no_grad;
-  for (const TensorInfo& info : file.tensors()) {
-    if (is_ignored_buffer(info.name)) continue;
-    if (info.name == "lm_head.weight") {
-      lm_head = &info;
-      continue;
+
+  for (const fs::path& path : files) {
+    const SafetensorsFile file = SafetensorsFile::open(
+        path, options.low_cpu_mem_usage ? SafetensorsFile::Mode::mmap : SafetensorsFile::Mode::read);
+    auto fail = [&](const std::string& what) { throw HfFormatError(path.string() + ": " + what); };
+    for (const std::string& name : expected_by_shard[path]) {
+      if (!file.find(name)) fail("tensor \"" + name + "\" listed in " + weights_path.filename().string() + " is not in this shard");
     }
-    const std::string name = info.name.starts_with("transformer.") ? info.name : "transformer." + info.name;
-    const auto it = params.find(name);
-    if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a GPT-2 parameter)");
-    if (!loaded.insert(name).second) fail("tensor \"" + name + "\" appears twice (with and without the transformer. prefix)");
-    if (!is_floating(info.dtype)) fail("tensor \"" + info.name + "\" has dtype " + std::string(dtype_name(info.dtype)) + ", not a float type");
-    at::Tensor& param = it->second;
-    const bool transposed = is_conv1d_weight(name);
-    std::vector<std::int64_t> expected = param.sizes().vec();
-    if (transposed) std::swap(expected[0], expected[1]);
-    if (info.shape != expected) {
-      fail("tensor \"" + info.name + "\" has shape " + shape_text(info.shape) + ", config.json implies " +
-           shape_text(expected) + (transposed ? " (Conv1D [in, out])" : ""));
+    for (const TensorInfo& info : file.tensors()) {
+      if (is_ignored_buffer(info.name)) continue;
+      if (info.name == "lm_head.weight") {
+        lm_head = tensor_from(file, info, /*alias=*/true);  // compared with wte once that is loaded
+        continue;
+      }
+      const std::string name = info.name.starts_with("transformer.") ? info.name : "transformer." + info.name;
+      const auto it = params.find(name);
+      if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a GPT-2 parameter)");
+      if (!loaded.insert(name).second) fail("tensor \"" + name + "\" appears twice (with and without the transformer. prefix, or in two shards)");
+      if (!is_floating(info.dtype)) fail("tensor \"" + info.name + "\" has dtype " + std::string(dtype_name(info.dtype)) + ", not a float type");
+      at::Tensor& param = it->second;
+      const bool transposed = is_conv1d_weight(name);
+      std::vector<std::int64_t> expected = param.sizes().vec();
+      if (transposed) std::swap(expected[0], expected[1]);
+      if (info.shape != expected) {
+        fail("tensor \"" + info.name + "\" has shape " + shape_text(info.shape) + ", config.json implies " +
+             shape_text(expected) + (transposed ? " (Conv1D [in, out])" : ""));
+      }
+      const at::Tensor source = tensor_from(file, info, /*alias=*/true);
+      param.copy_(transposed ? source.t() : source);
     }
-    const at::Tensor source = tensor_from(file, info, /*alias=*/true);
-    param.copy_(transposed ? source.t() : source);
   }
   for (const auto& [name, param] : params) {
-    if (!loaded.count(name)) fail("missing tensor \"" + name + "\"");
+    if (!loaded.count(name)) throw HfFormatError(weights_path.string() + ": missing tensor \"" + name + "\"");
   }
-  if (lm_head) {
-    const at::Tensor& wte = params.at("transformer.wte.weight");
-    const at::Tensor head = tensor_from(file, *lm_head, /*alias=*/true);
-    if (head.sizes() != wte.sizes() || !at::equal(head.to(wte.scalar_type()), wte.cpu())) {
-      fail("lm_head.weight differs from transformer.wte.weight; only tied LM heads are supported");
-    }
+  const at::Tensor& wte = params.at("transformer.wte.weight");
+  if (lm_head.defined() && (lm_head.sizes() != wte.sizes() || !at::equal(lm_head.to(wte.scalar_type()), wte.cpu()))) {
+    throw HfFormatError(weights_path.string() +
+                        ": lm_head.weight differs from transformer.wte.weight; only tied LM heads are supported");
   }
 }
 

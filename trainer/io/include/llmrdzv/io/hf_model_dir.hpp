@@ -1,5 +1,5 @@
 // Hugging Face model directories <-> our GPT-2 modules. Loading reads config.json and
-// model.safetensors, accepts names with or without the "transformer." prefix, transposes HF's
+// model.safetensors (or its shards), accepts names with or without the "transformer." prefix, transposes HF's
 // Conv1D [in, out] weights into torch Linear [out, in], ignores the attention-mask buffers old
 // checkpoints carry (attn.bias, attn.masked_bias), and accepts lm_head.weight only when it equals
 // wte (the head is tied). Saving writes a directory transformers.AutoModelForCausalLM
@@ -25,11 +25,13 @@ struct HfLoadOptions {
   bool low_cpu_mem_usage = false;
 };
 
-// Builds the model from dir/config.json and fills it from dir/model.safetensors.
+// Builds the model from dir/config.json and fills it from dir/model.safetensors, or from the
+// shards that dir/model.safetensors.index.json lists.
 model::Gpt2LmHeadModel load_hf_model(const std::filesystem::path& dir, const HfLoadOptions& options = {});
 
-// Fills an existing model (shapes must match its config) from a safetensors file in HF layout.
-void load_hf_weights(model::Gpt2LmHeadModel& model, const std::filesystem::path& safetensors_path,
+// Fills an existing model (shapes must match its config) from a safetensors file in HF layout, or
+// from the shards of an HF index file (a path ending in ".index.json").
+void load_hf_weights(model::Gpt2LmHeadModel& model, const std::filesystem::path& weights_path,
                      const HfLoadOptions& options = {});
 
 // The model's tensors in HF's layout and names ("transformer.h.0.attn.c_attn.weight" as [in, out]);
