@@ -69,8 +69,9 @@ TEST_CASE("plain data parallel: 2 and 4 ranks train like 1 rank with the same gl
   const auto reference = run_reference(train_args("none", 1));
   require_success(reference);
   const auto expected = parse_train(reference);
-  // The loss must actually move, or matching it would prove nothing.
-  REQUIRE(expected.losses.back() < 0.9 * expected.losses.front());
+  // Steps 4 and 20 see the same samples (the worker cycles through 64): a different loss there
+  // shows the weights moved, so matching the losses compares real optimizer steps.
+  REQUIRE(std::fabs(expected.losses[19] - expected.losses[3]) > 1e-3);
   for (int world : {2, 4}) {
     INFO("world " << world);
     const auto run = run_workers(world, train_args("none", 1));
