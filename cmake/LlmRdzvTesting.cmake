@@ -1,9 +1,17 @@
 # llmrdzv_add_catch_test(NAME SOURCES a.cpp b.cpp LIBS x y [LABELS l1 l2])
-# One Catch2 binary per component; every TEST_CASE becomes its own ctest test.
+# One Catch2 binary per component; every TEST_CASE becomes its own ctest test. Catch2's main is
+# compiled once (it is the slowest TU of the test build, minutes under ASan) and shared.
+if(NOT TARGET llmrdzv_catch_main)
+  add_library(llmrdzv_catch_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/catch_main.cpp)
+  target_link_libraries(llmrdzv_catch_main PUBLIC Catch2::Catch2)
+  # The main only parses options and runs tests: optimising it buys nothing and costs minutes.
+  target_compile_options(llmrdzv_catch_main PRIVATE -O0 -g0)
+endif()
+
 function(llmrdzv_add_catch_test name)
   cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
-  add_executable(${name} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/support/catch_main.cpp)
-  target_link_libraries(${name} PRIVATE Catch2::Catch2 llmrdzv_warnings ${T_LIBS})
+  add_executable(${name} ${T_SOURCES})
+  target_link_libraries(${name} PRIVATE llmrdzv_catch_main Catch2::Catch2 llmrdzv_warnings ${T_LIBS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   catch_discover_tests(${name} TEST_PREFIX "${name}:" PROPERTIES LABELS "${T_LABELS}"
                        DISCOVERY_MODE PRE_TEST)
