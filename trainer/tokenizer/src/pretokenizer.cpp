@@ -58,7 +58,7 @@ std::size_t PieceScanner::scan_valid(std::size_t pos) const {
 
 bool PieceScanner::next(std::string_view& piece) {
   if (pos_ >= text_.size()) return false;
-  if (pos_ == valid_end_) {
+  if (pos_ >= valid_end_) {
     valid_end_ = scan_valid(pos_);
     if (valid_end_ == pos_) {  // an invalid byte: a piece of its own
       piece = text_.substr(pos_++, 1);

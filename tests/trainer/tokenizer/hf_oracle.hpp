@@ -1,0 +1,30 @@
+// Runs hf_tokenizer_oracle.py (HF's GPT-2 tokenizer in the project venv) on byte strings and
+// returns its ids, so tests can compare our tokenizer with HF's byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmrdzv::test {
+
+struct OracleTraining {
+  std::filesystem::path corpus;
+  int vocab_size = 1000;
+  bool with_eos = true;
+};
+
+struct OracleResult {
+  std::vector<std::vector<std::uint32_t>> ids;  // one per case
+  std::uint32_t eos = 0;
+  std::size_t vocab_size = 0;
+};
+
+// Encodes every case with HF's tokenizer loaded from dir (training a vocabulary into dir first
+// when training is given). Throws std::runtime_error when the script fails.
+OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::string>& cases,
+                       const std::optional<OracleTraining>& training = std::nullopt);
+
+}  // namespace llmrdzv::test

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""The reference the tokenizer tests compare with: Hugging Face's GPT-2 tokenizer.
+
+    hf_tokenizer_oracle.py DIR CASES OUT [--train CORPUS --vocab-size N [--no-eos]]
+
+With --train, first trains a byte-level BPE vocabulary on CORPUS (tokenizers'
+ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless --no-eos) and saves
+DIR/vocab.json + DIR/merges.txt. Then loads DIR with transformers' GPT2TokenizerFast (as a user
+loads an exported model) and encodes every case: CASES has one hex-encoded byte string per line,
+OUT gets one line of space-separated ids per case, then a last line "eos=<id> vocab=<n>".
+
+Byte strings that are not valid UTF-8 follow the project's documented rule, applied here
+independently with Python's strict decoder: the valid runs are encoded as separate texts and
+every byte of an invalid sequence becomes the token of its byte symbol.
+"""
+import argparse
+import os
+
+
+def bytes_to_unicode():
+    # GPT-2's byte map, restated from its definition (printable Latin-1 to itself, the rest to 256+).
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    mapping, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            mapping[b] = chr(b)
+        else:
+            mapping[b] = chr(256 + extra)
+            extra += 1
+    return mapping
+
+
+def encode_bytes(tokenizer, byte_ids, data):
+    ids = []
+    while data:
+        try:
+            text, bad, data = data.decode("utf-8"), b"", b""
+        except UnicodeDecodeError as err:
+            text, bad, data = data[: err.start].decode("utf-8"), data[err.start : err.end], data[err.end :]
+        if text:
+            ids += tokenizer.encode(text, add_special_tokens=False)
+        ids += [byte_ids[b] for b in bad]
+    return ids
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("cases")
+    parser.add_argument("out")
+    parser.add_argument("--train")
+    parser.add_argument("--vocab-size", type=int, default=1000)
+    parser.add_argument("--no-eos", action="store_true")
+    args = parser.parse_args()
+
+    if args.train:
+        from tokenizers import ByteLevelBPETokenizer
+
+        with open(args.train, encoding="utf-8", errors="replace") as f:
+            lines = f.read().split("\n")
+        trainer = ByteLevelBPETokenizer()
+        trainer.train_from_iterator(lines, vocab_size=args.vocab_size, min_frequency=2,
+                                    special_tokens=[] if args.no_eos else ["<|endoftext|>"])
+        os.makedirs(args.dir, exist_ok=True)
+        trainer.save_model(args.dir)
+
+    from transformers import GPT2TokenizerFast
+
+    tokenizer = GPT2TokenizerFast.from_pretrained(args.dir)
+    vocab = tokenizer.get_vocab()
+    byte_ids = {b: vocab[c] for b, c in bytes_to_unicode().items()}
+    with open(args.cases) as f:
+        cases = [bytes.fromhex(line) for line in f.read().split("\n")[:-1]]
+    with open(args.out, "w") as f:
+        for data in cases:
+            f.write(" ".join(map(str, encode_bytes(tokenizer, byte_ids, data))) + "\n")
+        f.write("eos=%d vocab=%d\n" % (tokenizer.eos_token_id, len(tokenizer)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+// Tokenizer behaviour that needs no HF: the byte tokenizer's ids, BPE merge order on a hand-made
+// vocabulary, the invalid-UTF-8 rule, decode, fingerprints, save/load round trips.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "llmrdzv/tokenizer/tokenizer.hpp"
+#include "scratch_dir.hpp"
+
+using llmrdzv::test::ScratchDir;
+using llmrdzv::tokenizer::TokenId;
+using llmrdzv::tokenizer::Tokenizer;
+using llmrdzv::tokenizer::TokenizerError;
+
+namespace {
+
+// vocab.json with the 256 byte symbols (the byte tokenizer's own, via save) plus extra tokens.
+Tokenizer hand_vocab(const ScratchDir& scratch, const std::vector<std::string>& extra,
+                     const std::vector<std::string>& merges) {
+  std::string vocab;
+  for (TokenId id = 0; id < 256; ++id) {
+    const std::string& token = Tokenizer::bytes().token_text(id);
+    vocab += (id ? "," : "{") + std::string("\"") + (token == "\"" ? "\\\"" : token == "\\" ? "\\\\" : token) +
+             "\":" + std::to_string(id);
+  }
+  for (std::size_t i = 0; i < extra.size(); ++i) vocab += ",\"" + extra[i] + "\":" + std::to_string(256 + i);
+  vocab += "}";
+  std::string merges_text = "#version: 0.2\n";
+  for (const std::string& m : merges) merges_text += m + "\n";
+  scratch.write("hand/vocab.json", vocab);
+  scratch.write("hand/merges.txt", merges_text);
+  return Tokenizer::from_directory(scratch / "hand");
+}
+
+}  // namespace
+
+TEST_CASE("the byte tokenizer maps bytes to ids 0..255 and EOS to 256", "[tokenizer]") {
+  const Tokenizer bytes = Tokenizer::bytes();
+  CHECK(bytes.kind() == Tokenizer::Kind::bytes);
+  CHECK(bytes.vocab_size() == 257);
+  CHECK(bytes.eos_id() == 256);
+  CHECK(bytes.encode("Hi \xff") == std::vector<TokenId>{'H', 'i', ' ', 0xff});
+  CHECK(bytes.encode("a<|endoftext|>b") == std::vector<TokenId>{'a', 256, 'b'});
+  CHECK(bytes.decode(std::vector<TokenId>{'o', 'k', 256}) == "ok<|endoftext|>");
+  CHECK(bytes.token_text(' ') == "\xc4\xa0");  // GPT-2's byte map: space is U+0120 'Ġ'
+  CHECK_THROWS_WITH(bytes.decode(std::vector<TokenId>{257}), Catch::Contains("cannot decode token id 257"));
+  CHECK_THROWS_WITH(bytes.token_text(300), Catch::Contains("outside the vocabulary"));
+}
+
+TEST_CASE("BPE merges the lowest rank first and the leftmost pair on ties", "[tokenizer]") {
+  ScratchDir scratch("tok-hand");
+  // ranks: (b c)=0, (a b)=1, (ab ab)=2
+  const Tokenizer tok = hand_vocab(scratch, {"bc", "ab", "abab"}, {"b c", "a b", "ab ab"});
+  const TokenId bc = 256, ab = 257, abab = 258;
+  CHECK(tok.encode("abc") == std::vector<TokenId>{'a', bc});       // b c beats a b
+  CHECK(tok.encode("ababab") == std::vector<TokenId>{abab, ab});   // leftmost ab ab first
+  CHECK(tok.encode("ab ab") == std::vector<TokenId>{ab, ' ', ab});  // " ab" is a piece: Ġ a b -> Ġ ab
+  CHECK(tok.eos_id() == 259);  // not in vocab.json: the next id
+}
+
+TEST_CASE("invalid UTF-8 bytes are pieces of their own and cut the text", "[tokenizer]") {
+  ScratchDir scratch("tok-invalid");
+  const Tokenizer tok = hand_vocab(scratch, {"ab"}, {"a b"});
+  const std::string left = "it's ab  ", right = "ab  x";
+  std::vector<TokenId> expected = tok.encode(left);
+  expected.push_back(0xff);  // the byte tokenizer's vocabulary layout: byte b is id b
+  const std::vector<TokenId> tail = tok.encode(right);
+  expected.insert(expected.end(), tail.begin(), tail.end());
+  CHECK(tok.encode(left + "\xff" + right) == expected);
+  // A truncated sequence is one piece per byte; decode gives the exact bytes back.
+  const std::string truncated = "\xe2\x82(ab";
+  CHECK(tok.encode(truncated) == std::vector<TokenId>{0xe2, 0x82, '(', 256});
+  CHECK(tok.decode(tok.encode(truncated)) == truncated);
+}
+
+TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenizer]") {
+  ScratchDir scratch("tok-fp");
+  const Tokenizer one = hand_vocab(scratch, {"ab"}, {"a b"});
+  CHECK(one.fingerprint().size() == 64);
+  CHECK(one.fingerprint() != Tokenizer::bytes().fingerprint());
+  one.save(scratch / "saved");
+  const Tokenizer reloaded = Tokenizer::from_directory(scratch / "saved");
+  CHECK(reloaded.fingerprint() == one.fingerprint());
+  CHECK(reloaded.encode("abab ab") == one.encode("abab ab"));
+  ScratchDir other("tok-fp2");
+  const Tokenizer two = hand_vocab(other, {"ab", "ba"}, {"a b", "b a"});
+  CHECK(two.fingerprint() != one.fingerprint());
+  CHECK(Tokenizer::directory_has_vocab(scratch / "saved"));
+  CHECK_FALSE(Tokenizer::directory_has_vocab(scratch.path()));
+  // Copies share the vocabulary and encode alike.
+  const Tokenizer copy = one;
+  CHECK(copy.encode("ab ab abab") == one.encode("ab ab abab"));
+}
