@@ -112,7 +112,7 @@ TEST_CASE("offload optimizer state per rank falls as 1/world (measured RSS)") {
       double grown = 0, state = 0;
       in >> word >> rank >> word >> grown >> word >> state;
       CHECK(state == double(16 * ((params + world - 1) / world)));  // 4 floats per owned element
-      CHECK(grown <= 1.1 * state + (1 << 20));
+      CHECK(grown <= 1.1 * state + (4 << 20));  // plus a few MB of allocator and thread arenas
       worst = std::max(worst, grown);
     }
     growth_per_world[world] = worst;
