@@ -1,0 +1,151 @@
+// Training checkpoints through the real model, engine and io: a restored model, optimizer, RNG and
+// loop state equal what was saved; checkpoints of another model shape or with damaged files are
+// refused naming the checkpoint; `latest` skips broken ones. And generate on a saved model.
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
+
+#include <filesystem>
+
+#include "checkpoint_state.hpp"
+#include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/tokenizer/tokenizer.hpp"
+#include "llmrdzv/train/generate.hpp"
+#include "test_files.hpp"
+
+using namespace llmrdzv;
+using namespace llmrdzv::train;
+namespace fs = std::filesystem;
+
+namespace {
+
+model::Gpt2Config tiny_config(std::int64_t n_embd = 16) {
+  model::Gpt2Config c;
+  c.vocab_size = 257;
+  c.bos_token_id = c.eos_token_id = 256;
+  c.n_positions = 16;
+  c.n_embd = n_embd;
+  c.n_layer = 1;
+  c.n_head = 2;
+  return c;
+}
+
+struct Trainee {
+  explicit Trainee(std::uint64_t seed, model::Gpt2Config config = tiny_config()) : model((torch::manual_seed(seed), config)) {
+    TrainOptions cpu;
+    cpu.use_cpu = true;
+    engine = make_single_process_engine(cpu);
+  }
+  void attach() {
+    std::vector<NamedParameter> parameters;
+    for (const auto& item : model->named_parameters()) parameters.push_back({item.key(), item.value(), true});
+    engine->attach(parameters, {0.9, 0.99, 1e-8, 0.01});
+  }
+  void step() {
+    const auto ids = torch::randint(0, 257, {2, 16}, torch::kLong);
+    model->forward(ids, ids).loss.backward();
+    engine->finish_gradients(1.0);
+    engine->optimizer_step(1e-2);
+  }
+  model::Gpt2LmHeadModel model;
+  std::unique_ptr<TrainingEngine> engine;
+};
+
+void require_same_parameters(model::Gpt2LmHeadModel& a, model::Gpt2LmHeadModel& b) {
+  const auto pa = a->named_parameters();
+  const auto pb = b->named_parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) {
+    INFO(pa[i].key());
+    CHECK(torch::equal(pa[i].value(), pb[i].value()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[checkpoint]") {
+  trainer_test::TempDir dir;
+  Trainee original(1);
+  original.attach();
+  original.step();
+  original.step();
+  const LoopState saved{2, "sampler state text", 9.25};
+  const fs::path written = save_training_checkpoint(dir.path(), original.model, *original.engine, saved, 0);
+  CHECK(written == fs::path(dir.path()) / "checkpoint-2");
+  std::vector<torch::Tensor> at_checkpoint;  // no model built here: that would reseed the RNG
+  for (const auto& p : original.model->parameters()) at_checkpoint.push_back(p.detach().clone());
+  torch::NoGradGuard no_grad;
+  // The original run goes on from the saved RNG state (the global generator: batches here,
+  // dropout in a real run)...
+  {
+    torch::AutoGradMode grad(true);
+    original.step();
+    original.step();
+  }
+
+  // ...and a run restored from the checkpoint, built with other weights and seed, repeats it.
+  Trainee resumed(99);
+  const VerifiedCheckpoint checkpoint = open_training_checkpoint(resolve_checkpoint("latest", dir.path(), 0));
+  restore_model(checkpoint, resumed.model);
+  const auto restored = resumed.model->parameters();
+  REQUIRE(restored.size() == at_checkpoint.size());
+  for (std::size_t i = 0; i < restored.size(); ++i) CHECK(torch::equal(restored[i], at_checkpoint[i]));
+  resumed.attach();
+  const LoopState state = restore_state(checkpoint, *resumed.engine);
+  CHECK(state.global_step == 2);
+  CHECK(state.data_state == "sampler state text");
+  CHECK(state.train_loss_sum == 9.25);
+  {
+    torch::AutoGradMode grad(true);
+    resumed.step();
+    resumed.step();
+  }
+  require_same_parameters(original.model, resumed.model);
+}
+
+TEST_CASE("checkpoints of another model or with damaged files are refused", "[checkpoint][errors]") {
+  trainer_test::TempDir dir;
+  Trainee original(1);
+  original.attach();
+  original.step();
+  save_training_checkpoint(dir.path(), original.model, *original.engine, {1, "s", 1.0}, 0);
+  save_training_checkpoint(dir.path(), original.model, *original.engine, {2, "s", 2.0}, 0);
+
+  Trainee wider(1, tiny_config(32));
+  const VerifiedCheckpoint checkpoint = open_training_checkpoint(fs::path(dir.path()) / "checkpoint-2");
+  CHECK_THROWS_WITH(restore_model(checkpoint, wider.model), Catch::Contains("checkpoint-2") &&
+                                                                Catch::Contains("another model configuration"));
+
+  const std::string optimizer_file = dir / "checkpoint-2/optimizer.safetensors";
+  fs::resize_file(optimizer_file, fs::file_size(optimizer_file) - 3);
+  CHECK_THROWS_WITH(open_training_checkpoint(fs::path(dir.path()) / "checkpoint-2"),
+                    Catch::Contains("checkpoint-2") && Catch::Contains("optimizer.safetensors"));
+  CHECK(resolve_checkpoint("latest", dir.path(), 0) == fs::path(dir.path()) / "checkpoint-1");
+
+  CHECK_THROWS_WITH(open_training_checkpoint(fs::path(dir.path()) / "elsewhere"), Catch::Contains("not a checkpoint-<step> directory"));
+  trainer_test::TempDir empty;
+  CHECK_THROWS_WITH(resolve_checkpoint("latest", empty.path(), 0), Catch::Contains("no valid checkpoint in " + empty.path()));
+}
+
+TEST_CASE("generate samples from a saved model reproducibly and names a bad model directory", "[generate]") {
+  trainer_test::TempDir dir;
+  Trainee trainee(3);
+  io::save_hf_model(trainee.model, dir.path());
+  tokenizer::Tokenizer::bytes().save(dir.path());
+  GenerateOptions options;
+  options.model = dir.path();
+  options.prompt = "def f(";
+  options.max_new_tokens = 6;
+  options.temperature = 0.8;
+  options.top_k = 5;
+  options.seed = 11;
+  options.use_cpu = true;
+  const std::string first = generate_text(options);
+  CHECK(first.starts_with("def f("));
+  CHECK(first.size() > options.prompt.size());
+  CHECK(generate_text(options) == first);
+
+  options.model = dir / "missing";
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir / "missing"));
+}
