@@ -84,7 +84,7 @@ TEST_CASE("plain data parallel: 2 and 4 ranks train like 1 rank with the same gl
   require_same_training(parse_train(accumulated), expected, 20);
 }
 
-TEST_CASE("--offload optimizer: 1, 2 and 4 ranks train like the one-process engine") {
+TEST_CASE("offload optimizer: 1, 2 and 4 ranks train like the one-process engine") {
   const auto reference = run_reference(train_args("none", 1));
   require_success(reference);
   const auto expected = parse_train(reference);
