@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <future>
+#include <mutex>
 
 #include "llmrdzv/client/client.hpp"
 #include "test_clients.hpp"
@@ -136,4 +137,34 @@ TEST_CASE("SIGTERM of rdzvd: blocked calls fail promptly with unavailable, sessi
     CHECK(error.code() == ErrorCode::unavailable);
     CHECK_THAT(error.what(), Catch::Contains("no rdzvd serving rendezvous 'it.0' answered within 1000 ms"));
   }
+}
+
+TEST_CASE("kill -9 of rdzvd: the session reports the lost stream and calls fail with unavailable") {
+  TempDir dir;
+  RdzvdProcess rdzvd(dir);
+  auto options = rdzvd.client_options(1);
+  options.retry_budget = 500ms;
+  Client client(options);
+  std::promise<llmrdzv::client::SessionEvent> lost;
+  std::once_flag first_event;
+  const auto assignment = client.join([&](const llmrdzv::client::SessionEvent& event) {
+    std::call_once(first_event, [&] { lost.set_value(event); });
+  });
+  rdzvd.process().send_signal(SIGKILL);
+  auto lost_event = lost.get_future();
+  REQUIRE(lost_event.wait_for(5s) == std::future_status::ready);
+  const auto event = lost_event.get();
+  CHECK(event.kind == llmrdzv::client::SessionEvent::Kind::stream_lost);
+  CHECK(event.round == assignment.round);
+  CHECK_THAT(event.detail, Catch::Contains("session stream to rdzvd " + rdzvd.endpoint() + " ended"));
+
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    client.kv(assignment.round).get("k", 10s);
+    FAIL("get succeeded against a dead rdzvd");
+  } catch (const RdzvError& error) {
+    CHECK(error.code() == ErrorCode::unavailable);
+    CHECK_THAT(error.what(), Catch::Contains("get (rdzvd " + rdzvd.endpoint() + "): unavailable"));
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 3s);  // the retry budget, not the get's timeout
 }
