@@ -48,6 +48,10 @@ std::vector<std::string> read_vocab_json(const std::filesystem::path& path) {
   const std::string text = read_whole_file(path);
   std::vector<std::string> tokens;
   std::unordered_map<std::string, std::size_t> line_of_token;
+  // Lines are counted incrementally: rescanning from the start per entry is quadratic (GPT-2's
+  // vocab.json is one 1 MB line of 50257 entries).
+  std::size_t counted_to = 0;
+  std::size_t counted_line = 1;
   try {
     JsonCursor cursor(text);
     cursor.expect('{');
@@ -58,7 +62,9 @@ std::vector<std::string> read_vocab_json(const std::filesystem::path& path) {
         std::string token = cursor.read_string();
         cursor.expect(':');
         const std::int64_t id = cursor.read_integer();
-        const std::size_t line = line_of_offset(text, entry_offset);
+        counted_line += line_of_offset(std::string_view(text).substr(counted_to), entry_offset - counted_to) - 1;
+        counted_to = entry_offset;
+        const std::size_t line = counted_line;
         if (id < 0 || id >= kMaxVocab) {
           fail_at(path, line, "id " + std::to_string(id) + " of token \"" + token + "\" is out of range 0.." +
                                   std::to_string(kMaxVocab - 1));

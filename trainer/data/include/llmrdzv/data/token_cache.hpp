@@ -5,7 +5,7 @@
 //   16 u64 token count            24 u32 shard index            28 u32 shard count
 //   32 32 bytes tokenizer fingerprint (SHA-256)                 64 32 bytes source fingerprint
 //   96 u64 payload checksum       104 u64 header checksum (of bytes 0..103)   112..127 zero
-// ids are u16 when the vocabulary has fewer than 65536 entries, else u32. Shards are written to
+// ids are u16 when the vocabulary has at most 65536 entries, else u32. Shards are written to
 // temporary files, fsynced and renamed into place, so a crash leaves either the old or the new file.
 //
 // open_or_build: when every shard is present and well-formed and both fingerprints match, the

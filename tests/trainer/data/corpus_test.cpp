@@ -1,0 +1,168 @@
+// Corpus listing (folders, hidden and binary files), .jsonl documents and their errors, the
+// validation split, chunk cutting and source fingerprints.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/data/corpus.hpp"
+#include "scratch_dir.hpp"
+
+using namespace llmrdzv::data;
+using llmrdzv::test::ScratchDir;
+
+namespace {
+
+struct Document {
+  std::string text;
+  std::size_t chunks = 0;
+};
+
+std::vector<Document> read_all(const SourceList& sources, DocumentSelection selection = {}, std::size_t chunk = 1 << 20) {
+  DocumentReader reader(sources, selection, chunk);
+  std::vector<Document> docs;
+  DocumentReader::Chunk c;
+  bool open = false;
+  while (reader.next(c)) {
+    if (!open) docs.emplace_back();
+    docs.back().text += c.text;
+    ++docs.back().chunks;
+    open = !c.ends_document;
+  }
+  REQUIRE_FALSE(open);
+  return docs;
+}
+
+std::vector<std::string> texts(const std::vector<Document>& docs) {
+  std::vector<std::string> out;
+  for (const auto& d : docs) out.push_back(d.text);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a folder is read recursively in path order, skipping hidden entries and binaries") {
+  ScratchDir dir("corpus");
+  dir.write("b.txt", "second");
+  dir.write("a/z.txt", "first");
+  dir.write("c/d/e.rst.txt", "third");
+  dir.write(".hidden.txt", "hidden file");
+  dir.write(".git/config", "hidden folder");
+  dir.write("image.png", std::string("\x89PNG\r\n\x1a\n\0\0\0", 11));
+  dir.write("empty.txt", "");
+
+  const SourceList sources = list_sources(dir.path());
+  REQUIRE(sources.files.size() == 4);
+  CHECK(sources.files[0].path.filename() == "z.txt");
+  CHECK(sources.files[1].path.filename() == "b.txt");
+  CHECK(sources.files[2].path.filename() == "e.rst.txt");
+  CHECK(sources.files[3].path.filename() == "empty.txt");
+  REQUIRE(sources.skipped.size() == 1);
+  CHECK(sources.skipped[0].filename() == "image.png");
+  CHECK(texts(read_all(sources)) == std::vector<std::string>{"first", "second", "third"});
+}
+
+TEST_CASE("missing inputs and folders without text are errors naming the path") {
+  ScratchDir dir("corpus");
+  CHECK_THROWS_WITH(list_sources(dir / "nope.txt"), Catch::Contains("nope.txt") && Catch::Contains("no such file", Catch::CaseSensitive::No));
+  CHECK_THROWS_WITH(list_sources(dir.path()), Catch::Contains(dir.path().string()) && Catch::Contains("no text files"));
+  dir.write("bin.dat", std::string("\0\1\2", 3));
+  CHECK_THROWS_WITH(list_sources(dir.path()), Catch::Contains("1 binary files skipped"));
+  CHECK_THROWS_WITH(list_sources(""), Catch::Contains("no input"));
+}
+
+TEST_CASE(".jsonl lines give the text member of each object; blank lines are skipped") {
+  ScratchDir dir("corpus");
+  const auto file = dir.write("docs.jsonl",
+                              "{\"id\": 1, \"text\": \"hello\\nworld\", \"meta\": {\"a\": [1, 2, {\"b\": null}]}}\n"
+                              "\n"
+                              "   \n"
+                              "{\"text\": \"caf\\u00e9 \\ud83d\\ude00\"}\n"
+                              "{\"text\": \"\"}\n"
+                              "{\"meta\": \"x\", \"text\": \"last\"}");
+  const SourceList sources = list_sources(file);
+  REQUIRE(sources.files.size() == 1);
+  CHECK(sources.files[0].jsonl);
+  CHECK(texts(read_all(sources)) == std::vector<std::string>{"hello\nworld", "caf\xc3\xa9 \xf0\x9f\x98\x80", "last"});
+}
+
+TEST_CASE("bad .jsonl lines are errors naming file and line") {
+  ScratchDir dir("corpus");
+  const auto check_error = [&](const std::string& content, const std::string& expected) {
+    const auto file = dir.write("bad.jsonl", content);
+    CHECK_THROWS_WITH(read_all(list_sources(file)), Catch::Contains("bad.jsonl:2: ") && Catch::Contains(expected));
+  };
+  check_error("{\"text\": \"ok\"}\n{\"body\": \"no text\"}\n", "no \"text\" member");
+  check_error("{\"text\": \"ok\"}\n{\"text\": 42}\n", "\"text\" member is not a string");
+  check_error("{\"text\": \"ok\"}\nplain words\n", "not a JSON object");
+  check_error("{\"text\": \"ok\"}\n{\"text\": \"unterminated}\n", "not a JSON object");
+  check_error("{\"text\": \"ok\"}\n{\"text\": \"a\"} trailing\n", "not a JSON object");
+}
+
+TEST_CASE("the validation split takes p% of the non-empty documents, spread evenly, disjoint from train") {
+  ScratchDir dir("corpus");
+  for (int i = 0; i < 10; ++i) dir.write("doc" + std::to_string(i) + ".txt", "document " + std::to_string(i));
+  dir.write("doc35-empty.txt", "");  // sorts between doc3 and doc4; dropped and not counted
+  const SourceList sources = list_sources(dir.path());
+
+  const auto validation = texts(read_all(sources, {DocumentSelection::Part::validation, 20}));
+  const auto train = texts(read_all(sources, {DocumentSelection::Part::train, 20}));
+  CHECK(validation == std::vector<std::string>{"document 4", "document 9"});
+  CHECK(train.size() == 8);
+  std::set<std::string> all(train.begin(), train.end());
+  all.insert(validation.begin(), validation.end());
+  CHECK(all.size() == 10);
+
+  CHECK_THROWS_WITH(DocumentReader(sources, {DocumentSelection::Part::train, 0}),
+                    Catch::Contains("between 1 and 99"));
+  CHECK_THROWS_WITH(DocumentReader(sources, {DocumentSelection::Part::validation, 100}),
+                    Catch::Contains("between 1 and 99"));
+}
+
+TEST_CASE("long documents arrive in chunks cut only after a newline before printable ASCII") {
+  ScratchDir dir("corpus");
+  std::string text;
+  for (int i = 0; i < 400; ++i) {
+    text += (i % 7 == 0 ? "\n\n  indented " : i % 5 == 0 ? "\n\xc3\xa9t\xc3\xa9 " : "\nline ") + std::to_string(i);
+  }
+  text += std::string(3000, 'x');  // a long stretch with no cut point
+  const SourceList sources = list_sources(dir.write("long.txt", text));
+
+  DocumentReader reader(sources, {}, 256);
+  DocumentReader::Chunk chunk;
+  std::string joined;
+  std::size_t chunks = 0;
+  while (reader.next(chunk)) {
+    ++chunks;
+    REQUIRE(!chunk.text.empty());
+    if (!chunk.ends_document) {
+      CHECK(chunk.text.back() == '\n');
+      const auto next = static_cast<unsigned char>(text[joined.size() + chunk.text.size()]);
+      CHECK((next > 0x20 && next < 0x7F));
+    }
+    joined += chunk.text;
+  }
+  CHECK(joined == text);
+  CHECK(chunks > 10);
+}
+
+TEST_CASE("source fingerprints change with contents, file set and selection, and only then") {
+  ScratchDir dir("corpus");
+  dir.write("a.txt", "alpha");
+  const auto b = dir.write("b.txt", "beta");
+  const std::string base = source_fingerprint(list_sources(dir.path()), {});
+  CHECK(base.size() == 64);
+  CHECK(source_fingerprint(list_sources(dir.path()), {}) == base);
+  CHECK(source_fingerprint(list_sources(dir.path()), {DocumentSelection::Part::train, 10}) != base);
+  CHECK(source_fingerprint(list_sources(dir.path()), {DocumentSelection::Part::train, 10}) !=
+        source_fingerprint(list_sources(dir.path()), {DocumentSelection::Part::validation, 10}));
+
+  dir.write("b.txt", "BETA");  // same size: the modification time tells
+  std::filesystem::last_write_time(b, std::filesystem::last_write_time(b) + std::chrono::seconds(5));
+  const std::string touched = source_fingerprint(list_sources(dir.path()), {});
+  CHECK(touched != base);
+  dir.write("c.txt", "gamma");
+  CHECK(source_fingerprint(list_sources(dir.path()), {}) != touched);
+}

@@ -1,0 +1,305 @@
+// Corpus listing, fingerprinting and chunked document reading (see corpus.hpp for the rules).
+#include "llmrdzv/data/corpus.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <chrono>
+#include <optional>
+#include <system_error>
+
+#include "llmrdzv/tokenizer/json_cursor.hpp"
+#include "llmrdzv/tokenizer/sha256.hpp"
+
+namespace llmrdzv::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kBinaryProbeBytes = 8192;
+constexpr std::string_view kReaderFormat = "llmrdzv-corpus v1";
+
+bool is_hidden(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return !name.empty() && name.front() == '.';
+}
+
+bool has_nul_prefix(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw DataError(p.string() + ": cannot open: " + std::strerror(errno));
+  char buffer[kBinaryProbeBytes];
+  in.read(buffer, sizeof buffer);
+  return std::memchr(buffer, '\0', static_cast<std::size_t>(in.gcount())) != nullptr;
+}
+
+SourceFile describe(const fs::path& p) {
+  std::error_code ec;
+  SourceFile file;
+  file.path = p;
+  file.size = fs::file_size(p, ec);
+  if (ec) throw DataError(p.string() + ": cannot read its size: " + ec.message());
+  const auto mtime = fs::last_write_time(p, ec);
+  if (ec) throw DataError(p.string() + ": cannot read its modification time: " + ec.message());
+  file.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
+  file.jsonl = p.extension() == ".jsonl";
+  return file;
+}
+
+// The documents a folder holds, recursively, skipping hidden entries and binaries.
+SourceList list_folder(const fs::path& dir) {
+  SourceList list;
+  std::vector<fs::path> found;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
+  if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
+  for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
+    const fs::path& entry = it->path();
+    if (is_hidden(entry)) {
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_regular_file(ec)) found.push_back(entry);
+  }
+  if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
+  std::sort(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
+  for (const fs::path& p : found) {
+    if (has_nul_prefix(p)) {
+      list.skipped.push_back(p);
+    } else {
+      list.files.push_back(describe(p));
+    }
+  }
+  if (list.files.empty()) {
+    throw DataError(dir.string() + ": holds no text files" +
+                    (list.skipped.empty() ? std::string() : " (" + std::to_string(list.skipped.size()) +
+                                                               " binary files skipped)"));
+  }
+  return list;
+}
+
+bool in_validation(std::uint64_t index, unsigned percentage) {
+  return (index + 1) * percentage / 100 > index * percentage / 100;
+}
+
+// Where a chunk of text may end: just after a '\n' that is followed by a printable ASCII
+// character. GPT-2's pre-tokeniser never puts such a '\n' and the next character in one piece.
+std::size_t last_cut(std::string_view text) {
+  for (std::size_t p = text.size() - 1; p > 0; --p) {
+    const auto next = static_cast<unsigned char>(text[p]);
+    if (text[p - 1] == '\n' && next > 0x20 && next < 0x7F) return p;
+  }
+  return 0;
+}
+
+}  // namespace
+
+SourceList list_sources(const fs::path& input) {
+  if (input.empty()) throw DataError("no input file or folder given");
+  std::error_code ec;
+  const fs::file_status status = fs::status(input, ec);
+  if (ec || !fs::exists(status)) {
+    throw DataError(input.string() + ": " + (ec ? ec.message() : "no such file or directory"));
+  }
+  const fs::path absolute = fs::absolute(input).lexically_normal();
+  if (fs::is_directory(status)) return list_folder(absolute);
+  if (!fs::is_regular_file(status)) throw DataError(input.string() + ": not a regular file or folder");
+  SourceList list;
+  list.files.push_back(describe(absolute));
+  std::ifstream probe(absolute, std::ios::binary);
+  if (!probe) throw DataError(input.string() + ": cannot open: " + std::strerror(errno));
+  return list;
+}
+
+std::string source_fingerprint(const SourceList& sources, const DocumentSelection& selection) {
+  tokenizer::Sha256 hash;
+  hash.update(kReaderFormat).update_u64(sources.files.size());
+  for (const SourceFile& file : sources.files) {
+    const std::string path = file.path.string();
+    hash.update_u64(path.size()).update(path).update_u64(file.size);
+    hash.update_u64(static_cast<std::uint64_t>(file.mtime_ns)).update_u64(file.jsonl ? 1 : 0);
+  }
+  const unsigned percentage = selection.part == DocumentSelection::Part::all ? 0 : selection.validation_percentage;
+  hash.update_u64(static_cast<std::uint64_t>(selection.part)).update_u64(percentage);
+  return hash.hex_digest();
+}
+
+struct DocumentReader::State {
+  SourceList sources;
+  DocumentSelection selection;
+  std::size_t chunk_bytes;
+
+  std::size_t file_index = 0;  // the next file to open
+  std::ifstream file;
+  bool file_open = false;
+  std::uint64_t line_number = 0;  // .jsonl
+  std::uint64_t document_index = 0;  // over non-empty documents
+
+  // The current plain-file document: buffer holds [consumed, size) unread-by-caller text.
+  bool in_document = false;
+  bool document_started = false;
+  std::string buffer;
+  std::size_t consumed = 0;
+  std::string line;  // the current .jsonl line's text member
+
+  const SourceFile& current() const { return sources.files[file_index - 1]; }
+
+  bool selected(std::uint64_t index) const {
+    switch (selection.part) {
+      case DocumentSelection::Part::all:
+        return true;
+      case DocumentSelection::Part::validation:
+        return in_validation(index, selection.validation_percentage);
+      case DocumentSelection::Part::train:
+        return !in_validation(index, selection.validation_percentage);
+    }
+    return true;
+  }
+
+  [[noreturn]] void fail_read() const {
+    throw DataError(current().path.string() + ": read failed: " + std::strerror(errno));
+  }
+
+  bool open_next_file() {
+    if (file_index == sources.files.size()) return false;
+    const SourceFile& next = sources.files[file_index++];
+    file = std::ifstream(next.path, std::ios::binary);
+    if (!file) throw DataError(next.path.string() + ": cannot open: " + std::strerror(errno));
+    file_open = true;
+    line_number = 0;
+    return true;
+  }
+
+  // Reads up to n more bytes of the plain file into buffer; returns how many arrived.
+  std::size_t read_more(std::size_t n) {
+    const std::size_t old = buffer.size();
+    buffer.resize(old + n);
+    file.read(buffer.data() + old, static_cast<std::streamsize>(n));
+    if (file.bad()) fail_read();
+    const auto got = static_cast<std::size_t>(file.gcount());
+    buffer.resize(old + got);
+    return got;
+  }
+
+  // The next .jsonl document's text into `line`; false at the end of the file.
+  bool next_jsonl_document() {
+    std::string raw;
+    while (std::getline(file, raw)) {
+      ++line_number;
+      if (raw.find_first_not_of(" \t\r") == std::string::npos) continue;
+      line = parse_jsonl_line(raw);
+      return true;
+    }
+    if (file.bad()) fail_read();
+    return false;
+  }
+
+  std::string parse_jsonl_line(std::string_view raw) const {
+    const std::string where = current().path.string() + ":" + std::to_string(line_number) + ": ";
+    try {
+      tokenizer::JsonCursor cursor(raw);
+      cursor.expect('{');
+      std::optional<std::string> text;
+      if (!cursor.consume('}')) {
+        do {
+          cursor.skip_whitespace();
+          const std::string key = cursor.read_string();
+          cursor.expect(':');
+          if (key == "text") {
+            cursor.skip_whitespace();
+            if (cursor.offset() >= raw.size() || raw[cursor.offset()] != '"') {
+              throw DataError(where + "the \"text\" member is not a string");
+            }
+            text = cursor.read_string();
+          } else {
+            cursor.skip_value();
+          }
+        } while (cursor.consume(','));
+        cursor.expect('}');
+      }
+      if (!cursor.at_end()) cursor.fail("text after the object");
+      if (!text) throw DataError(where + "the object has no \"text\" member");
+      return std::move(*text);
+    } catch (const tokenizer::JsonSyntaxError& e) {
+      throw DataError(where + "not a JSON object (" + e.what() + " at column " + std::to_string(e.offset() + 1) + ")");
+    }
+  }
+
+  bool next(Chunk& chunk) {
+    for (;;) {
+      if (in_document) {
+        buffer.erase(0, consumed);
+        consumed = 0;
+        emit_plain(chunk);
+        return true;
+      }
+      if (!file_open && !open_next_file()) return false;
+      if (current().jsonl) {
+        if (!next_jsonl_document()) {
+          file_open = false;
+          continue;
+        }
+        if (line.empty()) continue;
+        if (!selected(document_index++)) continue;
+        chunk.text = line;
+        chunk.ends_document = true;
+        return true;
+      }
+      // A plain file is one document; an empty one is dropped without an index.
+      file_open = false;
+      buffer.clear();
+      consumed = 0;
+      if (read_more(chunk_bytes) == 0) continue;
+      if (!selected(document_index++)) continue;
+      in_document = true;
+      emit_plain(chunk);
+      return true;
+    }
+  }
+
+  // Emits the next chunk of the current plain document from buffer (reading more as needed).
+  void emit_plain(Chunk& chunk) {
+    std::size_t want = chunk_bytes;
+    for (;;) {
+      if (buffer.size() < want) {
+        const std::size_t missing = want - buffer.size();
+        if (read_more(missing) < missing) {  // end of file: the rest is the last chunk
+          in_document = false;
+          chunk.text = buffer;
+          chunk.ends_document = true;
+          consumed = buffer.size();
+          return;
+        }
+      }
+      const std::size_t cut = last_cut(buffer);
+      if (cut > 0) {
+        chunk.text = std::string_view(buffer).substr(0, cut);
+        chunk.ends_document = false;
+        consumed = cut;
+        return;
+      }
+      want = buffer.size() * 2;  // no safe cut yet: a longer chunk
+    }
+  }
+};
+
+DocumentReader::DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes)
+    : state_(std::make_unique<State>()) {
+  if (selection.part != DocumentSelection::Part::all &&
+      (selection.validation_percentage < 1 || selection.validation_percentage > 99)) {
+    throw DataError("validation_split_percentage must be between 1 and 99, got " +
+                    std::to_string(selection.validation_percentage));
+  }
+  state_->sources = std::move(sources);
+  state_->selection = selection;
+  state_->chunk_bytes = std::max<std::size_t>(chunk_bytes, 64);
+}
+
+DocumentReader::~DocumentReader() = default;
+DocumentReader::DocumentReader(DocumentReader&&) noexcept = default;
+DocumentReader& DocumentReader::operator=(DocumentReader&&) noexcept = default;
+
+bool DocumentReader::next(Chunk& chunk) { return state_->next(chunk); }
+
+}  // namespace llmrdzv::data
