@@ -26,7 +26,7 @@ namespace {
 const std::string kTinyModel = "n_layer=2,n_head=2,n_embd=32,n_positions=32";
 
 // 63 bytes + EOS = four 16-token blocks, each starting with a different byte.
-const std::string kMemorise = "Abstract syntax trees. Bytecode runs. Coroutines yield. Dicts!";
+const std::string kMemorise = "Abstract syntax trees. Bytecode runs. Coroutines yield. Dicts!!";
 
 // Deterministic text of many distinct words, ~2.4 KB.
 std::string word_salad() {
