@@ -27,6 +27,7 @@ class TrainerProcess {
   TrainerProcess& operator=(const TrainerProcess&) = delete;
 
   bool running();
+  int pid() const { return pid_; }
   std::string stdout_text() const;
   std::string stderr_text() const;
   // SIGKILL (if still running) and reap; returns the exit status as run_trainer reports it.

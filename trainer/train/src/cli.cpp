@@ -52,6 +52,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
     {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
+    {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine (like torchrun --standalone); 0 = one process, or the rank srun --llm-rdzv names"},
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
@@ -240,6 +241,7 @@ void validate(const TrainOptions& o) {
   require(o.save_steps >= 0, "--save_steps must not be negative");
   require(o.save_total_limit >= 0, "--save_total_limit must not be negative");
   require(o.threads >= 0, "--threads must not be negative");
+  require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
 }
 

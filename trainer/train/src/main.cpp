@@ -1,4 +1,5 @@
-// The `trainer` binary: parse the command line, then train or generate. Usage errors exit 2,
+// The `trainer` binary: parse the command line, then train, generate, or (--nproc N) launch N
+// local ranks. Usage errors exit 2,
 // every other failure (bad corpus, model, checkpoint, I/O) exits 1; both print one
 // "trainer: error: ..." line naming the problem.
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "llmrdzv/train/generate.hpp"
 #include "llmrdzv/train/train_loop.hpp"
 #include "llmrdzv/train/training_engine.hpp"
+#include "standalone_launcher.hpp"
 #if LLMRDZV_TRAINER_DISTRIBUTED
 #include "llmrdzv/dist/distributed_engine.hpp"
 #endif
@@ -44,6 +46,11 @@ int main(int argc, char** argv) {
   try {
     if (command.subcommand == Subcommand::generate) {
       std::cout << generate_text(command.generate) << std::endl;
+    } else if (command.train.nproc > 0) {
+      return run_standalone(args, static_cast<int>(command.train.nproc));
+    } else if (command.train.offload == "optimizer" && !rendezvous_in_environment()) {
+      // Sharded offload lives in the distributed engine: one process gets a world of one.
+      return run_standalone(args, 1);
     } else {
       const auto engine = make_engine(command.train);
       run_training(command.train, *engine);

@@ -57,6 +57,7 @@ struct TrainOptions {
   std::int64_t save_total_limit = 0;  // keep the newest K checkpoints; 0 = keep all
 
   // Machine.
+  std::int64_t nproc = 0;    // > 0: start a local rdzvd and this many ranks (standalone_launcher.hpp)
   std::int64_t threads = 0;  // torch intra-op threads; 0 = torch's default
   bool use_cpu = false;      // stay on the CPU even when CUDA is available
 

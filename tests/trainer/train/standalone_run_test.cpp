@@ -1,0 +1,157 @@
+// The real trainer on many ranks through `trainer --nproc N` (a private rdzvd, Gloo on the CPU):
+// 2 and 4 ranks give the 1-rank run's losses with the same global batch, with and without
+// optimizer offload (one process with offload is a world of one); a killed rank stops the run with a clear message; --nproc refuses to run
+// inside an existing rendezvous.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "llmrdzv/io/json.hpp"
+#include "trainer_process.hpp"
+
+using trainer_test::read_file;
+using trainer_test::run_trainer;
+using trainer_test::RunResult;
+using trainer_test::TempDir;
+using trainer_test::TrainerProcess;
+using trainer_test::write_file;
+
+namespace {
+
+std::string corpus() {
+  std::string text;
+  unsigned state = 11;
+  static const char* words[] = {"rank", "world", "gloo", "store", "round", "token", "block", "epoch", "shard"};
+  for (int i = 0; i < 900; ++i) {
+    state = state * 1103515245u + 12345u;
+    text += words[(state >> 16) % 9];
+    text += (i % 13 == 12) ? ".\n" : " ";
+  }
+  return text;
+}
+
+std::vector<std::string> run_args(const TempDir& dir, const std::string& out, int per_device, int accumulation,
+                                  const std::string& offload) {
+  return {"--do_train", "--train_file", dir / "corpus.txt", "--validation_split_percentage", "0",
+          "--output_dir", out, "--cache_dir", dir / ("cache-" + out.substr(out.size() - 6)),
+          "--config_overrides", "n_layer=2,n_head=2,n_embd=32,n_positions=32,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
+          "--block_size", "16", "--per_device_train_batch_size", std::to_string(per_device),
+          "--gradient_accumulation_steps", std::to_string(accumulation), "--learning_rate", "3e-3",
+          "--weight_decay", "0.1", "--max_grad_norm", "0.5", "--warmup_steps", "2", "--max_steps", "20",
+          "--logging_steps", "1", "--save_steps", "0", "--threads", "1", "--seed", "3", "--offload", offload};
+}
+
+std::vector<double> losses(const std::string& metrics) {
+  std::vector<double> out;
+  std::istringstream lines(read_file(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = llmrdzv::json::parse(line);
+    if (const auto* loss = record.find("loss"); loss && record.find("step")) out.push_back(loss->as_double());
+  }
+  return out;
+}
+
+void expect_ok(const RunResult& r) {
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit_code == 0);
+}
+
+std::vector<int> children_of(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<int> out;
+  for (int child; in >> child;) out.push_back(child);
+  return out;
+}
+
+std::string command_line(int pid) {
+  std::string text = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  for (char& c : text) c = c == '\0' ? ' ' : c;
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offload none and optimizer)",
+          "[train][distributed]") {
+  TempDir dir;
+  write_file(dir / "corpus.txt", corpus());
+  for (const std::string offload : {"none", "optimizer"}) {
+    DYNAMIC_SECTION("offload " << offload) {
+      // One process (with --offload optimizer a world of one through the same launcher).
+      const RunResult single = run_trainer(run_args(dir, dir / ("runs-" + offload + "-1rank"), 4, 2, offload));
+      expect_ok(single);
+      CHECK((offload == "optimizer") == (single.err.find("standalone: 1 rank ") != std::string::npos));
+      const auto reference = losses(dir / ("runs-" + offload + "-1rank/metrics.jsonl"));
+      REQUIRE(reference.size() == 20);
+      CHECK(reference.back() < reference.front() - 1.0);
+
+      for (const int world : {2, 4}) {
+        const std::string out = dir / ("runs-" + offload + "-" + std::to_string(world) + "rank");
+        auto args = run_args(dir, out, 4 / world, 2, offload);
+        args.insert(args.end(), {"--nproc", std::to_string(world)});
+        const RunResult run = run_trainer(args);
+        expect_ok(run);
+        CHECK_THAT(run.err, Catch::Contains("standalone: " + std::to_string(world) + " ranks"));
+        const auto got = losses(out + "/metrics.jsonl");
+        REQUIRE(got.size() == reference.size());
+        for (std::size_t step = 0; step < got.size(); ++step) {
+          INFO("world " << world << " step " << step + 1 << ": " << got[step] << " vs 1 rank " << reference[step]);
+          CHECK(std::abs(got[step] - reference[step]) <= 1e-5 * std::abs(reference[step]));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("a killed rank stops the standalone run with a message naming it", "[train][distributed][kill]") {
+  TempDir dir;
+  write_file(dir / "corpus.txt", corpus());
+  auto args = run_args(dir, dir / "killed", 2, 1, "none");
+  *(std::find(args.begin(), args.end(), "--max_steps") + 1) = "100000";  // far more than the test waits for
+  args.insert(args.end(), {"--nproc", "2"});
+  TrainerProcess launcher(args);
+  // Wait until the ranks train (metrics.jsonl has a record), then kill rank 1 (ranks start in order).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const std::string metrics = dir / "killed/metrics.jsonl";
+  while (std::chrono::steady_clock::now() < deadline && (!std::filesystem::exists(metrics) ||
+                                                          std::filesystem::file_size(metrics) == 0)) {
+    REQUIRE(launcher.running());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::vector<int> ranks;
+  for (const int child : children_of(launcher.pid())) {
+    if (command_line(child).find("--nproc 0") != std::string::npos) ranks.push_back(child);
+  }
+  REQUIRE(ranks.size() == 2);
+  ::kill(ranks[1], SIGKILL);
+  const int status = launcher.wait();
+  CHECK(status == 128 + SIGKILL);
+  CHECK_THAT(launcher.stderr_text(), Catch::Contains("rank 1 was killed by signal Killed; stopping the other 1 ranks"));
+  for (const int rank : ranks) CHECK(::kill(rank, 0) != 0);  // no rank left behind
+}
+
+TEST_CASE("--nproc refuses to start inside an existing rendezvous", "[train][distributed][errors]") {
+  TempDir dir;
+  write_file(dir / "corpus.txt", corpus());
+  auto args = run_args(dir, dir / "nested", 2, 1, "none");
+  args.insert(args.end(), {"--nproc", "2"});
+  ::setenv("RDZV_ENDPOINT", "127.0.0.1:1", 1);
+  const RunResult run = run_trainer(args);
+  ::unsetenv("RDZV_ENDPOINT");
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.err, Catch::Contains("RDZV_ENDPOINT is already set") && Catch::Contains("drop --nproc"));
+  const RunResult negative = run_trainer({"--do_train", "--train_file", dir / "corpus.txt", "--output_dir",
+                                          dir / "n", "--nproc", "-1"});
+  CHECK(negative.exit_code == 2);
+  CHECK_THAT(negative.err, Catch::Contains("--nproc must be between 0 and 1024"));
+}
