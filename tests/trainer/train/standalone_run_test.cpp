@@ -136,7 +136,7 @@ TEST_CASE("a killed rank stops the standalone run with a message naming it", "[t
   ::kill(ranks[1], SIGKILL);
   const int status = launcher.wait();
   CHECK(status == 128 + SIGKILL);
-  CHECK_THAT(launcher.stderr_text(), Catch::Contains("rank 1 was killed by signal Killed; stopping the other 1 ranks"));
+  CHECK_THAT(launcher.stderr_text(), Catch::Contains("rank 1 was killed by signal Killed; stopping the other 1 rank\n"));
   for (const int rank : ranks) CHECK(::kill(rank, 0) != 0);  // no rank left behind
 }
 

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <stdexcept>
 #include <thread>
 
@@ -83,6 +82,12 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
   ::execv(raw[0], raw.data());
   std::fprintf(stderr, "trainer: error: cannot run %s: %s\n", raw[0], std::strerror(errno));
   ::_exit(127);
+}
+
+// One line to stderr in one write, so it does not interleave with the ranks' and rdzvd's output.
+void say(const std::string& line) {
+  const std::string text = line + '\n';
+  [[maybe_unused]] const ssize_t ignored = ::write(STDERR_FILENO, text.data(), text.size());
 }
 
 int exit_status_of(int wait_status) {
@@ -159,8 +164,8 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
   ::sigaction(SIGTERM, &stop, nullptr);
 
   const auto [rdzvd, port] = start_rdzvd(scratch, rdzv_id, token);
-  std::cerr << "trainer: standalone: " << nproc << (nproc == 1 ? " rank" : " ranks")
-            << " on this machine, rdzvd on 127.0.0.1:" << port << '\n';
+  say("trainer: standalone: " + std::to_string(nproc) + (nproc == 1 ? " rank" : " ranks") +
+      " on this machine, rdzvd on 127.0.0.1:" + port);
 
   std::vector<std::string> argv = {self_executable().string()};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -195,7 +200,7 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
     if (pid < 0) {
       if (errno == EINTR) {
         if (g_stop_signal && !stopping) {
-          std::cerr << "trainer: standalone: " << ::strsignal(g_stop_signal) << ": stopping the ranks\n";
+          say(std::string("trainer: standalone: ") + ::strsignal(g_stop_signal) + ": stopping the ranks");
           stop_all(SIGTERM);
           result = 128 + g_stop_signal;
         }
@@ -206,8 +211,7 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
     if (pid == rdzvd) {
       rdzvd_running = false;
       if (!stopping) {
-        std::cerr << "trainer: error: standalone: the local rdzvd " << describe_status(status)
-                  << "; stopping the ranks\n";
+        say("trainer: error: standalone: the local rdzvd " + describe_status(status) + "; stopping the ranks");
         stop_all(SIGTERM);
         result = 1;
       }
@@ -219,9 +223,10 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
     --running;
     if (status != 0 && result == 0) {
       result = exit_status_of(status);
-      std::cerr << "trainer: error: standalone: rank " << (it - ranks.begin()) << ' ' << describe_status(status);
-      if (running > 0) std::cerr << "; stopping the other " << running << " ranks";
-      std::cerr << '\n';
+      std::string message = "trainer: error: standalone: rank " + std::to_string(it - ranks.begin()) + ' ' +
+                            describe_status(status);
+      if (running > 0) message += "; stopping the other " + std::to_string(running) + (running == 1 ? " rank" : " ranks");
+      say(message);
       stop_all(SIGTERM);
     }
   }
