@@ -29,7 +29,8 @@ mkdir "$work/corpus"
 for page in tutorial/introduction tutorial/controlflow tutorial/datastructures; do
   cp "/usr/share/doc/python3.11/html/_sources/$page.rst.txt" "$work/corpus/"
 done
-tiny="--max_steps 4 --config_overrides n_layer=1,n_head=2,n_embd=32,n_positions=64 --block_size 32"
+# Three documents: a 34% validation split holds out the third.
+tiny="--max_steps 4 --config_overrides n_layer=1,n_head=2,n_embd=32,n_positions=64 --block_size 32 --validation_split_percentage 34"
 tiny="$tiny --per_device_train_batch_size 2 --per_device_eval_batch_size 2 --max_eval_samples 8"
 tiny="$tiny --logging_steps 1 --eval_steps 0 --save_steps 2 --threads 1"
 chown -R "$LLMRDZV_TEST_USER" "$work"
@@ -81,8 +82,9 @@ config = transformers.GPT2Config(vocab_size=257, n_positions=64, n_embd=32, n_la
                                  bos_token_id=256, eos_token_id=256)
 transformers.GPT2LMHeadModel(config).save_pretrained(sys.argv[1])
 PY
-    chown -R "$LLMRDZV_TEST_USER" "$work/base"
-    submit MODEL="$work/base" TRAIN_FILE="$work/corpus" EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 2 --max_eval_samples 8 --threads 1"
+    cp /usr/share/doc/python3.11/html/_sources/tutorial/modules.rst.txt "$work/valid.txt"
+    chown -R "$LLMRDZV_TEST_USER" "$work/base" "$work/valid.txt"
+    submit MODEL="$work/base" TRAIN_FILE="$work/corpus" VALIDATION_FILE="$work/valid.txt" EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 2 --max_eval_samples 8 --threads 1"
     expect 'eval_loss'
     hf_model_loads
     ;;

@@ -127,7 +127,6 @@ double evaluate(model::Gpt2LmHeadModel& model, const EvalBlocks& blocks, Trainin
   }
   const std::vector<double> totals = engine.all_reduce_sum({loss_sum, count});
   model->train();
-  if (totals[1] == 0) throw std::invalid_argument("the validation text holds no full block of block_size tokens");
   return totals[0] / totals[1];
 }
 
@@ -309,6 +308,15 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
 
   std::unique_ptr<EvalBlocks> eval_blocks;
   if (o.do_eval) eval_blocks = open_in_rank_order(engine, [&] { return open_eval_blocks(o, tokenizer, block_size); });
+  if (eval_blocks && eval_blocks->count() == 0) {  // found before training, not after it
+    throw std::invalid_argument(
+        "--do_eval: the validation text holds no full block of " + std::to_string(block_size) + " tokens" +
+        (o.validation_file.empty()
+             ? " (--validation_split_percentage " + std::to_string(o.validation_split_percentage) +
+                   " holds out that share of the training documents, none in a corpus this small): give "
+                   "--validation_file or a larger percentage"
+             : ": give a longer --validation_file or a smaller --block_size"));
+  }
   TrainContext context{o, engine, model, eval_blocks.get(), reporter};
 
   TrainSummary summary;
