@@ -16,6 +16,8 @@ endif()
 if(LLMRDZV_WITH_SLURM)
   find_path(SLURM_INCLUDE_DIR slurm/spank.h REQUIRED)
 endif()
+# The venv also gives the tokenizer and data tests their HF oracle (transformers/tokenizers).
+set(LLMRDZV_VENV "${PROJECT_SOURCE_DIR}/.venv" CACHE PATH "Project virtualenv holding the pinned torch wheel")
 if(LLMRDZV_WITH_TORCH)
   include(LlmRdzvTorch)
 endif()

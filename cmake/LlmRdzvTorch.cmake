@@ -5,7 +5,6 @@
 #  - libtorch_cuda.so needs the wheel's own NCCL/cuDNN/cuBLAS (site-packages/nvidia/*/lib), newer than
 #    /usr/local/cuda's: they go on the link's rpath-link and the binaries' rpath;
 #  - the wheel ships no gloo headers; Debian's libgloo-dev provides them for ProcessGroupGloo.hpp.
-set(LLMRDZV_VENV "${PROJECT_SOURCE_DIR}/.venv" CACHE PATH "Project virtualenv holding the pinned torch wheel")
 set(_py "${LLMRDZV_VENV}/bin/python")
 if(NOT EXISTS "${_py}")
   message(FATAL_ERROR "No venv at ${LLMRDZV_VENV}: run scripts/setup.sh first (or -DLLMRDZV_WITH_TORCH=OFF)")
