@@ -35,7 +35,6 @@ if [ "$(id -u)" -ne 0 ]; then
 else
   say "setup";  scripts/setup.sh
   say "build";  scripts/build.sh
-  [ -x build/bin/trainer ] || { echo "main-job: build/bin/trainer was not built: the trainer's data library (trainer/data) is not implemented yet — see README, Status" >&2; exit 1; }
   say "local Slurm cluster ($nodes nodes, plugin from build/lib)"
   scripts/slurm/cluster.sh up --nodes "$nodes" --build-dir "$root/build"
   trap 'scripts/slurm/cluster.sh down || true' EXIT
