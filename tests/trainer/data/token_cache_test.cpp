@@ -142,12 +142,22 @@ TEST_CASE("reads cross shard boundaries and blocks are group_texts blocks") {
   CHECK_THROWS_WITH(Blocks(store, 0), Catch::Contains("block_size must be at least 1"));
 }
 
-TEST_CASE("a corrupt, truncated or oversized shard is an error naming the file, never used or replaced") {
-  ScratchDir dir("cache");
-  dir.write("c.txt", corpus_text(8, 100));
+namespace {
+
+// A byte-tokenised corpus cached in shards of 500 tokens.
+struct ShardedCache {
+  explicit ShardedCache(std::uint32_t seed) : sources(list_sources(dir.write("c.txt", corpus_text(seed, 100)))) {}
+  ScratchDir dir{"cache"};
   const Tokenizer bytes = Tokenizer::bytes();
   const CacheOptions options{dir / "cache", "train", 500};
-  const auto sources = list_sources(dir / "c.txt");
+  const SourceList sources;
+};
+
+}  // namespace
+
+TEST_CASE("a corrupt, truncated or oversized shard is an error naming the file, never used or replaced") {
+  const ShardedCache cache(8);
+  const auto& [dir, bytes, options, sources] = cache;
   const auto paths = TokenStore::open_or_build(sources, {}, bytes, options).shard_paths();
   const auto shard = paths[1];
   const auto size = std::filesystem::file_size(shard);
@@ -184,11 +194,8 @@ TEST_CASE("a corrupt, truncated or oversized shard is an error naming the file, 
 }
 
 TEST_CASE("a missing shard means a half-replaced set: the part is rebuilt") {
-  ScratchDir dir("cache");
-  dir.write("c.txt", corpus_text(9, 100));
-  const Tokenizer bytes = Tokenizer::bytes();
-  const CacheOptions options{dir / "cache", "train", 500};
-  const auto sources = list_sources(dir / "c.txt");
+  const ShardedCache cache(9);
+  const auto& [dir, bytes, options, sources] = cache;
   const auto expected = store_all(TokenStore::open_or_build(sources, {}, bytes, options));
   std::filesystem::remove(TokenStore::open_or_build(sources, {}, bytes, options).shard_paths()[2]);
   CacheOutcome outcome{};

@@ -19,6 +19,7 @@
 
 #include "llmrdzv/data/token_stream.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
+#include "llmrdzv/io/unique_fd.hpp"
 #include "llmrdzv/tokenizer/sha256.hpp"
 
 namespace llmrdzv::data {
@@ -162,20 +163,7 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> parse_shard_name(const st
   return std::pair{*index, *count};
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using Fd = io::UniqueFd;
 
 // One read-only mapped shard.
 struct MappedShard {

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <utility>
 
+#include "llmrdzv/io/unique_fd.hpp"
+
 namespace llmrdzv::io {
 namespace {
 
@@ -18,20 +20,7 @@ namespace {
   throw IoError("cannot " + action + " " + path.string() + ": " + std::strerror(err));
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using Fd = UniqueFd;
 
 void write_all(int fd, std::span<const std::byte> bytes, const std::filesystem::path& path) {
   while (!bytes.empty()) {
