@@ -140,7 +140,7 @@ TEST_CASE("a killed rank stops the standalone run with a message naming it", "[t
   for (const int rank : ranks) CHECK(::kill(rank, 0) != 0);  // no rank left behind
 }
 
-TEST_CASE("--nproc refuses to start inside an existing rendezvous", "[train][distributed][errors]") {
+TEST_CASE("trainer --nproc refuses to start inside an existing rendezvous", "[train][distributed][errors]") {
   TempDir dir;
   write_file(dir / "corpus.txt", corpus());
   auto args = run_args(dir, dir / "nested", 2, 1, "none");
