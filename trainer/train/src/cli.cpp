@@ -52,7 +52,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
     {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
-    {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine (like torchrun --standalone); 0 = one process, or the rank srun --llm-rdzv names"},
+    {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine, as torchrun's standalone mode does; 0 = one process, or the rank given by the rendezvous environment (srun with the llm-rdzv option)"},
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
