@@ -92,3 +92,14 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   const Tokenizer copy = one;
   CHECK(copy.encode("ab ab abab") == one.encode("ab ab abab"));
 }
+
+TEST_CASE("display text replaces each byte outside well-formed UTF-8 with U+FFFD", "[tokenizer]") {
+  using llmrdzv::tokenizer::replace_invalid_utf8;
+  const std::string fffd = "\xEF\xBF\xBD";
+  CHECK(replace_invalid_utf8("plain ascii") == "plain ascii");
+  CHECK(replace_invalid_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80") == "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  CHECK(replace_invalid_utf8("a\xFF" "b") == "a" + fffd + "b");
+  CHECK(replace_invalid_utf8("cut \xE2\x82") == "cut " + fffd + fffd);  // a truncated euro sign
+  CHECK(replace_invalid_utf8("\xED\xA0\x80") == fffd + fffd + fffd);  // a surrogate
+  CHECK(replace_invalid_utf8("") == "");
+}

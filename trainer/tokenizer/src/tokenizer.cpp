@@ -8,6 +8,7 @@
 #include "byte_map.hpp"
 #include "llmrdzv/tokenizer/sha256.hpp"
 #include "pretokenizer.hpp"
+#include "utf8.hpp"
 #include "vocab_files.hpp"
 
 namespace llmrdzv::tokenizer {
@@ -202,6 +203,24 @@ void Tokenizer::save(const std::filesystem::path& dir) const {
   if (ec) throw TokenizerError("cannot create " + dir.string() + ": " + ec.message());
   write_vocab_json(dir / "vocab.json", model_->tokens);
   write_merges_txt(dir / "merges.txt", model_->tokens, model_->merges);
+}
+
+std::string replace_invalid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (std::size_t i = 0; i < bytes.size();) {
+    char32_t cp = 0;
+    const std::size_t n = decode_utf8(p + i, bytes.size() - i, cp);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(bytes.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
 }
 
 }  // namespace llmrdzv::tokenizer

@@ -52,7 +52,8 @@ std::string generate_text(const GenerateOptions& o) {
     if (static_cast<tokenizer::TokenId>(next) == tokenizer.eos_id()) break;
     ids.push_back(static_cast<tokenizer::TokenId>(next));
   }
-  return tokenizer.decode(std::span<const tokenizer::TokenId>(ids).subspan(prompt_length));
+  return tokenizer::replace_invalid_utf8(
+      tokenizer.decode(std::span<const tokenizer::TokenId>(ids).subspan(prompt_length)));
 }
 
 }  // namespace llmrdzv::train

@@ -90,4 +90,8 @@ class Tokenizer {
   std::unique_ptr<PieceCache> cache_;
 };
 
+// Text for display: `bytes` with every byte that is not part of a well-formed UTF-8 sequence
+// replaced by U+FFFD, as HF's decode (Python's errors="replace") shows byte-level output.
+std::string replace_invalid_utf8(std::string_view bytes);
+
 }  // namespace llmrdzv::tokenizer
