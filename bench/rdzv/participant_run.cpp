@@ -79,8 +79,13 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
  public:
   Participant(Shared& shared, int index, RunResult& result)
       : shared_(shared), index_(index), result_(result) {
+    // The client library's channel arguments (rdzvd/client/src/connector.cpp), so the server
+    // sees the traffic real ranks make: no gRPC retries (the library retries itself), no BDP
+    // pings.
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // its own TCP connection
+    args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
     channel_ = grpc::CreateCustomChannel(shared.config.endpoint, grpc::InsecureChannelCredentials(), args);
     stub_ = v1::Rendezvous::NewStub(channel_);
   }

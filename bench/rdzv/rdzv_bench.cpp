@@ -2,6 +2,8 @@
 // round and then a store barrier, against an rdzvd it starts itself (or --endpoint). Prints a
 // table and, as its last line, one JSON object. The baseline is N concurrent trivial calls in
 // the same run, so ratios stay comparable across machines.
+#include <absl/synchronization/mutex.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -104,6 +106,11 @@ std::string json_number(std::optional<double> value) {
 
 int main(int argc, char** argv) {
   const BenchArgs args = parse_args(argc, argv);
+  // This process plays thousands of ranks: keep its own overhead out of the measurement with the
+  // process settings rdzvd uses (rdzvd/server/tuning.cpp): no absl deadlock detector (Debian's
+  // abseil has it on), one malloc arena.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  mallopt(M_ARENA_MAX, 1);
   try {
     std::unique_ptr<BenchDaemon> daemon;
     llmrdzv::bench::RunConfig config{args.participants, args.endpoint, args.rdzv_id, args.token,

@@ -17,6 +17,7 @@
 #include "core_host.hpp"
 #include "logger.hpp"
 #include "rendezvous_service.hpp"
+#include "tuning.hpp"
 
 namespace llmrdzv::server {
 namespace {
@@ -64,6 +65,7 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger
     // Without this a second daemon could share a busy port and port probing would never move on.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
+    tune_server(builder);
     bound.server = builder.BuildAndStart();
     if (bound.server && bound.port > 0) return bound;
     log.info("cannot listen on " + bound.address + " (in use or not a local address), trying the next candidate");

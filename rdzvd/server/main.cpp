@@ -9,10 +9,12 @@
 #include <vector>
 
 #include "daemon.hpp"
+#include "tuning.hpp"
 
 int main(int argc, char** argv) {
   using namespace llmrdzv::server;
   const pid_t parent = getppid();
+  tune_process();
   const std::vector<std::string> args(argv + 1, argv + argc);
   try {
     DaemonOptions options = parse_options(args);

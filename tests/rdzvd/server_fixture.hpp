@@ -12,6 +12,7 @@
 #include "core_host.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
 #include "rendezvous_service.hpp"
+#include "tuning.hpp"
 
 namespace llmrdzv::server::testing {
 
@@ -30,6 +31,7 @@ class InProcessServer {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
+    tune_server(builder);
     server_ = builder.BuildAndStart();
     io_thread_ = std::thread([this] { io_.run(); });
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials());

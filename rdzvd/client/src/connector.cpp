@@ -73,6 +73,10 @@ std::shared_ptr<grpc::Channel> make_channel(const std::string& endpoint) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  // No BDP probing: it sends a PING after each quiet spell to size windows for bulk transfers;
+  // rendezvous traffic is small messages, and at thousands of ranks the PINGs and their acks
+  // were a third of rdzvd's writes (rdzvd turns it off on its side too, see server/tuning.cpp).
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 50);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
