@@ -67,7 +67,8 @@ def help_options(commands):
         if result.returncode != 0:
             sys.exit(f"{' '.join(command)} exited with {result.returncode}: {result.stderr.strip()}")
         found |= set(LONG_OPTION.findall(result.stdout + result.stderr))
-    return found - {"help"}
+    # Upper-case words are placeholders of a usage line ("[--OPTION VALUE]..."), not options.
+    return {name for name in found if not name.isupper()} - {"help"}
 
 
 def check_help(page, commands):

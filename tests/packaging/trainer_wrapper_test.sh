@@ -2,8 +2,9 @@
 # The trainer's LibTorch wrapper (packaging/scripts/trainer-wrapper.in), configured by
 # tests/packaging/CMakeLists.txt to run ./fake-trainer beside it and to expect torch 9.9.9+test:
 # it refuses a missing setting, a directory without torch and a torch of another version, each with
-# a message naming the problem; with the right one it runs the binary with torch/lib and every
-# nvidia/*/lib on LD_LIBRARY_PATH, passing the arguments through; LLM_RDZV_TORCH_SITE beats the file.
+# a message naming the problem; with the right one (a site-packages directory, or a venv holding one)
+# it runs the binary with torch/lib and every nvidia/*/lib on LD_LIBRARY_PATH, passing the arguments
+# through; LLM_RDZV_TORCH_SITE beats the file.
 #   trainer_wrapper_test.sh DIR   (DIR holds the configured `trainer`; its config file is DIR/trainer.conf)
 set -euo pipefail
 dir=${1:?usage: trainer_wrapper_test.sh DIR}
@@ -39,6 +40,15 @@ expect 0 "LD_LIBRARY_PATH=$work/good/torch/lib" -- env -u LLM_RDZV_TORCH_SITE "$
 expect 1 "$work/old has torch 1.0.0" -- env LLM_RDZV_TORCH_SITE="$work/old" "$wrapper"
 ln -s "$wrapper" "$work/trainer-link"
 expect 0 "args=x" -- env LLM_RDZV_TORCH_SITE="$work/good" "$work/trainer-link" x
+# A venv stands for its lib/python3.*/site-packages.
+make_site "$work/venv/lib/python3.9/site-packages" 9.9.9+test
+mkdir -p "$work/venv/lib/python3.8/site-packages"
+expect 0 "LD_LIBRARY_PATH=$work/venv/lib/python3.9/site-packages/torch/lib:" -- \
+  env LLM_RDZV_TORCH_SITE="$work/venv" "$wrapper"
+printf 'torch_site=%s\n' "$work/venv" >"$dir/trainer.conf"
+expect 0 "LD_LIBRARY_PATH=$work/venv/lib/python3.9/site-packages/torch/lib:" -- env -u LLM_RDZV_TORCH_SITE "$wrapper"
+expect 1 "$work/old/x holds no torch (no torch/version.py there or in lib/python3*/site-packages)" -- \
+  env LLM_RDZV_TORCH_SITE="$work/old/x" "$wrapper"
 rm -f "$dir/trainer.conf"
 
 finish
