@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "bench_daemon.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
@@ -124,6 +126,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     if (!ok) return;  // the stream is ending; OnDone follows
     if (event_.kind() == v1::SessionEvent::OPENED && !opened_) {
       opened_ = true;
+      result_.opened_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
       add();
     }
     StartRead(&event_);
@@ -163,6 +166,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     add_request_.set_delta(1);
     stub_->async()->Add(next_context(), &add_request_, &add_response_, [this](grpc::Status status) {
       if (!status.ok()) return shared_.timed.fail(describe("Add", status));
+      result_.added_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
       if (add_response_.value() == join_response_.world_size()) {
         set_done();
       } else {
@@ -224,6 +228,8 @@ RunResult run_participants(const RunConfig& config) {
   RunResult result;
   result.baseline_ms.resize(n);
   result.join_ms.resize(n);
+  result.opened_ms.resize(n);
+  result.added_ms.resize(n);
   result.total_ms.resize(n);
   Shared shared{config, {}, {}, PhaseCounter(config.participants), PhaseCounter(config.participants), {},
                 PhaseCounter(config.participants)};
@@ -243,6 +249,10 @@ RunResult run_participants(const RunConfig& config) {
   for (auto& participant : participants) participant->start_baseline();
   shared.baseline.wait(config.timeout, "baseline");
 
+  if (config.hold.count() > 0) {
+    std::fprintf(stderr, "rdzv-bench: timed phase in %lld ms\n", static_cast<long long>(config.hold.count()));
+    std::this_thread::sleep_for(config.hold);
+  }
   const double client_cpu_start = own_cpu_ms();
   const auto daemon_cpu_start = config.daemon_pid > 0 ? cpu_time_ms(config.daemon_pid) : std::nullopt;
   shared.release = Clock::now();

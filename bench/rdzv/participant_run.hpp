@@ -25,11 +25,16 @@ struct RunConfig {
   std::string token;
   std::chrono::seconds timeout{120};
   pid_t daemon_pid = -1;  // when known, its CPU time over the timed phase is reported
+  // Pause between the baseline and the timed phase (after printing "timed phase in N ms" on
+  // stderr), so a profiler can be attached to rdzvd for the timed phase only.
+  std::chrono::milliseconds hold{0};
 };
 
 struct RunResult {
   std::vector<double> baseline_ms;  // per participant: release -> Status answered
   std::vector<double> join_ms;      // per participant: release -> Join answered
+  std::vector<double> opened_ms;    // per participant: release -> session OPENED event read
+  std::vector<double> added_ms;     // per participant: release -> Add answered
   std::vector<double> total_ms;     // per participant: release -> barrier passed
   double baseline_wall_ms = 0;      // release -> last baseline call done
   double wall_ms = 0;               // release -> last participant through the barrier

@@ -25,14 +25,16 @@ using llmrdzv::bench::BenchDaemon;
 
 constexpr const char* kUsage =
     "usage: rdzv-bench --participants N [--endpoint HOST:PORT --id ID --token TOKEN]\n"
-    "                  [--rdzvd PATH] [--timeout SECONDS]\n"
+    "                  [--rdzvd PATH] [--timeout SECONDS] [--hold MS]\n"
     "Without --endpoint, starts its own rdzvd (default: the rdzvd next to this binary) and\n"
-    "reports its peak RSS. Needs about 2*N+100 open files (raise ulimit -n for large N).\n";
+    "reports its peak RSS. Needs about 2*N+100 open files (raise ulimit -n for large N).\n"
+    "--hold MS pauses before the timed phase (to attach a profiler to rdzvd for it alone).\n";
 
 struct BenchArgs {
   int participants = 0;
   std::string endpoint, rdzv_id, token, rdzvd_path;
   int timeout_s = 120;
+  int hold_ms = 0;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -78,6 +80,8 @@ BenchArgs parse_args(int argc, char** argv) {
       args.rdzvd_path = value;
     } else if (flag == "--timeout") {
       args.timeout_s = positive(flag, value);
+    } else if (flag == "--hold") {
+      args.hold_ms = positive(flag, value);
     } else {
       usage_error("unknown flag " + flag);
     }
@@ -115,6 +119,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<BenchDaemon> daemon;
     llmrdzv::bench::RunConfig config{args.participants, args.endpoint, args.rdzv_id, args.token,
                                      std::chrono::seconds(args.timeout_s)};
+    config.hold = std::chrono::milliseconds(args.hold_ms);
     if (args.endpoint.empty()) {
       config.rdzv_id = "bench." + std::to_string(getpid());
       daemon = std::make_unique<BenchDaemon>(args.rdzvd_path, config.rdzv_id);
@@ -137,6 +142,10 @@ int main(int argc, char** argv) {
     std::printf("%-34s %12.2f %12.2f %12.1f\n", "baseline: one trivial call each", baseline_p50,
                 percentile(result.baseline_ms, 0.99), result.baseline_wall_ms);
     std::printf("%-34s %12.2f %12.2f %12s\n", "join (round complete)", join_p50, percentile(result.join_ms, 0.99), "-");
+    std::printf("%-34s %12.2f %12.2f %12s\n", "+ session open (OPENED read)", percentile(result.opened_ms, 0.50),
+                percentile(result.opened_ms, 0.99), "-");
+    std::printf("%-34s %12.2f %12.2f %12s\n", "+ add", percentile(result.added_ms, 0.50),
+                percentile(result.added_ms, 0.99), "-");
     std::printf("%-34s %12.2f %12.2f %12.1f\n", "join + store barrier", p50, p99, result.wall_ms);
     std::printf("round+barrier / baseline wall time: %.2fx\n", ratio);
     std::printf("CPU during round+barrier: rdzvd %s ms, participants (this process) %.1f ms\n",
