@@ -266,6 +266,10 @@ RunResult run_participants(const RunConfig& config) {
   result.client_cpu_ms = own_cpu_ms() - client_cpu_start;
   const auto daemon_cpu_end = config.daemon_pid > 0 ? cpu_time_ms(config.daemon_pid) : std::nullopt;
   if (daemon_cpu_start && daemon_cpu_end) result.daemon_cpu_ms = *daemon_cpu_end - *daemon_cpu_start;
+  if (config.hold.count() > 0) {
+    std::fprintf(stderr, "rdzv-bench: timed phase over, closing in %lld ms\n", static_cast<long long>(config.hold.count()));
+    std::this_thread::sleep_for(config.hold);
+  }
 
   // Sessions must end (OnDone) before their reactors are destroyed.
   const int open_sessions = shared.sessions_open.load();

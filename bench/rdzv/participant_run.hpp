@@ -25,8 +25,8 @@ struct RunConfig {
   std::string token;
   std::chrono::seconds timeout{120};
   pid_t daemon_pid = -1;  // when known, its CPU time over the timed phase is reported
-  // Pause between the baseline and the timed phase (after printing "timed phase in N ms" on
-  // stderr), so a profiler can be attached to rdzvd for the timed phase only.
+  // Pauses before the timed phase (after printing "timed phase in N ms" on stderr) and after
+  // it ("timed phase over"), so a profiler can watch rdzvd during the timed phase alone.
   std::chrono::milliseconds hold{0};
 };
 

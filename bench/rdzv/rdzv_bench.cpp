@@ -28,7 +28,8 @@ constexpr const char* kUsage =
     "                  [--rdzvd PATH] [--timeout SECONDS] [--hold MS]\n"
     "Without --endpoint, starts its own rdzvd (default: the rdzvd next to this binary) and\n"
     "reports its peak RSS. Needs about 2*N+100 open files (raise ulimit -n for large N).\n"
-    "--hold MS pauses before the timed phase (to attach a profiler to rdzvd for it alone).\n";
+    "--hold MS pauses before and after the timed phase, announcing each on stderr (to profile\n"
+    "rdzvd during the timed phase alone).\n";
 
 struct BenchArgs {
   int participants = 0;
