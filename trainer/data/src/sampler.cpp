@@ -9,7 +9,8 @@
 namespace llmrdzv::data {
 namespace {
 
-constexpr std::string_view kStateFormat = "llmrdzv-sampler v1";
+constexpr std::string_view kStateFormat = "llmrdzv-sampler v2";
+constexpr std::string_view kStateFormatV1 = "llmrdzv-sampler v1";  // (epoch, step) of one global batch
 
 class SplitMix64 {
  public:
@@ -79,13 +80,18 @@ const std::vector<std::uint64_t>& BlockSampler::order(std::uint64_t epoch) {
   return order_;
 }
 
+SamplerPosition BlockSampler::at_offset(std::uint64_t epoch, std::uint64_t offset) const {
+  if (offset + shape_.global() > num_blocks_) return {epoch + 1, 0, 0};
+  return {epoch, offset / shape_.global(), offset};
+}
+
 std::vector<std::uint64_t> BlockSampler::global_batch(SamplerPosition at) {
-  if (at.step >= steps_per_epoch_) {
-    throw DataError("sampler step " + std::to_string(at.step) + " is past the epoch's " +
-                    std::to_string(steps_per_epoch_) + " steps");
+  if (at.offset > num_blocks_ || num_blocks_ - at.offset < shape_.global()) {
+    throw DataError("sampler offset " + std::to_string(at.offset) + " leaves fewer than one global batch of " +
+                    std::to_string(shape_.global()) + " of the epoch's " + std::to_string(num_blocks_) + " blocks");
   }
   const auto& all = order(at.epoch);
-  const auto first = all.begin() + static_cast<std::ptrdiff_t>(at.step * shape_.global());
+  const auto first = all.begin() + static_cast<std::ptrdiff_t>(at.offset);
   return {first, first + static_cast<std::ptrdiff_t>(shape_.global())};
 }
 
@@ -102,35 +108,48 @@ std::vector<std::uint64_t> BlockSampler::micro_batch(SamplerPosition at, std::ui
 std::vector<std::vector<std::uint64_t>> BlockSampler::next_step() {
   std::vector<std::vector<std::uint64_t>> micro_batches;
   for (std::uint64_t m = 0; m < shape_.accumulation; ++m) micro_batches.push_back(micro_batch(position_, m));
-  if (++position_.step == steps_per_epoch_) position_ = {position_.epoch + 1, 0};
+  position_ = at_offset(position_.epoch, position_.offset + shape_.global());
   return micro_batches;
 }
 
 std::string BlockSampler::state() const {
   return std::string(kStateFormat) + " seed=" + std::to_string(seed_) + " blocks=" + std::to_string(num_blocks_) +
-         " global_batch=" + std::to_string(shape_.global()) + " shuffle=" + (shuffle_ ? "1" : "0") +
-         " epoch=" + std::to_string(position_.epoch) + " step=" + std::to_string(position_.step);
+         " shuffle=" + (shuffle_ ? "1" : "0") + " epoch=" + std::to_string(position_.epoch) +
+         " offset=" + std::to_string(position_.offset);
 }
 
 void BlockSampler::restore(std::string_view state) {
-  const auto v = parse_state_text(state, kStateFormat, {"seed", "blocks", "global_batch", "shuffle", "epoch", "step"},
-                                  "sampler");
+  // v1 (older checkpoints) counted global steps of its one global batch: offset = step x batch.
+  const bool v1 = state.starts_with(std::string(kStateFormatV1) + " ") || state == kStateFormatV1;
+  const auto v = v1 ? parse_state_text(state, kStateFormatV1,
+                                       {"seed", "blocks", "global_batch", "shuffle", "epoch", "step"}, "sampler")
+                    : parse_state_text(state, kStateFormat, {"seed", "blocks", "shuffle", "epoch", "offset"}, "sampler");
   const auto differs = [&](std::string_view key, std::uint64_t saved, std::uint64_t now) {
     if (saved != now) {
       throw DataError("the checkpoint's sampler has " + std::string(key) + "=" + std::to_string(saved) +
                       " but this run has " + std::to_string(now) +
-                      " (a different corpus, block size, seed or global batch cannot resume it)");
+                      " (a different corpus, block size, seed or shuffle cannot resume it)");
     }
   };
   differs("seed", v.at("seed"), seed_);
   differs("blocks", v.at("blocks"), num_blocks_);
-  differs("global_batch", v.at("global_batch"), shape_.global());
   differs("shuffle", v.at("shuffle"), shuffle_ ? 1 : 0);
-  if (v.at("step") >= steps_per_epoch_) {
-    throw DataError("sampler state '" + std::string(state) + "' is malformed: step is past the epoch's " +
-                    std::to_string(steps_per_epoch_) + " steps");
+  std::uint64_t offset = 0;
+  if (v1) {
+    const std::uint64_t saved_batch = v.at("global_batch");
+    if (saved_batch == 0 || v.at("step") >= num_blocks_ / saved_batch) {
+      throw DataError("sampler state '" + std::string(state) + "' is malformed: step is past the epoch's " +
+                      std::to_string(saved_batch == 0 ? 0 : num_blocks_ / saved_batch) + " steps");
+    }
+    offset = v.at("step") * saved_batch;
+  } else {
+    offset = v.at("offset");
+    if (offset >= num_blocks_) {
+      throw DataError("sampler state '" + std::string(state) + "' is malformed: offset is past the epoch's " +
+                      std::to_string(num_blocks_) + " blocks");
+    }
   }
-  position_ = {v.at("epoch"), v.at("step")};
+  position_ = at_offset(v.at("epoch"), offset);
 }
 
 BlockRange eval_shard(std::uint64_t num_blocks, std::uint64_t rank, std::uint64_t world) {

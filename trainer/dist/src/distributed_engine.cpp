@@ -1,20 +1,32 @@
 // DistributedEngine: the TrainingEngine for many ranks (see distributed_engine.hpp). Plain data
 // parallel delegates the optimizer to the one-process engine (torch::optim::AdamW) after the
 // gradients are averaged, so one rank and many ranks step identically; --offload optimizer
-// uses OffloadAdamW on the flat gradient buffer.
+// uses OffloadAdamW on the flat gradient buffer. The failure watch ends or (elastic) restarts
+// the rank when another one fails.
 #include "llmrdzv/dist/distributed_engine.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <torch/cuda.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <charconv>
+#include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/dist/gradient_buckets.hpp"
@@ -28,28 +40,142 @@ using train::AdamWSettings;
 using train::NamedParameter;
 using train::TensorMap;
 
+constexpr const char* kRestartCountVar = "LLM_RDZV_RESTART_COUNT";
+constexpr const char* kRestartReasonVar = "LLM_RDZV_RESTART_REASON";
+constexpr const char* kMaxRestartsVar = "LLM_RDZV_MAX_RESTARTS";
+
+// Set by the first session event that ends this process (exit or restart).
+std::atomic<bool> g_watch_acting{false};
+
+// One line to stderr in one write, so ranks sharing a terminal or log do not interleave.
+void say(const std::string& line) {
+  const std::string text = line + '\n';
+  for (std::size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+[[noreturn]] void block_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+std::string restart_count_text(int count, int max) {
+  return "restart " + std::to_string(count) + " of " + std::to_string(max);
+}
+
+// Every descriptor but stdin/stdout/stderr closes on exec: the old process group's sockets and
+// the rdzvd connection must go with the old process.
+void close_on_exec_from_3() {
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+  if (DIR* dir = ::opendir("/proc/self/fd")) {
+    const int own = ::dirfd(dir);
+    while (const dirent* entry = ::readdir(dir)) {
+      int fd = -1;
+      const char* name = entry->d_name;
+      if (std::from_chars(name, name + std::strlen(name), fd).ec != std::errc() || fd < 3 || fd == own) continue;
+      ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+    }
+    ::closedir(dir);
+  }
+}
+
 // Reacts to session events: another member failing (or the round/daemon going away) ends this
 // rank at once, because a collective with a dead or hung peer would otherwise block until its
-// timeout. Gloo has no abort; exiting is the prompt and certain way out.
+// timeout. Gloo has no abort; exiting (or, elastic, re-executing) is the prompt and certain way
+// out. Runs on the client's session thread.
 class FailureWatch {
  public:
-  void arm(int rank) { rank_ = rank; }
+  struct Elastic {
+    ElasticRestart restart;
+    RestartBudget budget;
+  };
+
+  explicit FailureWatch(std::optional<Elastic> elastic = std::nullopt) : elastic_(std::move(elastic)) {}
+
+  void arm(const client::Assignment& assignment) {
+    grace_ms_ = assignment.heartbeat_timeout.count() + 2000;
+    rank_ = assignment.rank;
+  }
   void disarm() { disarmed_ = true; }
 
   void operator()(const client::SessionEvent& event) {
     using Kind = client::SessionEvent::Kind;
     if (disarmed_ || event.kind == Kind::member_left || event.kind == Kind::participant_waiting) return;
+    if (g_watch_acting.exchange(true)) return;  // one event ends the process
     std::fflush(stdout);
-    std::cerr << "\ntrainer: error: rank " << rank_ << " stops: "
-              << (event.kind == Kind::member_failed ? "rank " + std::to_string(event.rank) + " failed"
-                                                   : std::string(client::event_kind_name(event.kind)))
-              << " in round " << event.round << (event.detail.empty() ? "" : " (" + event.detail + ")")
-              << std::endl;
+    const std::string what = event.kind == Kind::member_failed ? "rank " + std::to_string(event.rank) + " failed"
+                                                                : std::string(client::event_kind_name(event.kind));
+    std::string outcome;
+    if (elastic_ && (event.kind == Kind::member_failed || event.kind == Kind::round_closed)) {
+      outcome = restart(what + " in round " + std::to_string(event.round));  // returns only when it cannot
+    }
+    say("\ntrainer: error: rank " + std::to_string(rank_) + " stops: " + what + " in round " +
+        std::to_string(event.round) + (event.detail.empty() ? "" : " (" + event.detail + ")") + outcome);
     std::_Exit(kPeerFailedExitCode);
   }
 
+  // The main thread after a collective failed: a peer's death breaks collectives about when rdzvd
+  // reports it, so give the session event up to the heartbeat timeout (+2 s) to arrive and act.
+  void await_verdict() const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms_.load());
+    while (!g_watch_acting && !disarmed_ && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    yield_to_failure_watch();
+  }
+
  private:
+  // Re-executes this process into the next round; returns why it could not.
+  std::string restart(const std::string& failure) {
+    const RestartBudget& budget = elastic_->budget;
+    if (budget.done >= budget.max) {
+      return "; no restarts left (this rank restarted " + std::to_string(budget.done) + " times, " + kMaxRestartsVar +
+             "=" + std::to_string(budget.max) + ")";
+    }
+    // For the message: the restarted ranks decide together which checkpoint they resume from
+    // (rank 0 looks again once the next round formed; see the header).
+    std::optional<std::string> checkpoint;
+    try {
+      if (elastic_->restart.latest_checkpoint) checkpoint = elastic_->restart.latest_checkpoint();
+    } catch (const std::exception& e) {
+      return std::string("; cannot restart: cannot look for checkpoints: ") + e.what();
+    }
+    const int count = budget.done + 1;
+    say("trainer: rank " + std::to_string(rank_) + ": " + failure + "; re-joining the rendezvous, " +
+        (checkpoint ? "resuming from " + *checkpoint : std::string("starting over (no checkpoint yet)")) + " (" +
+        restart_count_text(count, budget.max) + ")");
+
+    const std::vector<std::string>& args = elastic_->restart.argv;
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry; ++entry) {
+      const std::string_view text(*entry);
+      if (text.starts_with(std::string(kRestartCountVar) + "=") || text.starts_with(std::string(kRestartReasonVar) + "=")) {
+        continue;
+      }
+      env.emplace_back(text);
+    }
+    env.push_back(std::string(kRestartCountVar) + "=" + std::to_string(count));
+    env.push_back(std::string(kRestartReasonVar) + "=" + failure);
+    std::vector<char*> raw_args, raw_env;
+    for (const std::string& a : args) raw_args.push_back(const_cast<char*>(a.c_str()));
+    raw_args.push_back(nullptr);
+    for (const std::string& e : env) raw_env.push_back(const_cast<char*>(e.c_str()));
+    raw_env.push_back(nullptr);
+
+    std::fflush(nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    ::pthread_sigmask(SIG_SETMASK, &none, nullptr);  // this thread's mask would be the new process'
+    close_on_exec_from_3();
+    ::execve("/proc/self/exe", raw_args.data(), raw_env.data());
+    return std::string("; cannot restart: execve /proc/self/exe: ") + std::strerror(errno);
+  }
+
+  std::optional<Elastic> elastic_;
   std::atomic<int> rank_{-1};
+  std::atomic<std::int64_t> grace_ms_{12000};
   std::atomic<bool> disarmed_{false};
 };
 
@@ -75,6 +201,9 @@ class DistributedEngine final : public train::TrainingEngine {
 
   ~DistributedEngine() override {
     watch_->disarm();
+    // Unwinding after an error: no Leave, so rdzvd reports this rank as failed to the others
+    // (they stop or restart) instead of leaving them in a collective with a rank that is gone.
+    if (std::uncaught_exceptions() > 0) return;
     try {
       client_->leave();
     } catch (const std::exception&) {
@@ -87,6 +216,63 @@ class DistributedEngine final : public train::TrainingEngine {
   c10::Device device() const override { return device_; }
 
   void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) override {
+    guarded([&] { attach_parameters(std::move(parameters), settings); });
+  }
+
+  void begin_micro_step(bool last_micro_step) override {
+    guarded([&] { buckets_->begin_micro_step(last_micro_step); });
+  }
+
+  double finish_gradients(double max_norm) override {
+    return guarded([&] { return synchronise_and_clip(max_norm); });
+  }
+
+  void optimizer_step(double learning_rate) override {
+    guarded([&] {
+      if (!offload_) return replica_->optimizer_step(learning_rate);
+      offload_->step(buckets_->flat(), learning_rate, grad_scale_);
+      for (auto& p : attached_tensors()) p.mutable_grad().reset();
+    });
+  }
+
+  std::vector<double> all_reduce_sum(std::vector<double> values) override {
+    if (values.empty()) return values;
+    return guarded([&] {
+      auto t = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(device_);
+      std::vector<at::Tensor> tensors{t};
+      backend_->allreduce(tensors)->wait();
+      t = t.to(at::kCPU);
+      return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
+    });
+  }
+
+  void barrier() override {
+    guarded([&] { backend_->barrier()->wait(); });
+  }
+
+  TensorMap optimizer_state() const override {
+    return offload_ ? offload_->state() : replica_->optimizer_state();
+  }
+
+  void load_optimizer_state(const TensorMap& state) override {
+    offload_ ? offload_->load_state(state) : replica_->load_optimizer_state(state);
+  }
+
+ private:
+  // Every call that talks to other ranks: when it fails because a peer died, the failure watch is
+  // about to act on rdzvd's report (exit 3 or restart); give it the chance instead of failing
+  // with the broken collective's message.
+  template <class F>
+  auto guarded(F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (const std::exception&) {
+      watch_->await_verdict();
+      throw;
+    }
+  }
+
+  void attach_parameters(std::vector<NamedParameter> parameters, const AdamWSettings& settings) {
     broadcast_from_rank0(parameters);
     std::vector<at::Tensor> tensors;
     for (const auto& p : parameters) tensors.push_back(p.tensor);
@@ -113,9 +299,7 @@ class DistributedEngine final : public train::TrainingEngine {
     }
   }
 
-  void begin_micro_step(bool last_micro_step) override { buckets_->begin_micro_step(last_micro_step); }
-
-  double finish_gradients(double max_norm) override {
+  double synchronise_and_clip(double max_norm) {
     buckets_->finish();
     if (!offload_) {
       buckets_->copy_to_grads();
@@ -134,32 +318,6 @@ class DistributedEngine final : public train::TrainingEngine {
     return norm;
   }
 
-  void optimizer_step(double learning_rate) override {
-    if (!offload_) return replica_->optimizer_step(learning_rate);
-    offload_->step(buckets_->flat(), learning_rate, grad_scale_);
-    for (auto& p : attached_tensors()) p.mutable_grad().reset();
-  }
-
-  std::vector<double> all_reduce_sum(std::vector<double> values) override {
-    if (values.empty()) return values;
-    auto t = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(device_);
-    std::vector<at::Tensor> tensors{t};
-    backend_->allreduce(tensors)->wait();
-    t = t.to(at::kCPU);
-    return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
-  }
-
-  void barrier() override { backend_->barrier()->wait(); }
-
-  TensorMap optimizer_state() const override {
-    return offload_ ? offload_->state() : replica_->optimizer_state();
-  }
-
-  void load_optimizer_state(const TensorMap& state) override {
-    offload_ ? offload_->load_state(state) : replica_->load_optimizer_state(state);
-  }
-
- private:
   void broadcast_from_rank0(const std::vector<NamedParameter>& parameters) {
     at::NoGradGuard no_grad;
     for (const auto& p : parameters) {
@@ -193,6 +351,77 @@ bool rendezvous_env_present() {
   return endpoint != nullptr && *endpoint != '\0';
 }
 
+namespace {
+
+std::unique_ptr<train::TrainingEngine> join_and_build(const train::TrainOptions& options,
+                                                      std::shared_ptr<client::Client> client,
+                                                      std::shared_ptr<FailureWatch> watch,
+                                                      const ProcessGroupSettings& settings,
+                                                      const RestartBudget* restarted) {
+  client::Assignment assignment;
+  try {
+    assignment = client->join([watch](const client::SessionEvent& event) { (*watch)(event); });
+  } catch (const client::RdzvError& e) {
+    if (!restarted) throw;
+    const client::Options& o = client->options();
+    std::string why = e.what();
+    if (e.code() == client::ErrorCode::deadline_exceeded) {
+      why = "the next round did not form within " + std::to_string(o.join_timeout.count() / 1000) +
+            " s (LLM_RDZV_TIMEOUT): fewer than the minimum of " + std::to_string(o.min_world) +
+            " ranks came back (" + why + ")";
+    }
+    throw RejoinError("could not re-join rendezvous '" + o.rdzv_id + "' after " +
+                      (restarted->last_failure.empty() ? "a failure" : restarted->last_failure) + " (" +
+                      restart_count_text(restarted->done, restarted->max) + "): " + why);
+  }
+  watch->arm(assignment);
+  if (restarted) {
+    say("trainer: re-joined rendezvous '" + client->options().rdzv_id + "' in round " +
+        std::to_string(assignment.round) + " as rank " + std::to_string(assignment.rank) + " of " +
+        std::to_string(assignment.world_size) + " (" + restart_count_text(restarted->done, restarted->max) + ")");
+  }
+  const bool cuda = !options.use_cpu && torch::cuda::is_available();
+  const c10::Device device =
+      cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, assignment.local_rank)))
+           : c10::Device(c10::kCPU);
+  auto store = c10::make_intrusive<RdzvStore>(client, assignment.round, "pg/", settings.timeout);
+  c10::intrusive_ptr<c10d::Backend> backend;
+  try {
+    backend = make_process_group(store, assignment.rank, assignment.world_size, device, settings);
+  } catch (const std::exception&) {
+    watch->await_verdict();  // a peer that died while the group formed: let the watch act on it
+    throw;
+  }
+  return std::make_unique<DistributedEngine>(options, std::move(client), std::move(watch), assignment, device,
+                                             std::move(backend));
+}
+
+int integer_env(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  int value = 0;
+  const char* end = text + std::strlen(text);
+  const auto [ptr, ec] = std::from_chars(text, end, value);
+  if (ec != std::errc() || ptr != end || value < 0) {
+    throw std::invalid_argument(std::string(name) + "='" + text + "' is not a whole number >= 0");
+  }
+  return value;
+}
+
+}  // namespace
+
+RestartBudget restart_budget_from_env() {
+  RestartBudget budget;
+  budget.done = integer_env(kRestartCountVar, 0);
+  budget.max = integer_env(kMaxRestartsVar, budget.max);
+  if (const char* reason = std::getenv(kRestartReasonVar)) budget.last_failure = reason;
+  return budget;
+}
+
+void yield_to_failure_watch() {
+  if (g_watch_acting) block_forever();  // the watch's thread exits or re-executes the process
+}
+
 std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
                                                                const ProcessGroupSettings& settings) {
   return make_distributed_engine(options, std::make_shared<client::Client>(client::Options::from_env()),
@@ -202,18 +431,26 @@ std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::Trai
 std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
                                                                std::shared_ptr<client::Client> client,
                                                                const ProcessGroupSettings& settings) {
-  auto watch = std::make_shared<FailureWatch>();
-  const client::Assignment assignment =
-      client->join([watch](const client::SessionEvent& event) { (*watch)(event); });
-  watch->arm(assignment.rank);
-  const bool cuda = !options.use_cpu && torch::cuda::is_available();
-  const c10::Device device =
-      cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, assignment.local_rank)))
-           : c10::Device(c10::kCPU);
-  auto store = c10::make_intrusive<RdzvStore>(client, assignment.round, "pg/", settings.timeout);
-  auto backend = make_process_group(store, assignment.rank, assignment.world_size, device, settings);
-  return std::make_unique<DistributedEngine>(options, std::move(client), std::move(watch), assignment,
-                                             device, std::move(backend));
+  return join_and_build(options, std::move(client), std::make_shared<FailureWatch>(), settings, nullptr);
+}
+
+std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
+                                                               ElasticRestart restart,
+                                                               const ProcessGroupSettings& settings) {
+  const RestartBudget budget = restart_budget_from_env();
+  const client::Options client_options = client::Options::from_env();
+  std::shared_ptr<client::Client> client;
+  try {
+    client = std::make_shared<client::Client>(client_options);
+  } catch (const client::RdzvError& e) {
+    if (budget.done == 0) throw;
+    throw RejoinError("could not re-join rendezvous '" + client_options.rdzv_id + "' after " + budget.last_failure +
+                      " (" + restart_count_text(budget.done, budget.max) + "): " + e.what());
+  }
+  std::optional<FailureWatch::Elastic> elastic;
+  if (client_options.min_world < client_options.max_world) elastic = FailureWatch::Elastic{std::move(restart), budget};
+  return join_and_build(options, std::move(client), std::make_shared<FailureWatch>(std::move(elastic)), settings,
+                        budget.done > 0 ? &budget : nullptr);
 }
 
 }  // namespace llmrdzv::dist

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <optional>
 #include <span>
 #include <stdexcept>
 
@@ -103,6 +104,7 @@ std::map<std::string, at::Tensor> OffloadAdamW::state() const {
 }
 
 void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
+  if (state.contains("offload.shards")) return load_resharded(state);
   const auto entry = [&](const std::string& name) -> const at::Tensor& {
     const auto found = state.find(name);
     if (found == state.end()) {
@@ -125,8 +127,8 @@ void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
     throw std::runtime_error(
         "offload optimizer state was saved as " + std::to_string(world) +
         " shards (one per rank) but this run has " + std::to_string(world_) +
-        " ranks; a rank's file holds only its own shard, so it cannot be resharded: resume with " +
-        std::to_string(world) + " ranks");
+        " ranks; one rank's file holds only its own shard: give all " + std::to_string(world) +
+        " shards (\"offload.shards\") to reshard them");
   }
   if (rank != rank_ || shard != shard_size_) {
     throw std::runtime_error("offload optimizer state belongs to rank " + std::to_string(rank) +
@@ -146,6 +148,67 @@ void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
     throw std::runtime_error("offload optimizer state: 'offload.step' is malformed");
   }
   step_ = step.item<std::int64_t>();
+}
+
+void OffloadAdamW::load_resharded(const std::map<std::string, at::Tensor>& state) {
+  const auto entry = [&](const std::string& name) -> const at::Tensor& {
+    const auto found = state.find(name);
+    if (found == state.end()) throw std::runtime_error("offload optimizer state has no '" + name + "' entry");
+    return found->second;
+  };
+  const at::Tensor& count = entry("offload.shards");
+  if (count.numel() != 1 || count.scalar_type() != at::kLong || count.item<std::int64_t>() < 1) {
+    throw std::runtime_error("offload optimizer state: 'offload.shards' is malformed");
+  }
+  const std::int64_t old_world = count.item<std::int64_t>();
+  const std::int64_t old_shard = (total_ + old_world - 1) / old_world;
+  const std::int64_t begin = shard_begin_;
+  const std::int64_t end = std::min(total_, shard_begin_ + shard_size_);
+  std::optional<std::int64_t> steps;
+  master_.zero_();
+  exp_avg_.zero_();
+  exp_avg_sq_.zero_();
+  for (std::int64_t k = 0; k < old_world; ++k) {
+    const std::string prefix = "shard." + std::to_string(k) + "/";
+    const auto layout = entry(prefix + "offload.layout").contiguous();
+    if (layout.scalar_type() != at::kLong || layout.numel() != 4) {
+      throw std::runtime_error("offload optimizer state: '" + prefix + "offload.layout' is malformed");
+    }
+    const auto* v = layout.data_ptr<std::int64_t>();
+    if (v[0] != total_) {
+      throw std::runtime_error("offload optimizer state is for a model with " + std::to_string(v[0]) +
+                               " parameters; this model has " + std::to_string(total_));
+    }
+    if (v[1] != old_world || v[2] != k || v[3] != old_shard) {
+      throw std::runtime_error("offload optimizer shard " + std::to_string(k) + " of " + std::to_string(old_world) +
+                               " says it is shard " + std::to_string(v[2]) + " of " + std::to_string(v[1]));
+    }
+    const auto& step = entry(prefix + "offload.step");
+    if (step.numel() != 1 || step.scalar_type() != at::kLong) {
+      throw std::runtime_error("offload optimizer state: '" + prefix + "offload.step' is malformed");
+    }
+    if (steps && *steps != step.item<std::int64_t>()) {
+      throw std::runtime_error("offload optimizer shards were saved at different steps (" + std::to_string(*steps) +
+                               " and " + std::to_string(step.item<std::int64_t>()) + ")");
+    }
+    steps = step.item<std::int64_t>();
+    // The part of old shard k [k * old_shard, ...) that falls into this rank's new shard.
+    const std::int64_t from = std::max(begin, k * old_shard);
+    const std::int64_t to = std::min(end, std::min(total_, (k + 1) * old_shard));
+    for (auto [name, target] : {std::pair{"offload.master", &master_}, {"offload.exp_avg", &exp_avg_},
+                                {"offload.exp_avg_sq", &exp_avg_sq_}}) {
+      const auto& t = entry(prefix + name);
+      if (t.scalar_type() != at::kFloat || t.numel() != old_shard) {
+        throw std::runtime_error("offload optimizer state: '" + prefix + name + "' should hold " +
+                                 std::to_string(old_shard) + " float32 values");
+      }
+      if (from < to) {
+        target->narrow(0, from - begin, to - from).copy_(t.reshape({-1}).narrow(0, from - k * old_shard, to - from));
+      }
+    }
+  }
+  if (*steps < 0) throw std::runtime_error("offload optimizer state: 'offload.step' is malformed");
+  step_ = *steps;
 }
 
 std::size_t OffloadAdamW::state_bytes() const {

@@ -4,7 +4,10 @@
 #include <ATen/Context.h>
 #include <torch/cuda.h>
 
+#include <deque>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/json.hpp"
@@ -47,6 +50,146 @@ std::int64_t step_of(const std::filesystem::path& dir) {
   fail(dir, "not a checkpoint-<step> directory");
 }
 
+// What trainer_state.json records.
+struct SavedState {
+  std::int64_t global_step = 0;
+  std::string data_state;
+  double train_loss_sum = 0;
+  std::int64_t rank = 0;
+  std::int64_t world = 1;
+};
+
+SavedState parse_saved_state(const std::filesystem::path& dir, const std::string& text) {
+  try {
+    const json::Value saved = json::parse(text);
+    const auto member = [&](const char* key) -> const json::Value& {
+      const json::Value* value = saved.find(key);
+      if (!value) throw std::runtime_error(std::string("no '") + key + "'");
+      return *value;
+    };
+    SavedState state;
+    state.global_step = member("global_step").as_integer();
+    state.data_state = member("data_state").as_string();
+    state.train_loss_sum = member("train_loss_sum").as_double();
+    state.rank = member("rank").as_integer();
+    state.world = member("world_size").as_integer();
+    if (state.world < 1 || state.rank < 0 || state.rank >= state.world) {
+      throw std::runtime_error("rank " + std::to_string(state.rank) + " of " + std::to_string(state.world));
+    }
+    return state;
+  } catch (const std::exception& e) {
+    fail(dir, std::string(kStateFile) + " is malformed: " + e.what());
+  }
+}
+
+// trainer_state.json straight from the file (small; the manifest is checked when it is loaded).
+SavedState read_saved_state(const std::filesystem::path& dir) {
+  std::ifstream in(dir / kStateFile, std::ios::binary);
+  if (!in) fail(dir, std::string("has no readable ") + kStateFile);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_saved_state(dir, text.str());
+}
+
+// Where rank k's part of the checkpoint that rank 0 keeps in rank0_dir lives.
+std::filesystem::path rank_part(const std::filesystem::path& rank0_dir, std::int64_t k) {
+  if (k == 0) return rank0_dir;
+  return rank0_dir.parent_path() / ("rank-" + std::to_string(k)) / rank0_dir.filename();
+}
+
+const io::NamedTensors& tensors_of(const std::filesystem::path& dir, const io::CheckpointData& data, const char* file) {
+  const auto found = data.tensor_files.find(file);
+  if (found == data.tensor_files.end()) fail(dir, std::string("lacks ") + file);
+  return found->second;
+}
+
+const std::string& state_blob(const std::filesystem::path& dir, const io::CheckpointData& data) {
+  const auto found = data.blobs.find(kStateFile);
+  if (found == data.blobs.end()) fail(dir, std::string("lacks ") + kStateFile);
+  return found->second;
+}
+
+void load_optimizer(const std::filesystem::path& dir, TrainingEngine& engine, const TensorMap& optimizer) {
+  try {
+    engine.load_optimizer_state(optimizer);
+  } catch (const std::runtime_error& e) {
+    fail(dir, e.what());
+  }
+}
+
+void restore_rng(const std::filesystem::path& dir, const io::CheckpointData& data) {
+  std::map<std::string, at::Tensor> rng;
+  for (const auto& [name, tensor] : tensors_of(dir, data, kRngFile)) rng.emplace(name, tensor);
+  for (auto& [name, generator] : generators()) {
+    const auto saved = rng.find(name);
+    if (saved == rng.end()) fail(dir, "has no RNG state for " + name);
+    generator.set_state(saved->second.clone());
+  }
+}
+
+// A checkpoint of old_world ranks resumed by engine.world_size() ranks (or by another rank than
+// the one that wrote the file at hand): everything that is the same on every rank comes from rank
+// 0 (data position, RNG, the plain optimizer's replica); the loss sum is the old ranks' mean, so
+// the final train_loss stays the mean over ranks and steps; --offload optimizer shards of all old
+// ranks go to the engine, which takes its new shard out of them.
+LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::filesystem::path& rank0_dir,
+                            std::int64_t old_world, std::int64_t step, TrainingEngine& engine) {
+  std::deque<io::CheckpointData> loaded;  // keeps the memory maps alive until the state is copied
+  const auto load = [&](const std::filesystem::path& dir) -> const io::CheckpointData& {
+    if (dir == checkpoint.dir) return checkpoint.data;
+    return loaded.emplace_back(io::load_checkpoint(dir, /*alias=*/true));
+  };
+  const io::CheckpointData& first = load(rank0_dir);
+  const SavedState rank0 = parse_saved_state(rank0_dir, state_blob(rank0_dir, first));
+  const io::NamedTensors& rank0_optimizer = tensors_of(rank0_dir, first, kOptimizerFile);
+  bool sharded = false;
+  for (const auto& [name, tensor] : rank0_optimizer) sharded = sharded || name == "offload.layout";
+
+  const auto check = [&](const std::filesystem::path& dir, const SavedState& saved, std::int64_t k) {
+    if (saved.rank != k || saved.world != old_world || saved.global_step != step) {
+      fail(dir, "was written by rank " + std::to_string(saved.rank) + " of " + std::to_string(saved.world) +
+                    " at step " + std::to_string(saved.global_step) + ", but rank 0's checkpoint-" + std::to_string(step) +
+                    " names rank " + std::to_string(k) + " of " + std::to_string(old_world) +
+                    " (a leftover of an earlier run with another number of ranks?)");
+    }
+  };
+  LoopState state;
+  state.global_step = step;
+  state.data_state = rank0.data_state;
+  double loss_sum = 0;
+  TensorMap optimizer;
+  for (std::int64_t k = 0; k < old_world; ++k) {
+    const std::filesystem::path dir = rank_part(rank0_dir, k);
+    if (sharded) {
+      const io::CheckpointData& data = k == 0 ? first : load(dir);
+      const SavedState saved = parse_saved_state(dir, state_blob(dir, data));
+      check(dir, saved, k);
+      loss_sum += saved.train_loss_sum;
+      for (const auto& [name, tensor] : tensors_of(dir, data, kOptimizerFile)) {
+        optimizer.emplace("shard." + std::to_string(k) + "/" + name, tensor);
+      }
+    } else {
+      const SavedState saved = k == 0 ? rank0 : read_saved_state(dir);
+      check(dir, saved, k);
+      loss_sum += saved.train_loss_sum;
+    }
+  }
+  if (sharded) {
+    optimizer.emplace("offload.shards", at::scalar_tensor(old_world, at::kLong));
+  } else {
+    for (const auto& [name, tensor] : rank0_optimizer) optimizer.emplace(name, tensor);
+  }
+  state.train_loss_sum = loss_sum / static_cast<double>(old_world);
+  load_optimizer(rank0_dir, engine, optimizer);
+  restore_rng(rank0_dir, first);
+  if (engine.is_main() && old_world != engine.world_size()) {
+    std::cout << "checkpoint-" << step << " was written by " << old_world << (old_world == 1 ? " rank" : " ranks")
+              << "; continuing with " << engine.world_size()
+              << (sharded ? " (optimizer shards resharded)" : " (optimizer state of rank 0)") << std::endl;
+  }
+  return state;
+}
+
 }  // namespace
 
 std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, int rank) {
@@ -80,20 +223,47 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
                              static_cast<int>(keep_last));
 }
 
+std::optional<std::filesystem::path> latest_complete_checkpoint(const std::filesystem::path& output_dir, bool verify,
+                                                                std::vector<std::string>* rejected) {
+  const std::vector<io::CheckpointInfo> all = io::list_checkpoints(output_dir);
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      if (verify) {
+        io::verify_checkpoint(it->dir);
+      } else if (!std::filesystem::exists(it->dir / io::kManifestName)) {
+        fail(it->dir, std::string("has no ") + io::kManifestName);
+      }
+      const SavedState saved = read_saved_state(it->dir);
+      for (std::int64_t k = 1; k < saved.world; ++k) {
+        const std::filesystem::path part = rank_part(it->dir, k);
+        if (!std::filesystem::exists(part / io::kManifestName)) {
+          fail(it->dir, "rank " + std::to_string(k) + " of the " + std::to_string(saved.world) +
+                            " ranks that wrote it did not finish " + part.string());
+        }
+      }
+      return it->dir;
+    } catch (const io::CheckpointError& e) {
+      if (rejected) rejected->push_back(e.what());
+    }
+  }
+  return std::nullopt;
+}
+
 std::filesystem::path resolve_checkpoint(const std::string& value, const std::filesystem::path& output_dir, int rank) {
-  if (value != "latest") {
-    const std::filesystem::path given(value);
-    if (rank == 0) return given;
-    return checkpoint_root(output_dir, rank) / ("checkpoint-" + std::to_string(step_of(given)));
+  std::filesystem::path rank0_dir(value);
+  if (value == "latest") {
+    std::vector<std::string> rejected;
+    const auto latest = latest_complete_checkpoint(output_dir, /*verify=*/true, &rejected);
+    for (const std::string& reason : rejected) std::cerr << "trainer: skipping broken checkpoint " << reason << '\n';
+    if (!latest) {
+      throw io::CheckpointError("--resume_from_checkpoint latest: no valid checkpoint in " + output_dir.string());
+    }
+    rank0_dir = *latest;
   }
-  std::vector<std::string> rejected;
-  const auto latest = io::latest_valid_checkpoint(checkpoint_root(output_dir, rank), &rejected);
-  for (const std::string& reason : rejected) std::cerr << "trainer: skipping broken checkpoint " << reason << '\n';
-  if (!latest) {
-    throw io::CheckpointError("--resume_from_checkpoint latest: no valid checkpoint in " +
-                              checkpoint_root(output_dir, rank).string());
-  }
-  return latest->dir;
+  step_of(rank0_dir);
+  if (rank == 0) return rank0_dir;
+  const std::filesystem::path own = rank_part(rank0_dir, rank);
+  return std::filesystem::exists(own) ? own : rank0_dir;
 }
 
 VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir) {
@@ -118,43 +288,26 @@ LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& en
   if (state_blob == checkpoint.data.blobs.end() || !files.contains(kOptimizerFile) || !files.contains(kRngFile)) {
     fail(checkpoint.dir, std::string("lacks ") + kStateFile + ", " + kOptimizerFile + " or " + kRngFile);
   }
-  LoopState state;
-  try {
-    const json::Value saved = json::parse(state_blob->second);
-    const auto member = [&](const char* key) -> const json::Value& {
-      const json::Value* value = saved.find(key);
-      if (!value) throw std::runtime_error(std::string("no '") + key + "'");
-      return *value;
-    };
-    state.global_step = member("global_step").as_integer();
-    state.data_state = member("data_state").as_string();
-    state.train_loss_sum = member("train_loss_sum").as_double();
-    const std::int64_t world = member("world_size").as_integer();
-    if (world != engine.world_size()) {
-      fail(checkpoint.dir, "was written by " + std::to_string(world) + " ranks; resume it with the same number (this run has " +
-                               std::to_string(engine.world_size()) + ")");
-    }
-  } catch (const io::CheckpointError&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail(checkpoint.dir, std::string(kStateFile) + " is malformed: " + e.what());
-  }
-  if (state.global_step != step_of(checkpoint.dir)) fail(checkpoint.dir, "its trainer state is for another step");
+  const SavedState saved = parse_saved_state(checkpoint.dir, state_blob->second);
+  const std::int64_t step = step_of(checkpoint.dir);
+  if (saved.global_step != step) fail(checkpoint.dir, "its trainer state is for another step");
 
+  // Rank 0's part of this checkpoint, and the number of ranks that wrote it (rank 0 says).
+  const std::filesystem::path rank0_dir =
+      saved.rank == 0 ? checkpoint.dir : checkpoint.dir.parent_path().parent_path() / checkpoint.dir.filename();
+  const std::int64_t old_world = saved.rank == 0 ? saved.world : read_saved_state(rank0_dir).world;
+  if (saved.rank != engine.rank() || saved.world != engine.world_size() || saved.world != old_world) {
+    return restore_resharded(checkpoint, rank0_dir, old_world, step, engine);
+  }
+
+  LoopState state;
+  state.global_step = saved.global_step;
+  state.data_state = saved.data_state;
+  state.train_loss_sum = saved.train_loss_sum;
   TensorMap optimizer;
   for (const auto& [name, tensor] : files.at(kOptimizerFile)) optimizer.emplace(name, tensor);
-  try {
-    engine.load_optimizer_state(optimizer);
-  } catch (const std::runtime_error& e) {
-    fail(checkpoint.dir, e.what());
-  }
-  std::map<std::string, at::Tensor> rng;
-  for (const auto& [name, tensor] : files.at(kRngFile)) rng.emplace(name, tensor);
-  for (auto& [name, generator] : generators()) {
-    const auto saved = rng.find(name);
-    if (saved == rng.end()) fail(checkpoint.dir, "has no RNG state for " + name);
-    generator.set_state(saved->second.clone());
-  }
+  load_optimizer(checkpoint.dir, engine, optimizer);
+  restore_rng(checkpoint.dir, checkpoint.data);
   return state;
 }
 

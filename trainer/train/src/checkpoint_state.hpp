@@ -3,12 +3,17 @@
 // optimizer state from the engine, the data position, the RNG states and the step. Files go
 // through llmrdzv::io's checkpoint writer (atomic, manifest with checksums, keep-last-K).
 // Rank 0 writes <output_dir>/checkpoint-N; rank r > 0 writes <output_dir>/rank-r/checkpoint-N
-// (its optimizer shard, data position and RNG; no model).
+// (its optimizer shard, data position and RNG; no model). A checkpoint written by W ranks can be
+// resumed by any number of ranks (an elastic restart after a rank failed): the optimizer state is
+// rank 0's replica, or the --offload optimizer shards of all W ranks resharded; the data position
+// is global; the loss sum is the ranks' mean.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "llmrdzv/io/checkpoint.hpp"
 #include "llmrdzv/model/gpt2.hpp"
@@ -30,9 +35,17 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
                                                const TrainingEngine& engine, const LoopState& state,
                                                std::int64_t keep_last);
 
-// The checkpoint directory a --resume_from_checkpoint value names for `rank`: "latest" is the
-// newest checkpoint in output_dir that verifies (newer broken ones are reported on stderr), else
-// a checkpoint-N path (rank r > 0 uses its own rank-r/checkpoint-N). Throws io::CheckpointError
+// The newest checkpoint-N in output_dir that every rank which wrote it finished: rank 0's
+// checkpoint-N verifies (with `verify`; else its manifest exists) and rank-1..W-1/checkpoint-N
+// exist for the W ranks its trainer state names (their saves are atomic). Why newer ones were
+// skipped goes to `rejected`. nullopt when there is none.
+std::optional<std::filesystem::path> latest_complete_checkpoint(const std::filesystem::path& output_dir, bool verify,
+                                                                std::vector<std::string>* rejected = nullptr);
+
+// The checkpoint directory a --resume_from_checkpoint value names for `rank`: "latest" is
+// latest_complete_checkpoint(output_dir) (newer broken ones are reported on stderr), else a
+// checkpoint-N path. Rank r > 0 gets rank-r/checkpoint-N next to rank 0's when it exists (same
+// world size), else rank 0's checkpoint-N (restore_state reshards). Throws io::CheckpointError
 // when there is none.
 std::filesystem::path resolve_checkpoint(const std::string& value, const std::filesystem::path& output_dir, int rank);
 
@@ -49,8 +62,9 @@ VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir);
 // model weights. Throws io::CheckpointError when the checkpoint holds no model or another shape.
 void restore_model(const VerifiedCheckpoint& checkpoint, model::Gpt2LmHeadModel& model);
 
-// Every rank, after engine.attach: optimizer state, RNG states and the loop state. Throws
-// io::CheckpointError on a missing part or a checkpoint written by another number of ranks.
+// Every rank, after engine.attach: optimizer state, RNG states and the loop state. A checkpoint of
+// another number of ranks (or of another rank) is resumed from all its ranks' files (see above).
+// Throws io::CheckpointError on a missing or inconsistent part.
 LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& engine);
 
 }  // namespace llmrdzv::train

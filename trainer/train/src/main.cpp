@@ -1,13 +1,16 @@
 // The `trainer` binary: parse the command line, then train, generate, or (--nproc N) launch N
-// local ranks. Usage errors exit 2,
-// every other failure (bad corpus, model, checkpoint, I/O) exits 1; both print one
-// "trainer: error: ..." line naming the problem.
+// local ranks. Usage errors exit 2, a rank stopped by another rank's failure (or that could not
+// re-join an elastic rendezvous after one) exits 3, every other failure (bad corpus, model,
+// checkpoint, I/O) exits 1; each prints one "trainer: error: ..." line naming the problem.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "checkpoint_state.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/generate.hpp"
 #include "llmrdzv/train/train_loop.hpp"
@@ -19,12 +22,56 @@
 
 namespace {
 
-// Many ranks when the environment names a rendezvous (srun --llm-rdzv), else one process.
-std::unique_ptr<llmrdzv::train::TrainingEngine> make_engine(const llmrdzv::train::TrainOptions& options) {
+using llmrdzv::train::TrainingEngine;
+using llmrdzv::train::TrainOptions;
+
 #if LLMRDZV_TRAINER_DISTRIBUTED
-  if (llmrdzv::dist::rendezvous_env_present()) return llmrdzv::dist::make_distributed_engine(options);
+// Which checkpoint the ranks resume from, decided by rank 0 for all of them (ranks looking at the
+// directory a moment apart could otherwise disagree, e.g. around a save that just finished):
+// with "--resume_from_checkpoint latest", and always in a rank restarted after a peer failed
+// (elastic): the newest complete checkpoint in output_dir; a restarted run without one starts
+// over (replacing what the failed attempt wrote when the run did not start from a checkpoint).
+void agree_on_checkpoint(TrainOptions& options, TrainingEngine& engine, bool restarted) {
+  if (options.resume_from_checkpoint != "latest" && !restarted) return;
+  double step = -1;
+  if (engine.is_main()) {
+    std::vector<std::string> rejected;
+    const auto latest = llmrdzv::train::latest_complete_checkpoint(options.output_dir, /*verify=*/true, &rejected);
+    for (const std::string& reason : rejected) std::cerr << "trainer: skipping broken checkpoint " << reason << '\n';
+    if (latest) step = std::stod(latest->filename().string().substr(std::string("checkpoint-").size()));
+  }
+  step = engine.all_reduce_sum({engine.is_main() ? step : 0.0})[0];
+  if (step >= 0) {
+    options.resume_from_checkpoint =
+        (std::filesystem::path(options.output_dir) / ("checkpoint-" + std::to_string(static_cast<long long>(step))))
+            .string();
+  } else if (restarted && options.resume_from_checkpoint.empty()) {
+    options.overwrite_output_dir = true;
+  }
+}
 #endif
-  return llmrdzv::train::make_single_process_engine(options);
+
+// Many ranks when the environment names a rendezvous (srun --llm-rdzv), else one process.
+void train(TrainOptions options, const std::vector<std::string>& argv) {
+#if LLMRDZV_TRAINER_DISTRIBUTED
+  if (llmrdzv::dist::rendezvous_env_present()) {
+    const bool restarted = llmrdzv::dist::restart_budget_from_env().done > 0;
+    llmrdzv::dist::ElasticRestart restart;
+    restart.argv = argv;
+    restart.latest_checkpoint = [output_dir = options.output_dir]() -> std::optional<std::string> {
+      const auto latest = llmrdzv::train::latest_complete_checkpoint(output_dir, /*verify=*/false);
+      if (!latest) return std::nullopt;
+      return latest->filename().string();
+    };
+    const auto engine = llmrdzv::dist::make_distributed_engine(options, std::move(restart));
+    agree_on_checkpoint(options, *engine, restarted);
+    llmrdzv::train::run_training(options, *engine);
+    return;
+  }
+#endif
+  (void)argv;
+  const auto engine = llmrdzv::train::make_single_process_engine(options);
+  llmrdzv::train::run_training(options, *engine);
 }
 
 }  // namespace
@@ -52,10 +99,18 @@ int main(int argc, char** argv) {
       // Sharded offload lives in the distributed engine: one process gets a world of one.
       return run_standalone(args, 1);
     } else {
-      const auto engine = make_engine(command.train);
-      run_training(command.train, *engine);
+      train(command.train, std::vector<std::string>(argv, argv + argc));
     }
+#if LLMRDZV_TRAINER_DISTRIBUTED
+  } catch (const llmrdzv::dist::RejoinError& e) {
+    std::fflush(stdout);
+    std::cerr << "\ntrainer: error: " << e.what() << '\n';
+    return llmrdzv::dist::kPeerFailedExitCode;
+#endif
   } catch (const std::exception& e) {
+#if LLMRDZV_TRAINER_DISTRIBUTED
+    llmrdzv::dist::yield_to_failure_watch();  // a peer failed: the watch reports it (exit 3 or restart)
+#endif
     std::fflush(stdout);
     std::cerr << "\ntrainer: error: " << e.what() << '\n';
     return 1;

@@ -3,9 +3,11 @@
 // permutation of all blocks fixed by (seed, epoch); rank r takes the r-th contiguous world-th of
 // them and cuts it into `accumulation` micro-batches of per_device_batch. The union over ranks
 // and micro-batches of one global step is exactly the global step a 1-rank run with the same
-// global batch takes, so the averaged gradient is the same. A partial last global batch of an
-// epoch is dropped. The position (epoch, step) is global, so a run can resume on another world
-// size as long as the global batch is unchanged.
+// global batch takes, so the averaged gradient is the same. An epoch ends when fewer than one
+// global batch of its permutation is left (that rest is dropped). The position is global: the
+// epoch and how many blocks of its permutation were consumed (the offset), so a run can resume on
+// another world size or global batch from exactly where it stopped (an elastic restart after a
+// rank failed): the next step takes the new global batch from that offset on.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,12 @@ struct BatchShape {
 // Where the next global step starts: saved in checkpoints.
 struct SamplerPosition {
   std::uint64_t epoch = 0;
-  std::uint64_t step = 0;  // global steps already taken in this epoch
+  // Global steps already taken in this epoch. BlockSampler: offset / global_batch (whole global
+  // batches of this run's shape consumed; informational after a resume with another batch).
+  std::uint64_t step = 0;
+  // BlockSampler: blocks of the epoch's permutation already consumed, the exact position (0 for
+  // StreamingBlocks, which counts steps).
+  std::uint64_t offset = 0;
   bool operator==(const SamplerPosition&) const = default;
 };
 
@@ -39,12 +46,15 @@ class BlockSampler {
   BlockSampler(std::uint64_t num_blocks, std::uint64_t seed, BatchShape shape, std::uint64_t rank,
                bool shuffle = true);
 
+  // Global steps of an epoch started at offset 0 (floor(num_blocks / global_batch)).
   std::uint64_t steps_per_epoch() const { return steps_per_epoch_; }
   const BatchShape& shape() const { return shape_; }
 
-  // All global_batch block indices of a global step, in order (rank r owns the r-th slice).
+  // All global_batch block indices of the global step starting at `at` (its epoch and offset), in
+  // order (rank r owns the r-th slice). Throws DataError when fewer than global_batch blocks of
+  // the epoch are left at that offset.
   std::vector<std::uint64_t> global_batch(SamplerPosition at);
-  // This rank's micro-batch `micro` (0..accumulation-1) of a global step.
+  // This rank's micro-batch `micro` (0..accumulation-1) of that global step.
   std::vector<std::uint64_t> micro_batch(SamplerPosition at, std::uint64_t micro);
 
   // This rank's micro-batches of the step at position(), then advances to the next step (the
@@ -52,14 +62,19 @@ class BlockSampler {
   std::vector<std::vector<std::uint64_t>> next_step();
   SamplerPosition position() const { return position_; }
 
-  // "llmrdzv-sampler v1 seed=S blocks=N global_batch=G shuffle=B epoch=E step=T": for checkpoints.
+  // "llmrdzv-sampler v2 seed=S blocks=N shuffle=B epoch=E offset=O": for checkpoints.
   std::string state() const;
-  // Seeks to a saved state; throws DataError when it is malformed or its seed, block count, global
-  // batch or shuffle differ from this sampler's (a different corpus or batch shape).
+  // Seeks to a saved state: v2, or v1 ("... global_batch=G ... epoch=E step=T", offset T x G)
+  // of older checkpoints. Any global batch resumes at the saved offset; when fewer than one of
+  // this sampler's global batches is left there, at the start of the next epoch. Throws DataError
+  // when the state is malformed or its seed, block count or shuffle differ from this sampler's
+  // (another corpus, block size or seed).
   void restore(std::string_view state);
 
  private:
   const std::vector<std::uint64_t>& order(std::uint64_t epoch);
+  // The position at `offset` of `epoch`, or the next epoch's start when no global batch fits.
+  SamplerPosition at_offset(std::uint64_t epoch, std::uint64_t offset) const;
 
   std::uint64_t num_blocks_;
   std::uint64_t seed_;

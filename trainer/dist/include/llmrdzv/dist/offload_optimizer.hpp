@@ -37,8 +37,11 @@ class OffloadAdamW {
 
   // This rank's shard and what a resume needs to check it: layout, world size, rank, step.
   std::map<std::string, at::Tensor> state() const;
-  // Restores state() of the same model at the same world size and rank. A different world size
-  // throws std::runtime_error saying the shards cannot be resharded from one rank's file.
+  // Restores state() of the same model at the same world size and rank. Or reshards: given
+  // "offload.shards" = W and every rank k's state() under "shard.<k>/" names, from a run with W
+  // ranks, this rank takes its part of their concatenation (any world size, same model).
+  // Throws std::runtime_error naming the problem (one rank's file at another world size, another
+  // model, shards of different steps, a missing entry).
   void load_state(const std::map<std::string, at::Tensor>& state);
 
   // Host bytes this rank holds for the optimizer: master weights, two moments, gradient shard.
@@ -48,6 +51,8 @@ class OffloadAdamW {
   std::int64_t steps_taken() const { return step_; }
 
  private:
+  void load_resharded(const std::map<std::string, at::Tensor>& state);
+
   struct Run {  // a stretch of the shard with one weight-decay setting
     std::int64_t begin = 0, end = 0;  // relative to the shard
     bool decay = true;
