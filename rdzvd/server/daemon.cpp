@@ -71,7 +71,11 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger
     log.info("cannot listen on " + bound.address + " (in use or not a local address), trying the next candidate");
   }
   std::string tried;
-  for (const auto port : candidates) tried += (tried.empty() ? "" : ",") + std::to_string(port);
+  for (const auto port : candidates) {
+    // Appended piecewise: "," + std::to_string(...) trips GCC 12's bogus -Wrestrict at -O3.
+    if (!tried.empty()) tried += ',';
+    tried += std::to_string(port);
+  }
   throw OptionsError("--listen: could not bind " + listen.host + " on any of the ports " + tried);
 }
 
