@@ -1,15 +1,35 @@
 #!/usr/bin/env python3
 """Training throughput of our `trainer` against Hugging Face transformers' GPT2LMHeadModel trained
-in PyTorch eager mode (torch.optim.AdamW, SDPA attention), on the same shapes, batch and thread
+in PyTorch eager mode (SDPA attention, torch.optim.AdamW), on the same shapes, batch and thread
 count, measured side by side in one run. Prints a table and, as its last line, one JSON object.
 
-Both sides run warmup steps first and report the median tokens/s of the timed steps; ours is read
-from the trainer's metrics.jsonl (logging_steps=1: one record per optimizer step).
+What both sides do per timed step, and nothing else: take the next batch, forward with the loss
+(HF's shifted causal-LM cross-entropy, tied LM head, fp32), backward, clip the global gradient norm
+to 1.0, AdamW (weight decay 0.01 except biases and LayerNorm weights), drop the gradients, read the
+loss as a Python/C++ number. Same model config (checked: our saved config.json and parameter count
+against HF's), same dropout, same torch thread count.
+
+- Ours: the trainer binary with logging_steps=1; its metrics.jsonl holds one tokens/s per optimizer
+  step, timed from the end of the previous step's logging to the end of the step (so it includes
+  fetching the batch from the memory-mapped token cache; it excludes tokenising, which is done once
+  into the cache before the first step, and the metrics write).
+- HF: a separate Python process (like ours, so both start cold); batches are made before the loop
+  and indexed inside the timed region. The optimizer is what transformers' Trainer picks by default
+  with this torch (>= 2.8: "adamw_torch_fused", i.e. torch.optim.AdamW(fused=True)); --hf_optim
+  chooses another. The activation is the config's: GPT-2's "gelu_new", which transformers computes
+  as separate eager ops (pow, mul, tanh, ...) where ours calls the fused at::gelu(approximate="tanh"),
+  the same formula; --activation gelu_pytorch_tanh makes HF fuse it too. Python's
+  stock glibc malloc unless --hf_same_malloc (our trainer keeps freed memory instead of unmapping it).
+
+The machine may be shared, so the sides alternate in --rounds segments (ours, HF, ours, HF, ...),
+each a fresh process running --warmup untimed then --steps timed steps; a side's figure is the
+median over all its timed steps, and the load average is recorded around every segment.
 """
 import argparse
 import json
 import os
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -24,61 +44,159 @@ SHAPES = {
     "gpt2": dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257, pdrop=0.1,
                  block=128, batch=4),
 }
+LEARNING_RATE = 3e-4
+WEIGHT_DECAY = 0.01
+MAX_GRAD_NORM = 1.0
 
 
-def ours(trainer, shape, steps, threads, workdir, extra):
+def loadavg():
+    return round(os.getloadavg()[0], 2)
+
+
+def safetensors_numel(path):
+    """Elements in a .safetensors file, from its JSON header alone."""
+    with open(path, "rb") as f:
+        (size,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(size))
+    total = 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        n = 1
+        for d in info["shape"]:
+            n *= d
+        total += n
+    return total
+
+
+def ours(trainer, shape, steps, threads, workdir, activation, extra):
     out = os.path.join(workdir, "out")
     overrides = ",".join(f"{k}={shape[k]}" for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size"))
     overrides += ",resid_pdrop={0},embd_pdrop={0},attn_pdrop={0}".format(shape["pdrop"])
+    if activation:
+        overrides += f",activation_function={activation}"
     cmd = [trainer, "--do_train", "--train_file", CORPUS, "--validation_split_percentage", "0",
-           "--cache_dir", os.path.join(workdir, "..", "token-cache"), "--output_dir", out,
+           "--cache_dir", os.path.join(workdir, "token-cache"), "--output_dir", out,
            "--overwrite_output_dir", "--config_overrides", overrides,
            "--block_size", str(shape["block"]), "--per_device_train_batch_size", str(shape["batch"]),
-           "--max_steps", str(steps), "--logging_steps", "1", "--save_steps", "0", "--learning_rate", "3e-4",
-           "--weight_decay", "0.01", "--lr_scheduler_type", "constant", "--threads", str(threads)] + extra
+           "--max_steps", str(steps), "--logging_steps", "1", "--save_steps", "0",
+           "--learning_rate", str(LEARNING_RATE), "--weight_decay", str(WEIGHT_DECAY),
+           "--max_grad_norm", str(MAX_GRAD_NORM), "--lr_scheduler_type", "constant",
+           "--threads", str(threads)] + extra
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "metrics.jsonl")) as f:
         records = [json.loads(line) for line in f]
-    return [r["tokens_per_second"] for r in records if "tokens_per_second" in r]
+    rates = [r["tokens_per_second"] for r in records if "tokens_per_second" in r]
+    if len(rates) != steps:
+        raise RuntimeError(f"trainer logged {len(rates)} steps, expected {steps}")
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    return rates, config, safetensors_numel(os.path.join(out, "model.safetensors"))
 
 
-def hf(shape, steps, threads):
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
+def hf_config(shape, activation):
+    from transformers import GPT2Config
 
-    torch.set_num_threads(threads)
-    torch.manual_seed(0)
     p = shape["pdrop"]
-    config = GPT2Config(vocab_size=shape["vocab_size"], n_positions=shape["n_positions"], n_embd=shape["n_embd"],
-                        n_layer=shape["n_layer"], n_head=shape["n_head"], resid_pdrop=p, embd_pdrop=p, attn_pdrop=p)
+    extra = {"activation_function": activation} if activation else {}
+    return GPT2Config(vocab_size=shape["vocab_size"], n_positions=shape["n_positions"], n_embd=shape["n_embd"],
+                      n_layer=shape["n_layer"], n_head=shape["n_head"], resid_pdrop=p, embd_pdrop=p, attn_pdrop=p,
+                      bos_token_id=256, eos_token_id=256, **extra)
+
+
+def hf_worker(spec):
+    """One HF segment (run in its own process): prints {"rates": [...], "params": N, "config": {...}}."""
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    shape = SHAPES[spec["shape"]]
+    torch.set_num_threads(spec["threads"])
+    torch.manual_seed(0)
+    config = hf_config(shape, spec["activation"])
     model = GPT2LMHeadModel._from_config(config, attn_implementation="sdpa")
+    assert model.lm_head.weight is model.transformer.wte.weight, "HF LM head is not tied"
+    assert all(p.dtype == torch.float32 for p in model.parameters())
     model.train()
-    decay = [t for n, t in model.named_parameters() if not n.endswith("bias") and ".ln_" not in n and not n.startswith("transformer.ln_f")]
-    no_decay = [t for n, t in model.named_parameters() if n.endswith("bias") or ".ln_" in n or n.startswith("transformer.ln_f")]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}], lr=3e-4)
-    ids = torch.randint(0, min(shape["vocab_size"], 257), (shape["batch"], shape["block"]))
+    named = list(model.named_parameters())
+    no_decay_name = lambda n: n.endswith("bias") or ".ln_" in n or n.startswith("transformer.ln_f")
+    groups = [{"params": [t for n, t in named if not no_decay_name(n)], "weight_decay": WEIGHT_DECAY},
+              {"params": [t for n, t in named if no_decay_name(n)], "weight_decay": 0.0}]
+    optim_kind = {"fused": dict(fused=True), "foreach": dict(foreach=True), "for-loop": dict(foreach=False)}
+    optimizer = torch.optim.AdamW(groups, lr=LEARNING_RATE, **optim_kind[spec["optim"]])
+    steps = spec["steps"]
+    # Byte-level ids, as our trainer's byte tokenizer produces (ids < 257 whatever vocab_size is).
+    batches = [torch.randint(0, 257, (shape["batch"], shape["block"])) for _ in range(steps)]
+    tokens = shape["batch"] * shape["block"]
     rates = []
-    for _ in range(steps):
+    for i in range(steps):
         start = time.perf_counter()
+        ids = batches[i]
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         loss.item()
-        rates.append(shape["batch"] * shape["block"] / (time.perf_counter() - start))
-    return rates, sum(t.numel() for t in model.parameters())
+        rates.append(tokens / (time.perf_counter() - start))
+    print(json.dumps({"rates": rates, "params": sum(t.numel() for t in model.parameters()),
+                      "torch_threads": torch.get_num_threads()}))
+
+
+# The malloc policy our trainer sets for itself (train_loop.cpp, keep_freed_memory), as glibc's
+# environment variables: --hf_same_malloc gives it to the HF process too.
+SAME_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**31 - 1), "MALLOC_TOP_PAD_": str(64 << 20)}
+
+
+def hf(shape_name, steps, threads, activation, optim, same_malloc):
+    spec = {"shape": shape_name, "steps": steps, "threads": threads, "activation": activation, "optim": optim}
+    env = dict(os.environ, TRANSFORMERS_VERBOSITY="error", TOKENIZERS_PARALLELISM="false")
+    if same_malloc:
+        env.update(SAME_MALLOC_ENV)
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--hf_worker", json.dumps(spec)],
+                          check=True, stdout=subprocess.PIPE, text=True, env=env)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["torch_threads"] != threads:
+        raise RuntimeError(f"HF ran with {result['torch_threads']} torch threads, not {threads}")
+    return result["rates"], result["params"]
+
+
+def check_same_model(shape, activation, our_config, our_params, hf_params):
+    """Both sides must build the same network: same config values that set the work, same size."""
+    expected = hf_config(shape, activation).to_dict()
+    keys = ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner", "activation_function",
+            "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "scale_attn_weights",
+            "scale_attn_by_inverse_layer_idx", "tie_word_embeddings")
+    diff = {k: (our_config.get(k), expected.get(k)) for k in keys if our_config.get(k) != expected.get(k)}
+    if diff:
+        raise RuntimeError(f"our model config differs from HF's (ours, HF): {diff}")
+    if our_params != hf_params:
+        raise RuntimeError(f"parameter count differs: ours {our_params:,}, HF {hf_params:,}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trainer", required=True, help="path to the trainer binary")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per side and shape")
-    parser.add_argument("--steps", type=int, default=6, help="timed steps per side and shape")
-    parser.add_argument("--shapes", default="default,gpt2")
+    parser.add_argument("--trainer", help="path to the trainer binary (required)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads, both sides")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per segment")
+    parser.add_argument("--steps", type=int, default=6, help="timed steps per segment")
+    parser.add_argument("--rounds", type=int, default=2, help="segments per side, alternating ours/HF")
+    parser.add_argument("--shapes", default="default,gpt2", help=f"comma-separated, of {','.join(SHAPES)}")
+    parser.add_argument("--activation", default="",
+                        help="override activation_function on both sides (e.g. gelu_pytorch_tanh: the same tanh "
+                             "GELU, fused in HF too); default: GPT-2's gelu_new")
+    parser.add_argument("--hf_optim", choices=("fused", "foreach", "for-loop"), default="fused",
+                        help="torch.optim.AdamW implementation on the HF side (fused: HF Trainer's default)")
+    parser.add_argument("--hf_same_malloc", action="store_true",
+                        help="run HF with the glibc malloc policy our trainer sets for itself (freed memory kept, "
+                             "no mmap'd blocks); default: Python's stock malloc, what HF users get")
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
+    parser.add_argument("--hf_worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hf_worker:
+        hf_worker(json.loads(args.hf_worker))
+        return 0
+    if not args.trainer:
+        parser.error("--trainer is required")
 
     results = {}
     rows = []
@@ -88,20 +206,36 @@ def main():
             total = args.warmup + args.steps
             workdir = os.path.join(tmp, name)
             os.makedirs(workdir)
-            our_rates = ours(args.trainer, shape, total, args.threads, workdir, args.trainer_args.split())[args.warmup:]
-            hf_rates, params = hf(shape, total, args.threads)
+            our_rates, hf_rates, loads = [], [], [loadavg()]
+            for _ in range(args.rounds):
+                rates, our_config, our_params = ours(args.trainer, shape, total, args.threads, workdir,
+                                                     args.activation, args.trainer_args.split())
+                our_rates += rates[args.warmup:]
+                loads.append(loadavg())
+                rates, hf_params = hf(name, total, args.threads, args.activation, args.hf_optim, args.hf_same_malloc)
+                hf_rates += rates[args.warmup:]
+                loads.append(loadavg())
+                check_same_model(shape, args.activation, our_config, our_params, hf_params)
             ours_tps = statistics.median(our_rates)
-            hf_tps = statistics.median(hf_rates[args.warmup:])
-            results[name] = {"params": params, "block": shape["block"], "batch": shape["batch"],
+            hf_tps = statistics.median(hf_rates)
+            results[name] = {"params": hf_params, "block": shape["block"], "batch": shape["batch"],
                              "ours_tokens_per_s": round(ours_tps, 1), "hf_tokens_per_s": round(hf_tps, 1),
-                             "ratio": round(ours_tps / hf_tps, 3)}
-            rows.append((name, params, shape["block"], shape["batch"], ours_tps, hf_tps, ours_tps / hf_tps))
-    print(f"threads={args.threads} warmup={args.warmup} timed_steps={args.steps} (median tokens/s per step)")
-    print(f"{'shape':<9} {'params':>12} {'block':>6} {'batch':>6} {'ours tok/s':>11} {'HF tok/s':>10} {'ours/HF':>8}")
-    for name, params, block, batch, o, h, r in rows:
-        print(f"{name:<9} {params:>12,} {block:>6} {batch:>6} {o:>11.1f} {h:>10.1f} {r:>8.3f}")
-    summary = {"threads": args.threads, "target_ratio": 1.2, **results,
-               "min_ratio": round(min(r[-1] for r in rows), 3)}
+                             "ratio": round(ours_tps / hf_tps, 3),
+                             "ours_best": round(max(our_rates), 1), "hf_best": round(max(hf_rates), 1),
+                             "load_min": min(loads), "load_max": max(loads)}
+            rows.append((name, hf_params, shape["block"], shape["batch"], ours_tps, hf_tps, ours_tps / hf_tps,
+                         max(our_rates) / max(hf_rates), min(loads), max(loads)))
+    print(f"threads={args.threads} warmup={args.warmup} timed_steps={args.steps} rounds={args.rounds} "
+          f"activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} hf_same_malloc={args.hf_same_malloc} "
+          f"(median tokens/s over all timed steps; best = fastest step of each side)")
+    print(f"{'shape':<9} {'params':>12} {'block':>6} {'batch':>6} {'ours tok/s':>11} {'HF tok/s':>10} "
+          f"{'ours/HF':>8} {'best/best':>9} {'load 1m':>11}")
+    for name, params, block, batch, o, h, r, rb, lo, hi in rows:
+        print(f"{name:<9} {params:>12,} {block:>6} {batch:>6} {o:>11.1f} {h:>10.1f} {r:>8.3f} {rb:>9.3f} "
+              f"{lo:>5.2f}-{hi:<5.2f}")
+    summary = {"threads": args.threads, "activation": args.activation or "gelu_new", "hf_optim": args.hf_optim,
+               "hf_same_malloc": args.hf_same_malloc,
+               "target_ratio": 1.2, **results, "min_ratio": round(min(r[6] for r in rows), 3)}
     print(json.dumps(summary))
     return 0
 
