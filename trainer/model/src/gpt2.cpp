@@ -2,16 +2,26 @@
 // blocks, learned positions, tied LM head, HF initialisation and HF's shifted LM loss.
 #include "llmrdzv/model/gpt2.hpp"
 
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/cross_entropy_loss.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/silu.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "block_checkpoint.hpp"
 
@@ -22,6 +32,82 @@ torch::nn::Linear linear(std::int64_t in, std::int64_t out) { return torch::nn::
 
 torch::nn::LayerNorm layer_norm(const Gpt2Config& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
+}
+
+// y = x W^T + b on oneDNN's fp32 inner product (mkldnn::_linear_pointwise, the op Inductor uses
+// on CPUs) in forward and for the input gradient. The maths is at::linear's: fp32 inputs, fp32 accumulation
+// (oneDNN's default strict fp math mode), only the GEMM kernel differs. On this machine's AMD CPU the
+// wheel's MKL runs its generic "zen" AVX2 sgemm, oneDNN its AVX-512 kernels: 1.3-1.8x the GFLOP/s
+// at GPT-2's shapes (bench/trainer). Anything else (CUDA, non-fp32, autocast, no oneDNN) takes
+// at::linear.
+at::Tensor dnnl_linear_pointwise(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
+  static const auto op =
+      c10::Dispatcher::singleton()
+          .findSchemaOrThrow("mkldnn::_linear_pointwise", "")
+          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, std::string_view,
+                            c10::List<std::optional<at::Scalar>>, std::optional<std::string_view>)>();
+  return op.call(input, weight, bias, "none", c10::List<std::optional<at::Scalar>>(), std::nullopt);
+}
+
+// dX = dY W: an inner product with W^T as the weight. dW = dY^T X stays on at::mm (the wheel's
+// BLAS, as at::linear's backward): as an inner product it needs dY^T and X^T copied contiguous, and
+// measured here it is no faster overall (slower for K=256 and for the LM head's 50257 rows).
+std::pair<at::Tensor, at::Tensor> dnnl_linear_backward(torch::autograd::AutogradContext* ctx, const at::Tensor& grad) {
+  const auto saved = ctx->get_saved_variables();
+  const at::Tensor& input = saved[0];
+  const at::Tensor& weight = saved[1];
+  at::Tensor grad_input, grad_weight;
+  if (ctx->needs_input_grad(0)) grad_input = dnnl_linear_pointwise(grad, weight.t(), std::nullopt).view(input.sizes());
+  if (ctx->needs_input_grad(1)) grad_weight = at::mm(grad.t(), input.reshape({-1, weight.size(1)}));
+  return {grad_input, grad_weight};
+}
+
+struct DnnlLinear : public torch::autograd::Function<DnnlLinear> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    ctx->save_for_backward({input, weight});
+    return dnnl_linear_pointwise(input, weight, bias);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const at::Tensor grad = grad_outputs[0].reshape({-1, grad_outputs[0].size(-1)});
+    auto [grad_input, grad_weight] = dnnl_linear_backward(ctx, grad);
+    return {grad_input, grad_weight, ctx->needs_input_grad(2) ? grad.sum(0) : at::Tensor()};
+  }
+};
+
+// The same without a bias (the tied LM head): a custom Function's inputs must all be defined.
+struct DnnlLinearNoBias : public torch::autograd::Function<DnnlLinearNoBias> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight) {
+    ctx->save_for_backward({input, weight});
+    return dnnl_linear_pointwise(input, weight, std::nullopt);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto [grad_input, grad_weight] = dnnl_linear_backward(ctx, grad_outputs[0].reshape({-1, grad_outputs[0].size(-1)}));
+    return {grad_input, grad_weight};
+  }
+};
+
+// LLMRDZV_DNNL_LINEAR=0 in the environment turns the oneDNN path off (A/B runs, or a suspected
+// oneDNN problem).
+bool dnnl_applies(const at::Tensor& input, const at::Tensor& weight) {
+  static const bool available = [] {
+    const char* env = std::getenv("LLMRDZV_DNNL_LINEAR");
+    if (env && std::string_view(env) == "0") return false;
+    return at::hasMKLDNN() && c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""}).has_value();
+  }();
+  return available && input.is_cpu() && weight.is_cpu() && input.scalar_type() == at::kFloat &&
+         weight.scalar_type() == at::kFloat && input.dim() >= 2 && !at::autocast::is_autocast_enabled(at::kCPU);
+}
+
+torch::Tensor fast_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias = {}) {
+  if (!dnnl_applies(input, weight)) return at::linear(input, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
+  return bias.defined() ? DnnlLinear::apply(input, weight, bias) : DnnlLinearNoBias::apply(input, weight);
+}
+
+torch::Tensor fast_linear(const torch::nn::Linear& linear, const torch::Tensor& input) {
+  return fast_linear(input, linear->weight, linear->bias);
 }
 
 torch::Tensor activate(const std::string& name, const torch::Tensor& x) {
@@ -45,12 +131,12 @@ Gpt2AttentionImpl::Gpt2AttentionImpl(const Gpt2Config& config, std::int64_t laye
 torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& hidden) {
   const std::int64_t batch = hidden.size(0), time = hidden.size(1), channels = hidden.size(2);
   const std::int64_t head_dim = channels / n_head_;
-  const std::vector<torch::Tensor> qkv = c_attn(hidden).split(channels, 2);
+  const std::vector<torch::Tensor> qkv = fast_linear(c_attn, hidden).split(channels, 2);
   auto heads = [&](const torch::Tensor& t) { return t.view({batch, time, n_head_, head_dim}).transpose(1, 2); };
   const torch::Tensor y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), std::nullopt,
                                                            is_training() ? attn_dropout_ : 0.0,
                                                            /*is_causal=*/true, scale_);
-  return resid_dropout_(c_proj(y.transpose(1, 2).reshape({batch, time, channels})));
+  return resid_dropout_(fast_linear(c_proj, y.transpose(1, 2).reshape({batch, time, channels})));
 }
 
 Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Config& config) : activation_(config.activation_function) {
@@ -60,7 +146,7 @@ Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Config& config) : activation_(config.activati
 }
 
 torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& hidden) {
-  return dropout_(c_proj(activate(activation_, c_fc(hidden))));
+  return dropout_(fast_linear(c_proj, activate(activation_, fast_linear(c_fc, hidden))));
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {
@@ -143,16 +229,20 @@ CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, cons
   const bool checkpoint = checkpointing_ && is_training();
   const torch::Tensor hidden = transformer->forward(input_ids, checkpoint);
   CausalLmOutput out;
-  out.logits = at::linear(hidden, transformer->wte->weight);
+  out.logits = fast_linear(hidden, transformer->wte->weight);
   if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels);
   return out;
 }
 
+// As transformers' ForCausalLMLoss: the labels move one left with -100 padded in at the end, so the
+// logits are used in place ([B*T, V] view) instead of copying logits[:, :-1] (and copying the
+// gradient back in backward); the last position of each row is ignored, the mean is the same.
 torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
   const std::int64_t time = logits.size(1), vocab = logits.size(2);
-  const torch::Tensor shift_logits = logits.slice(1, 0, time - 1).to(at::kFloat).reshape({-1, vocab});
-  const torch::Tensor shift_labels = labels.slice(1, 1, time).reshape({-1}).to(logits.device());
-  return at::cross_entropy_loss(shift_logits, shift_labels, std::nullopt, at::Reduction::Mean, /*ignore_index=*/-100);
+  const torch::Tensor shift_labels =
+      at::constant_pad_nd(labels.slice(1, 1, time), {0, 1}, -100).reshape({-1}).to(logits.device());
+  return at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shift_labels, std::nullopt,
+                                at::Reduction::Mean, /*ignore_index=*/-100);
 }
 
 }  // namespace llmrdzv::model

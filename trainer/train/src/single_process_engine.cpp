@@ -3,10 +3,13 @@
 // v; it matches torch::optim::AdamW to 1e-6, see tests/trainer/optim) because torch's AdamW makes
 // several passes and temporaries per parameter; on CUDA it is torch::optim::AdamW. Both keep the
 // same state per named parameter (exp_avg, exp_avg_sq, step), so checkpoints look the same.
+#include <ATen/Parallel.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/stack.h>
 #include <torch/cuda.h>
-#include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -16,6 +19,28 @@
 
 namespace llmrdzv::train {
 namespace {
+
+// torch::nn::utils::clip_grad_norm_'s maths (per-parameter L2 norms, the norm of those, coefficient
+// max_norm / (norm + 1e-6) clamped to 1), except that a coefficient of exactly 1 skips multiplying
+// every gradient by it: a pass over all gradients that would change no bit.
+double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> grads;
+  std::vector<at::Tensor> norms;
+  for (const auto& p : parameters) {
+    const at::Tensor& grad = p.grad();
+    if (!grad.defined()) continue;
+    grads.push_back(grad);
+    norms.push_back(grad.norm(2));
+  }
+  if (grads.empty()) return 0.0;
+  const at::Tensor total = norms.size() == 1 ? norms[0] : at::stack(norms).norm(2);
+  const at::Tensor coef = at::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  if (coef.item<double>() < 1.0) {
+    for (auto& grad : grads) grad.mul_(coef);
+  }
+  return total.item<double>();
+}
 
 // Adam moments and step count of one parameter, in the shape the checkpoint stores.
 struct MomentState {
@@ -49,6 +74,9 @@ class FusedCpuUpdater final : public Updater {
   }
 
   void step(double learning_rate) override {
+    // As many threads as torch's intra-op pool (--threads), not one per hardware thread.
+    optim::KernelOptions kernel_options;
+    kernel_options.threads = static_cast<unsigned>(std::max(1, at::get_num_threads()));
     for (std::size_t i = 0; i < parameters_.size(); ++i) {
       const at::Tensor& param = parameters_[i].tensor;
       const at::Tensor grad = param.grad();
@@ -62,7 +90,7 @@ class FusedCpuUpdater final : public Updater {
                          {dense.data_ptr<float>(), n},
                          {state.exp_avg.data_ptr<float>(), n},
                          {state.exp_avg_sq.data_ptr<float>(), n}},
-                        hp, ++state.step);
+                        hp, ++state.step, kernel_options);
     }
   }
 
@@ -150,7 +178,7 @@ class SingleProcessEngine final : public TrainingEngine {
 
   double finish_gradients(double max_norm) override {
     const double limit = max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity();
-    return torch::nn::utils::clip_grad_norm_(tensors_, limit);
+    return clip_grad_norm(tensors_, limit);
   }
 
   void optimizer_step(double learning_rate) override {

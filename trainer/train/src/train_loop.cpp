@@ -7,10 +7,13 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/utils.h>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "checkpoint_state.hpp"
@@ -27,6 +30,20 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
+
+// glibc's malloc serves blocks above 128 KiB-32 MiB (its sliding mmap threshold) with fresh mmaps and
+// trims the heap top on free, so every training step page-faults its activations, gradients and
+// logits in again (the kernel zeroes each page): 10-20% of a gpt2-124M step on 2 cores. Keep freed
+// memory in the heap for the next step instead: no mmap'd blocks (glibc still maps the rare block a
+// thread arena cannot hold), no trimming. The process then keeps its peak heap, which training
+// reaches in the first step anyway. The maths is untouched.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  mallopt(M_TOP_PAD, 64 << 20);
+#endif
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -281,6 +298,7 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
 }  // namespace
 
 TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
+  keep_freed_memory();
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   if (engine.is_main()) prepare_output_dir(o);
   engine.barrier();
