@@ -38,7 +38,7 @@ fi
 version=$(dpkg-parsechangelog -l "$root/packaging/debian/changelog" -S Version)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-# A fixed staging path keeps compiler command lines stable, so ccache serves a rebuild.
+# A fixed staging path (per --out) keeps compiler command lines stable, so ccache serves a rebuild.
 stage="$out/.stage"
 rm -rf "$stage"
 trap 'rm -rf "$stage"' EXIT
@@ -58,8 +58,11 @@ echo "build-deb: building llm-rdzv $version${profile:+ (profile $profile)} in $s
 (
   cd "$src"
   export DEB_BUILD_OPTIONS=${DEB_BUILD_OPTIONS:-"parallel=$(nproc) noddebs"}
-  # debhelper points HOME at a scratch directory; keep using the caller's compiler cache.
-  if command -v ccache >/dev/null; then export CCACHE_DIR=${CCACHE_DIR:-$(ccache -k cache_dir)}; fi
+  # debhelper points HOME at a scratch directory; keep using the caller's compiler cache. Paths
+  # relative to the staged tree let builds into different --out directories share cache hits.
+  if command -v ccache >/dev/null; then
+    export CCACHE_DIR=${CCACHE_DIR:-$(ccache -k cache_dir)} CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=true
+  fi
   [ -z "$profile" ] && export LLMRDZV_VENV="$venv"
   dpkg-buildpackage -b -us -uc ${profile:+-P"$profile"}
 ) >"$log" 2>&1 || { tail -n 40 "$log" >&2; die "dpkg-buildpackage failed (full log: $log)"; }
