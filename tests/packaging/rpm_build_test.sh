@@ -72,7 +72,7 @@ if [ -n "$venv" ]; then
     bash -c '! grep -qE "torch|c10|cuda|nccl" <<<"$1"' _ "$requires"
   check "the trainer RPM does not require libgrpc++" grep -q '^libgrpc++' <<<"$requires"
   x=$(mktemp -d)
-  (cd "$x" && rpm2cpio "$trainer_rpm" | cpio -idm --quiet ./usr/libexec/llm-rdzv/trainer)
+  rpm2archive - <"$trainer_rpm" | tar -xzf - -C "$x" ./usr/libexec/llm-rdzv/trainer
   check "the trainer binary in the RPM has a RUNPATH/RPATH" \
     bash -c '! readelf -d "$1" | grep -qE "\((RUNPATH|RPATH)\)"' _ "$x/usr/libexec/llm-rdzv/trainer"
   rm -rf "$x"
