@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# In-process elastic restart under Slurm: `srun -N2 -n4 --llm-rdzv=nodes=1:2 trainer ...` (an
+# elastic step: 2 to 4 ranks, one or two nodes of 2 tasks). Rank 3's trainer is SIGKILLed after the
+# first checkpoint (its wrapper then exits 0, so Slurm keeps the step, as a node that lost one
+# process would). The three survivors learn it from rdzvd, each says so in one line, re-executes
+# itself, and they form round 2 as a world of 3 after the last call, resume from the last
+# checkpoint and finish: srun exits 0, metrics.jsonl shows the steps falling back to the
+# checkpoint and then continuing to max_steps with none missing, and the final model is written.
+source "$(dirname "$0")/lib.sh"
+trainer="$LLMRDZV_BUILD_DIR/bin/trainer"
+python=${LLMRDZV_PYTHON:-python3}
+[ -x "$trainer" ] || { echo "skipped: no trainer at $trainer"; exit 77; }
+
+mkdir corpus
+for page in tutorial/introduction tutorial/controlflow tutorial/datastructures tutorial/modules; do
+  cp "/usr/share/doc/python3.11/html/_sources/$page.rst.txt" corpus/
+done
+chown -R "$LLMRDZV_TEST_USER" corpus
+max_steps=200
+args=(--do_train --train_file "$work/corpus" --validation_split_percentage 0 --cache_dir "$work/cache"
+      --config_overrides n_layer=2,n_head=2,n_embd=32,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0
+      --block_size 32 --per_device_train_batch_size 1 --gradient_accumulation_steps 2 --learning_rate 3e-3
+      --warmup_steps 2 --logging_steps 1 --save_steps 20 --threads 1 --seed 4 --max_steps "$max_steps"
+      --output_dir "$work/elastic")
+
+# Rank 3 runs its trainer in the background and SIGKILLs it once metrics.jsonl (rank 0's) shows
+# step 30, i.e. after checkpoint-20 and before checkpoint-40 on a quiet machine.
+cat > kill_rank3.sh <<'RUN'
+#!/bin/bash
+if [ "$SLURM_PROCID" = 3 ]; then
+  "$@" & pid=$!
+  for _ in $(seq 2400); do
+    step=$(tail -n1 "$OUT/metrics.jsonl" 2>/dev/null | grep -Eo '"step": ?[0-9]+' | grep -Eo '[0-9]+$' || true)
+    [ -n "$step" ] && [ "$step" -ge 30 ] && break
+    sleep 0.05
+  done
+  echo "killing rank 3 at step $step"
+  kill -9 $pid
+  wait $pid
+  exit 0
+fi
+exec "$@"
+RUN
+chmod 755 kill_rank3.sh
+
+start=$SECONDS
+rc=0
+out=$(as_user env OMP_NUM_THREADS=1 OUT="$work/elastic" srun -N2 -n4 --llm-rdzv=nodes=1:2 ./kill_rank3.sh "$trainer" \
+  "${args[@]}" 2>&1) || rc=$?
+elapsed=$((SECONDS - start))
+[ "$rc" -eq 0 ] || { echo "$out" >&2; fail "the elastic step failed (srun exit $rc)"; }
+expect_match "$out" '^killing rank 3 at step [0-9]+' "rank 3 was killed"
+restarts=$(grep -Ec '^trainer: rank [012]: rank 3 failed in round 1; re-joining the rendezvous, resuming from checkpoint-[0-9]+ \(restart 1 of 3\)$' <<<"$out" || true)
+[ "$restarts" -eq 3 ] || { echo "$out" >&2; fail "expected one restart line from each of the 3 survivors, got $restarts"; }
+rejoined=$(grep -Ec "^trainer: re-joined rendezvous '[^']+' in round 2 as rank [012] of 3 \(restart 1 of 3\)$" <<<"$out" || true)
+[ "$rejoined" -eq 3 ] || { echo "$out" >&2; fail "expected the 3 survivors in round 2 as a world of 3, got $rejoined lines"; }
+! grep -q 'trainer: error' <<<"$out" || { echo "$out" >&2; fail "a rank reported an error"; }
+expect_match "$out" "^step $max_steps/$max_steps \\| loss" "progress of the restarted run"
+
+"$python" - "$work/elastic" "$max_steps" <<'PY' || { echo "$out" >&2; fail "metrics.jsonl does not show the run continuing from its checkpoint"; }
+import json, os, sys
+out, max_steps = sys.argv[1], int(sys.argv[2])
+steps = [r["step"] for r in map(json.loads, open(os.path.join(out, "metrics.jsonl"))) if "loss" in r and "step" in r]
+falls = [i for i in range(1, len(steps)) if steps[i] <= steps[i - 1]]
+assert len(falls) == 1, f"expected one restart in the steps, found {len(falls)}"
+i = falls[0]
+resumed = steps[i] - 1
+print(f"# steps 1..{steps[i - 1]} before the failure, resumed after step {resumed}, then to {steps[-1]}", file=sys.stderr)
+assert steps[:i] == list(range(1, steps[i - 1] + 1)), "steps before the failure are not 1..K"
+assert resumed % 20 == 0 and resumed >= 20 and resumed <= steps[i - 1], f"resumed after step {resumed}"
+assert steps[i:] == list(range(resumed + 1, max_steps + 1)), "steps after the restart are not S+1..max_steps"
+results = json.load(open(os.path.join(out, "all_results.json")))
+assert results["global_step"] == max_steps, results
+for name in ("model.safetensors", "config.json", f"checkpoint-{max_steps}"):
+    assert os.path.exists(os.path.join(out, name)), f"no {name}"
+PY
+note "$(grep -E '^killing rank 3' <<<"$out"); the elastic run finished after ${elapsed}s"
+expect_no_rdzvd 10
+finish
