@@ -2,7 +2,15 @@
 # The one command that sets up, builds and runs every test (what CI runs through .ci/run):
 # setup → full build → ctest (unit, integration, Slurm end-to-end, trainer) → ASan+UBSan build
 # of the non-LibTorch parts → ctest on it.
+#   scripts/test-all.sh                      what CI runs
+#   scripts/test-all.sh --trainer-packages   also builds, installs and checks the llm-rdzv-trainer
+#                                            .deb and RPM (about 50 min more of compiling, cold)
 set -euo pipefail
+case "${1:-}" in
+  "") ;;
+  --trainer-packages) export LLMRDZV_TRAINER_PACKAGES=1 ;;
+  *) echo "test-all.sh: unknown argument '$1' (see the header of this script)" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 start=$(date +%s)

@@ -13,6 +13,9 @@ set -euo pipefail
 src=${1:?usage: deb_trainer_test.sh SOURCE_DIR OUT_DIR VENV}
 out=${2:?usage: deb_trainer_test.sh SOURCE_DIR OUT_DIR VENV}
 venv=${3:?usage: deb_trainer_test.sh SOURCE_DIR OUT_DIR VENV}
+[ "${LLMRDZV_TRAINER_PACKAGES:-0}" = 1 ] || {
+  echo "skipped: set LLMRDZV_TRAINER_PACKAGES=1 (compiles the trainer again for the package: ~26 min cold on 2 cores)"
+  exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root (dpkg -i)"; exit 77; }
 [ -x "$venv/bin/python" ] || { echo "skipped: no venv at $venv (scripts/setup.sh makes it)"; exit 77; }
 venv=$(cd "$venv" && pwd -P)
