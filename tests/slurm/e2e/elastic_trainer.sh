@@ -7,20 +7,9 @@
 # checkpoint and finish: srun exits 0, metrics.jsonl shows the steps falling back to the
 # checkpoint and then continuing to max_steps with none missing, and the final model is written.
 source "$(dirname "$0")/lib.sh"
-trainer="$LLMRDZV_BUILD_DIR/bin/trainer"
-python=${LLMRDZV_PYTHON:-python3}
-[ -x "$trainer" ] || { echo "skipped: no trainer at $trainer"; exit 77; }
-
-mkdir corpus
-for page in tutorial/introduction tutorial/controlflow tutorial/datastructures tutorial/modules; do
-  cp "/usr/share/doc/python3.11/html/_sources/$page.rst.txt" corpus/
-done
-chown -R "$LLMRDZV_TEST_USER" corpus
+source "$(dirname "$0")/trainer_lib.sh"
 max_steps=200
-args=(--do_train --train_file "$work/corpus" --validation_split_percentage 0 --cache_dir "$work/cache"
-      --config_overrides n_layer=2,n_head=2,n_embd=32,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0
-      --block_size 32 --per_device_train_batch_size 1 --gradient_accumulation_steps 2 --learning_rate 3e-3
-      --warmup_steps 2 --logging_steps 1 --save_steps 20 --threads 1 --seed 4 --max_steps "$max_steps"
+args=("${tiny_training[@]}" --per_device_train_batch_size 1 --save_steps 20 --max_steps "$max_steps"
       --output_dir "$work/elastic")
 
 # Rank 3 runs its trainer in the background and SIGKILLs it once metrics.jsonl (rank 0's) shows

@@ -3,19 +3,8 @@
 # same per-step losses as one process with the same global batch (Gloo, CPU, within 1e-5), and a
 # rank killed mid-run ends the others promptly with the peer-failure message and exit code 3.
 source "$(dirname "$0")/lib.sh"
-trainer="$LLMRDZV_BUILD_DIR/bin/trainer"
-python=${LLMRDZV_PYTHON:-python3}
-[ -x "$trainer" ] || { echo "skipped: no trainer at $trainer"; exit 77; }
-
-mkdir corpus
-for page in tutorial/introduction tutorial/controlflow tutorial/datastructures tutorial/modules; do
-  cp "/usr/share/doc/python3.11/html/_sources/$page.rst.txt" corpus/
-done
-chown -R "$LLMRDZV_TEST_USER" corpus
-common=(--do_train --train_file "$work/corpus" --validation_split_percentage 0 --cache_dir "$work/cache"
-        --config_overrides n_layer=2,n_head=2,n_embd=32,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0
-        --block_size 32 --gradient_accumulation_steps 2 --learning_rate 3e-3 --warmup_steps 2
-        --logging_steps 1 --save_steps 0 --threads 1 --seed 4)
+source "$(dirname "$0")/trainer_lib.sh"
+common=("${tiny_training[@]}" --save_steps 0)
 
 # One process with 4 sequences per micro-batch, then 4 ranks (2 per node) with 1 each.
 as_user env OMP_NUM_THREADS=1 "$trainer" "${common[@]}" --per_device_train_batch_size 4 --max_steps 12 \
