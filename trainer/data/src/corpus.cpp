@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "llmrdzv/tokenizer/json_cursor.hpp"
-#include "llmrdzv/tokenizer/sha256.hpp"
+#include "llmrdzv/io/sha256.hpp"
 
 namespace llmrdzv::data {
 namespace fs = std::filesystem;
@@ -113,7 +113,7 @@ SourceList list_sources(const fs::path& input) {
 }
 
 std::string source_fingerprint(const SourceList& sources, const DocumentSelection& selection) {
-  tokenizer::Sha256 hash;
+  io::Sha256 hash;
   hash.update(kReaderFormat).update_u64(sources.files.size());
   for (const SourceFile& file : sources.files) {
     const std::string path = file.path.string();

@@ -20,7 +20,7 @@
 #include "llmrdzv/data/token_stream.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/io/unique_fd.hpp"
-#include "llmrdzv/tokenizer/sha256.hpp"
+#include "llmrdzv/io/sha256.hpp"
 
 namespace llmrdzv::data {
 namespace fs = std::filesystem;
@@ -408,8 +408,8 @@ TokenStore TokenStore::open_or_build(const SourceList& sources, const DocumentSe
   if (ec) throw DataError("token cache: cannot create " + options.dir.string() + ": " + ec.message());
   const CacheLock lock(options.dir / (options.name + ".lock"));
 
-  const Digest tokenizer_fp = tokenizer::from_hex(tokenizer.fingerprint());
-  const Digest sources_fp = tokenizer::from_hex(source_fingerprint(sources, selection));
+  const Digest tokenizer_fp = io::from_hex(tokenizer.fingerprint());
+  const Digest sources_fp = io::from_hex(source_fingerprint(sources, selection));
   const unsigned bytes_per_id = tokenizer.vocab_size() <= 65536 ? 2 : 4;
 
   // Map what is there: a malformed shard is an error; a complete set with our fingerprints is reused.

@@ -14,7 +14,7 @@
 #include <set>
 
 #include "llmrdzv/io/json.hpp"
-#include "sha256.hpp"
+#include "llmrdzv/io/sha256.hpp"
 
 namespace llmrdzv::io {
 namespace {
@@ -54,7 +54,7 @@ void check_file_name(const std::string& name, std::set<std::string>& seen) {
 FileRecord write_hashed(const fs::path& path, std::string kind, const std::function<void(const ChunkSink&)>& produce) {
   FileRecord record;
   record.kind = std::move(kind);
-  detail::Sha256 sha;
+  Sha256 sha;
   atomic_write(path, [&](const ChunkSink& sink) {
     produce([&](std::span<const std::byte> chunk) {
       sha.update(chunk);
@@ -69,7 +69,7 @@ FileRecord write_hashed(const fs::path& path, std::string kind, const std::funct
 std::string hash_file(const fs::path& path, std::uint64_t& size) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw CheckpointError("cannot open " + path.string() + ": " + std::strerror(errno));
-  detail::Sha256 sha;
+  Sha256 sha;
   std::vector<std::byte> buffer(1 << 20);
   size = 0;
   while (true) {

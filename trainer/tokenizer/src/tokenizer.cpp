@@ -6,7 +6,7 @@
 
 #include "bpe_merges.hpp"
 #include "byte_map.hpp"
-#include "llmrdzv/tokenizer/sha256.hpp"
+#include "llmrdzv/io/sha256.hpp"
 #include "pretokenizer.hpp"
 #include "utf8.hpp"
 #include "vocab_files.hpp"
@@ -36,7 +36,7 @@ struct StringHash {
 };
 
 std::string fingerprint_of(const Tokenizer::Model& model) {
-  Sha256 sha;
+  io::Sha256 sha;
   sha.update("llmrdzv tokenizer v1\n").update(model.kind == Tokenizer::Kind::bytes ? "bytes\n" : "gpt2_bpe\n");
   sha.update_u64(model.tokens.size());
   for (const std::string& token : model.tokens) sha.update_u64(token.size()).update(token);

@@ -1,14 +1,16 @@
-// Incremental SHA-256 (OpenSSL underneath, no OpenSSL types here) for the fingerprints that key
-// the token cache: the tokenizer's and the corpus sources'.
+// Incremental SHA-256 (OpenSSL underneath, no OpenSSL types here): the fingerprints that key the
+// token cache (the tokenizer's and the corpus sources') and the checksums of checkpoint files.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
-namespace llmrdzv::tokenizer {
+namespace llmrdzv::io {
 
 class Sha256 {
  public:
@@ -18,6 +20,7 @@ class Sha256 {
   Sha256& operator=(const Sha256&) = delete;
 
   Sha256& update(std::string_view bytes);
+  Sha256& update(std::span<const std::byte> bytes);
   Sha256& update_u64(std::uint64_t value);  // 8 bytes little-endian
   std::array<std::uint8_t, 32> digest();
   std::string hex_digest();
@@ -31,4 +34,4 @@ class Sha256 {
 std::string to_hex(const std::array<std::uint8_t, 32>& bytes);
 std::array<std::uint8_t, 32> from_hex(std::string_view hex);
 
-}  // namespace llmrdzv::tokenizer
+}  // namespace llmrdzv::io
