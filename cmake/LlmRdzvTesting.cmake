@@ -4,6 +4,8 @@
 if(NOT TARGET llmrdzv_catch_main)
   add_library(llmrdzv_catch_main STATIC ${PROJECT_SOURCE_DIR}/tests/support/catch_main.cpp)
   target_link_libraries(llmrdzv_catch_main PUBLIC Catch2::Catch2)
+  # tests/support: the catch main and headers every test may use (scratch_dir.hpp).
+  target_include_directories(llmrdzv_catch_main PUBLIC ${PROJECT_SOURCE_DIR}/tests/support)
   # The main only parses options and runs tests: optimising it buys nothing and costs minutes.
   target_compile_options(llmrdzv_catch_main PRIVATE -O0 -g0)
 endif()

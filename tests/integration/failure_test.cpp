@@ -22,7 +22,7 @@ constexpr int kWorld = 4;
 constexpr auto kHeartbeatTimeout = 1500ms;
 
 struct HeldRound {
-  TempDir dir;
+  ScratchDir dir;
   std::unique_ptr<RdzvdProcess> rdzvd;
   std::vector<std::unique_ptr<ChildProcess>> processes;
   std::vector<int> ranks;  // rank of each process
@@ -95,7 +95,7 @@ TEST_CASE("a frozen client (SIGSTOP) is declared failed once its heartbeats stop
 }
 
 TEST_CASE("SIGTERM of rdzvd: blocked calls fail promptly with unavailable, sessions hear SHUTDOWN") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   auto processes = launch_test_clients(dir, rdzvd, 3, ClientLaunch{.processes = 2, .args = {"--hold-ms", "60000"}});
   auto options = rdzvd.client_options(3);
@@ -140,7 +140,7 @@ TEST_CASE("SIGTERM of rdzvd: blocked calls fail promptly with unavailable, sessi
 }
 
 TEST_CASE("kill -9 of rdzvd: the session reports the lost stream and calls fail with unavailable") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   auto options = rdzvd.client_options(1);
   options.retry_budget = 500ms;

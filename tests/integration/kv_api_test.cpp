@@ -30,7 +30,7 @@ ErrorCode error_of(Call&& call) {
 }  // namespace
 
 TEST_CASE("every key-value operation behaves as c10d expects") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   Client client(rdzvd.client_options(1));
   const auto assignment = client.join();
@@ -95,7 +95,7 @@ TEST_CASE("every key-value operation behaves as c10d expects") {
 }
 
 TEST_CASE("a blocked get wakes when another client sets the key") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   Client reader(rdzvd.client_options(1));
   reader.join();  // creates the rendezvous; the writer only uses its key-value space
@@ -111,7 +111,7 @@ TEST_CASE("a blocked get wakes when another client sets the key") {
 }
 
 TEST_CASE("one client is safe to use from many threads at once") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   Client client(rdzvd.client_options(1));
   const auto kv = client.kv(client.join().round);
@@ -132,7 +132,7 @@ TEST_CASE("one client is safe to use from many threads at once") {
 }
 
 TEST_CASE("a call blocked on a round fails with aborted when a member fails") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   auto options = rdzvd.client_options(2);
   options.participant_id = "survivor";
@@ -158,7 +158,7 @@ TEST_CASE("a call blocked on a round fails with aborted when a member fails") {
 }
 
 TEST_CASE("status lists the rendezvous and, with the token, its members") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   auto options = rdzvd.client_options(1);
   options.participant_id = "status-member";

@@ -13,7 +13,7 @@ namespace {
 
 // Runs `launch` against a fresh rdzvd and checks the round it forms; returns the assignment lines.
 std::vector<std::map<std::string, std::string>> run_round(int world_size, const ClientLaunch& launch) {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   auto processes = launch_test_clients(dir, rdzvd, world_size, launch);
   const auto assignments = collect_lines(processes, "rank=", launch.participants_per_process, 120s);
@@ -55,7 +55,7 @@ TEST_CASE("512 participants in 8 processes, each with its own channel, form one 
 
 TEST_CASE("requested ranks (SLURM_PROCID) are honoured") {
   constexpr int kWorld = 8;
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   // Started in the reverse order of the ranks they ask for, so the stable order would differ.
   auto processes = launch_test_clients(dir, rdzvd, kWorld,

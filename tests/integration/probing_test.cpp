@@ -62,7 +62,7 @@ std::vector<std::string> probing_args(const llmrdzv::PortRange& range) {
 }  // namespace
 
 TEST_CASE("a foreign socket and another rendezvous' rdzvd are skipped by daemon and client") {
-  TempDir dir;
+  ScratchDir dir;
   const auto range = free_range();
   const std::uint16_t base = range.lo;
   const int foreign = listen_on(base);
@@ -100,7 +100,7 @@ TEST_CASE("a foreign socket and another rendezvous' rdzvd are skipped by daemon 
 }
 
 TEST_CASE("a client that starts before rdzvd keeps probing until the daemon is up") {
-  TempDir dir;
+  ScratchDir dir;
   const auto range = free_range();
   const std::string base_endpoint = "127.0.0.1:" + std::to_string(range.lo);
   const RdzvdConfig config{.rdzv_id = "late.0", .token = llmrdzv::make_random_token(), .listen = base_endpoint,

@@ -16,7 +16,7 @@ struct CtlRun {
   std::string err;
 };
 
-CtlRun rdzvctl(const TempDir& dir, std::vector<std::string> args) {
+CtlRun rdzvctl(const ScratchDir& dir, std::vector<std::string> args) {
   args.insert(args.begin(), rdzvctl_path());
   ChildProcess process(args, {{"RDZV_ENDPOINT", std::nullopt}, {"RDZV_TOKEN", std::nullopt}}, dir.file("rdzvctl.err"));
   CtlRun run;
@@ -29,7 +29,7 @@ CtlRun rdzvctl(const TempDir& dir, std::vector<std::string> args) {
 }  // namespace
 
 TEST_CASE("rdzvctl reports usage errors with exit status 2") {
-  TempDir dir;
+  ScratchDir dir;
   const auto help = rdzvctl(dir, {"--help"});
   CHECK(help.exit_status == 0);
   CHECK_THAT(help.out, Catch::Contains("usage: rdzvctl"));
@@ -57,7 +57,7 @@ TEST_CASE("rdzvctl reports usage errors with exit status 2") {
 }
 
 TEST_CASE("rdzvctl says when rdzvd is unreachable (exit status 3)") {
-  TempDir dir;
+  ScratchDir dir;
   // Port 1 on loopback: nothing listens there, so the connection is refused.
   const auto run = rdzvctl(dir, {"--endpoint", "127.0.0.1:1", "--timeout", "1", "ping"});
   CHECK(run.exit_status == 3);
@@ -66,7 +66,7 @@ TEST_CASE("rdzvctl says when rdzvd is unreachable (exit status 3)") {
 }
 
 TEST_CASE("rdzvctl ping, list, show and kv describe a live rendezvous") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   auto options = rdzvd.client_options(1);
   options.participant_id = "ctl-member";

@@ -62,7 +62,7 @@ v1::JoinRequest join_request(const v1::Scope& scope, int min, int max) {
 }
 
 // After whatever was thrown at it, the daemon still forms a round of two real client processes.
-void check_still_serving(const TempDir& dir, RdzvdProcess& rdzvd) {
+void check_still_serving(const ScratchDir& dir, RdzvdProcess& rdzvd) {
   auto processes = launch_test_clients(dir, rdzvd, 2, ClientLaunch{.processes = 2});
   const auto assignments = collect_lines(processes, "rank=", 1, 30s);
   CHECK(assignments.size() == 2);
@@ -73,7 +73,7 @@ void check_still_serving(const TempDir& dir, RdzvdProcess& rdzvd) {
 }  // namespace
 
 TEST_CASE("a wrong token is rejected with PERMISSION_DENIED") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   ClientLaunch launch{.processes = 1, .env_for = [](int) { return EnvChanges{{"RDZV_TOKEN", "not-the-token"}}; }};
   auto processes = launch_test_clients(dir, rdzvd, 1, launch);
@@ -95,7 +95,7 @@ TEST_CASE("a wrong token is rejected with PERMISSION_DENIED") {
 }
 
 TEST_CASE("an oversized value is rejected with RESOURCE_EXHAUSTED and stores nothing") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir, RdzvdConfig{.extra_args = {"--max-value-size", std::to_string(1 << 20),
                                                      "--max-message-bytes", std::to_string(4 << 20)}});
   Client client(rdzvd.client_options(1));
@@ -117,7 +117,7 @@ TEST_CASE("an oversized value is rejected with RESOURCE_EXHAUSTED and stores not
 
 // Site mode, so that one rendezvous can be attacked while another one keeps working.
 TEST_CASE("malformed and hostile requests get errors while the daemon keeps serving") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir, RdzvdConfig{.mode = "site", .extra_args = {"--max-keys", "5000"}});
   RawStub raw(rdzvd.endpoint());
   const v1::Scope scope = scope_of(rdzvd);

@@ -15,7 +15,7 @@ std::string rdzvd_path() { return LLMRDZV_RDZVD_PATH; }
 std::string test_client_path() { return LLMRDZV_TEST_CLIENT_PATH; }
 std::string rdzvctl_path() { return LLMRDZV_RDZVCTL_PATH; }
 
-RdzvdProcess::RdzvdProcess(const TempDir& dir, RdzvdConfig config) : config_(std::move(config)) {
+RdzvdProcess::RdzvdProcess(const ScratchDir& dir, RdzvdConfig config) : config_(std::move(config)) {
   const std::string stem = "rdzvd-" + config_.rdzv_id;
   const std::string port_file = dir.file(stem + ".port");
   std::vector<std::string> argv = {rdzvd_path(), "--listen", config_.listen, "--port-file", port_file, "--mode",

@@ -13,7 +13,7 @@
 
 #include "child_process.hpp"
 #include "llmrdzv/client/options.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 namespace llmrdzv::testing {
 
@@ -37,7 +37,7 @@ struct RdzvdConfig {
 class RdzvdProcess {
  public:
   // Starts rdzvd and waits until it wrote its port file; throws with rdzvd's stderr otherwise.
-  RdzvdProcess(const TempDir& dir, RdzvdConfig config = {});
+  RdzvdProcess(const ScratchDir& dir, RdzvdConfig config = {});
 
   const std::string& rdzv_id() const { return config_.rdzv_id; }
   const std::string& token() const { return token_; }

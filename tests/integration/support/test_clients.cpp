@@ -7,7 +7,7 @@
 
 namespace llmrdzv::testing {
 
-std::vector<std::unique_ptr<ChildProcess>> launch_test_clients(const TempDir& dir, const RdzvdProcess& rdzvd,
+std::vector<std::unique_ptr<ChildProcess>> launch_test_clients(const ScratchDir& dir, const RdzvdProcess& rdzvd,
                                                                std::int32_t world_size, const ClientLaunch& launch) {
   std::vector<std::unique_ptr<ChildProcess>> processes;
   for (int i = 0; i < launch.processes; ++i) {

@@ -11,7 +11,7 @@
 
 #include "child_process.hpp"
 #include "rdzvd_process.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 namespace llmrdzv::testing {
 
@@ -25,7 +25,7 @@ struct ClientLaunch {
   std::function<EnvChanges(int process_index)> env_for;
 };
 
-std::vector<std::unique_ptr<ChildProcess>> launch_test_clients(const TempDir& dir, const RdzvdProcess& rdzvd,
+std::vector<std::unique_ptr<ChildProcess>> launch_test_clients(const ScratchDir& dir, const RdzvdProcess& rdzvd,
                                                                std::int32_t world_size, const ClientLaunch& launch);
 
 // Reads from every process until it printed `per_process` lines starting with `prefix`; returns

@@ -11,7 +11,7 @@
 #include "scratch_dir.hpp"
 
 using namespace llmrdzv::data;
-using llmrdzv::test::ScratchDir;
+using llmrdzv::testing::ScratchDir;
 
 namespace {
 

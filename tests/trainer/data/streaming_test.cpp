@@ -9,7 +9,7 @@
 
 using namespace llmrdzv::data;
 using llmrdzv::test::corpus_text;
-using llmrdzv::test::ScratchDir;
+using llmrdzv::testing::ScratchDir;
 using llmrdzv::tokenizer::Tokenizer;
 
 namespace {

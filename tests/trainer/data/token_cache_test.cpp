@@ -15,7 +15,8 @@
 
 using namespace llmrdzv::data;
 using llmrdzv::test::corpus_text;
-using llmrdzv::test::ScratchDir;
+using llmrdzv::testing::flip_byte;
+using llmrdzv::testing::ScratchDir;
 using llmrdzv::tokenizer::TokenId;
 using llmrdzv::tokenizer::Tokenizer;
 
@@ -34,16 +35,6 @@ std::vector<TokenId> store_all(const TokenStore& store) {
   std::vector<TokenId> ids(store.size());
   store.read(0, ids);
   return ids;
-}
-
-void flip_byte(const std::filesystem::path& file, std::streamoff at) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(at);
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0x5A);
-  f.seekp(at);
-  f.write(&c, 1);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@
 #include "child_process.hpp"
 #include "llmrdzv/io/json.hpp"
 #include "rdzvd_process.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 using namespace llmrdzv::testing;
 using Catch::Matchers::Contains;
@@ -82,7 +82,7 @@ std::int64_t last_step(const fs::path& metrics) {
 }
 
 struct Setup {
-  TempDir dir;
+  ScratchDir dir;
   std::string offload = "none";
   int max_steps = 30;
   int save_steps = 5;

@@ -125,7 +125,7 @@ TEST_CASE("offload optimizer state per rank falls as 1/world (measured RSS)") {
 }
 
 TEST_CASE("a hung rank ends the others promptly with a clear error instead of a stuck collective") {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);  // heartbeat timeout 1 s
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 3; ++r) {

@@ -23,7 +23,7 @@ std::string text(const std::vector<std::uint8_t>& b) { return {b.begin(), b.end(
 
 // Two members of one fixed-size-2 rendezvous, each with its own client and store.
 struct TwoMembers {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   testing::RdzvdProcess rdzvd{dir};
   std::shared_ptr<client::Client> a, b;
   std::uint64_t round = 0;

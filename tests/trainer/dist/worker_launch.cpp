@@ -31,7 +31,7 @@ std::vector<std::string> argv_for(const std::vector<std::string>& args) {
 std::string worker_path() { return LLMRDZV_DIST_WORKER_PATH; }
 
 WorkerRun run_workers(int world, const std::vector<std::string>& args) {
-  TempDir dir;
+  ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   std::vector<std::unique_ptr<ChildProcess>> processes;
   for (int r = 0; r < world; ++r) {
@@ -45,7 +45,7 @@ WorkerRun run_workers(int world, const std::vector<std::string>& args) {
 }
 
 WorkerRun run_reference(const std::vector<std::string>& args) {
-  TempDir dir;
+  ScratchDir dir;
   std::vector<std::unique_ptr<ChildProcess>> processes;
   processes.push_back(std::make_unique<ChildProcess>(
       argv_for(args), std::map<std::string, std::optional<std::string>>{{"RDZV_ENDPOINT", std::nullopt},

@@ -9,7 +9,7 @@
 
 #include "child_process.hpp"
 #include "rdzvd_process.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 namespace llmrdzv::testing {
 

@@ -13,13 +13,14 @@
 #include <thread>
 
 #include "llmrdzv/io/checkpoint.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
 
 using namespace llmrdzv;
 namespace fs = std::filesystem;
+using testing::flip_byte;
 
 namespace {
 
@@ -49,20 +50,11 @@ void check_equal(const io::CheckpointData& a, const io::CheckpointData& b) {
   CHECK(a.metadata == b.metadata);
 }
 
-void flip_byte(const fs::path& path, std::streamoff offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(offset);
-  char c = 0;
-  f.read(&c, 1);
-  c = static_cast<char>(c ^ 0x5a);
-  f.seekp(offset);
-  f.write(&c, 1);
-}
 
 }  // namespace
 
 TEST_CASE("checkpoint round trip, copied and memory-mapped", "[checkpoint]") {
-  testing::TempDir root;
+  testing::ScratchDir root;
   const io::CheckpointData data = sample(3);
   const fs::path dir = io::save_checkpoint(root.path(), 3, data);
   CHECK(dir == root / "checkpoint-3");
@@ -75,7 +67,7 @@ TEST_CASE("checkpoint round trip, copied and memory-mapped", "[checkpoint]") {
 }
 
 TEST_CASE("checkpoint rotation keeps the last K and a re-save replaces its step", "[checkpoint]") {
-  testing::TempDir root;
+  testing::ScratchDir root;
   for (std::int64_t step = 1; step <= 5; ++step) io::save_checkpoint(root.path(), step * 10, sample(step), /*keep_last=*/2);
   const auto all = io::list_checkpoints(root.path());
   REQUIRE(all.size() == 2);
@@ -89,7 +81,7 @@ TEST_CASE("checkpoint rotation keeps the last K and a re-save replaces its step"
 }
 
 TEST_CASE("checkpoint damage is detected and never loaded", "[checkpoint]") {
-  testing::TempDir root;
+  testing::ScratchDir root;
   io::save_checkpoint(root.path(), 1, sample(1));
   const fs::path older = root / "checkpoint-1";
 
@@ -142,7 +134,7 @@ TEST_CASE("checkpoint damage is detected and never loaded", "[checkpoint]") {
 }
 
 TEST_CASE("a failed save leaves the previous checkpoint and no partial one", "[checkpoint]") {
-  testing::TempDir root;
+  testing::ScratchDir root;
   io::save_checkpoint(root.path(), 1, sample(1));
   io::CheckpointData bad = sample(2);
   bad.tensor_files["z.safetensors"] = {{"complex", at::randn({2}, at::kComplexFloat)}};
@@ -153,7 +145,7 @@ TEST_CASE("a failed save leaves the previous checkpoint and no partial one", "[c
 }
 
 TEST_CASE("a save killed midway leaves the previous checkpoint loadable", "[checkpoint]") {
-  testing::TempDir root;
+  testing::ScratchDir root;
   io::save_checkpoint(root.path(), 1, sample(1));
   io::CheckpointData big = sample(2);
   big.tensor_files["optimizer.safetensors"] = {{"state", at::randn({64, 1024, 1024})}};  // 256 MiB
@@ -190,7 +182,7 @@ TEST_CASE("a save killed midway leaves the previous checkpoint loadable", "[chec
 }
 
 TEST_CASE("checkpoint names and arguments are checked", "[checkpoint]") {
-  testing::TempDir root;
+  testing::ScratchDir root;
   io::CheckpointData data;
   data.blobs["../escape"] = "x";
   CHECK_THROWS_WITH(io::save_checkpoint(root.path(), 1, data), Catch::Contains("invalid checkpoint file name \"../escape\""));

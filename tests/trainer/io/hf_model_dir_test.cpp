@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
@@ -48,7 +48,7 @@ model::Gpt2Config tiny() {
 }  // namespace
 
 TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][python]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   REQUIRE(run_python("make " + dir.path().string() + " 7") == 0);
   const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
   const at::Tensor ids = named(ref, "input_ids"), labels = named(ref, "labels");
@@ -69,7 +69,7 @@ TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][pyt
 }
 
 TEST_CASE("a saved model loads in transformers with the same logits", "[hf][python]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   torch::manual_seed(11);
   model::Gpt2LmHeadModel m(tiny());
   {
@@ -110,7 +110,7 @@ TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {
 }
 
 TEST_CASE("bad HF directories and weight files are rejected naming the problem", "[hf]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   model::Gpt2LmHeadModel m(tiny());
   io::save_hf_model(m, dir / "good");
   const fs::path weights = dir / "good" / "model.safetensors";

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "llmrdzv/io/safetensors.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 using namespace llmrdzv;
 using io::Dtype;
@@ -48,7 +48,7 @@ std::string open_error(std::vector<std::byte> bytes) {
 }  // namespace
 
 TEST_CASE("safetensors round trip through a file, mapped and read", "[safetensors]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   const std::vector<float> weights = {1.5f, -2.0f, 3.25f, 0.0f, 1e-8f, 7.0f};
   const std::vector<std::int64_t> ids = {-1, 0, 1LL << 40};
   const std::vector<std::uint16_t> halfs = {0x3c00, 0xc000, 0x7bff};
@@ -101,7 +101,7 @@ TEST_CASE("safetensors dtype table matches the format's names and sizes", "[safe
 }
 
 TEST_CASE("safetensors rejects truncated files", "[safetensors]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   const std::vector<float> w(16, 1.0f);
   const io::TensorBytes t[] = {{"w", Dtype::F32, {16}, std::as_bytes(std::span(w))}};
   const auto good = io::serialize_safetensors(t);

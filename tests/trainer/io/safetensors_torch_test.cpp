@@ -7,7 +7,7 @@
 
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/io/safetensors_torch.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
@@ -15,7 +15,7 @@
 using namespace llmrdzv;
 
 TEST_CASE("tensors of every dtype round trip bit-exactly", "[safetensors][torch]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   io::NamedTensors tensors;
   const at::Tensor base = at::randn({3, 5}).mul(10);
   for (at::ScalarType t : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kLong, at::kInt, at::kShort, at::kChar,
@@ -38,7 +38,7 @@ TEST_CASE("tensors of every dtype round trip bit-exactly", "[safetensors][torch]
 }
 
 TEST_CASE("memory-mapped tensors outlive the file object and never write to the file", "[safetensors][torch]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   const at::Tensor w = at::arange(1000, at::kFloat);
   io::save_tensors(dir / "w.safetensors", {{"w", w}});
   const std::string before = io::read_file(dir / "w.safetensors");
@@ -55,7 +55,7 @@ TEST_CASE("memory-mapped tensors outlive the file object and never write to the 
 }
 
 TEST_CASE("types safetensors cannot hold are refused", "[safetensors][torch]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   CHECK_THROWS_WITH(io::save_tensors(dir / "c.safetensors", {{"c", at::randn({2}, at::kComplexDouble)}}),
                     "safetensors cannot store tensors of type ComplexDouble");
   CHECK_THROWS_WITH(io::save_tensors(dir / "u.safetensors", {{"u", at::Tensor()}}), Catch::Contains("tensor \"u\" is undefined"));

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "llmrdzv/model/gpt2_config.hpp"
-#include "temp_dir.hpp"
+#include "scratch_dir.hpp"
 
 using namespace llmrdzv;
 using model::ConfigError;
@@ -45,7 +45,7 @@ TEST_CASE("config reads HF's gpt2 config.json", "[config]") {
 }
 
 TEST_CASE("config round trips through config.json on disk", "[config]") {
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   Gpt2Config c = model::preset("gpt2-medium");
   c.vocab_size = 1000;
   c.bos_token_id = c.eos_token_id = 999;
@@ -92,7 +92,7 @@ TEST_CASE("config.json errors name the file and the key", "[config]") {
     CHECK_THROWS_AS(model::config_from_json(c.json, "cfg.json"), ConfigError);
     CHECK_THROWS_WITH(model::config_from_json(c.json, "cfg.json"), Catch::StartsWith("cfg.json: ") && Catch::Contains(c.message));
   }
-  testing::TempDir dir;
+  testing::ScratchDir dir;
   CHECK_THROWS_WITH(model::load_config(dir.path()), Catch::Contains((dir / "config.json").string()) && Catch::Contains("No such file"));
 }
 

@@ -15,7 +15,7 @@
 
 using llmrdzv::test::hf_encode;
 using llmrdzv::test::OracleTraining;
-using llmrdzv::test::ScratchDir;
+using llmrdzv::testing::ScratchDir;
 using llmrdzv::tokenizer::TokenId;
 using llmrdzv::tokenizer::Tokenizer;
 

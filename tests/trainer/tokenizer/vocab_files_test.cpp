@@ -8,7 +8,7 @@
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "scratch_dir.hpp"
 
-using llmrdzv::test::ScratchDir;
+using llmrdzv::testing::ScratchDir;
 using llmrdzv::tokenizer::Tokenizer;
 using llmrdzv::tokenizer::TokenizerError;
 
