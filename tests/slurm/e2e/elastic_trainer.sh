@@ -12,29 +12,11 @@ max_steps=200
 args=("${tiny_training[@]}" --per_device_train_batch_size 1 --save_steps 20 --max_steps "$max_steps"
       --output_dir "$work/elastic")
 
-# Rank 3 runs its trainer in the background and SIGKILLs it once metrics.jsonl (rank 0's) shows
-# step 30, i.e. after checkpoint-20 and before checkpoint-40 on a quiet machine.
-cat > kill_rank3.sh <<'RUN'
-#!/bin/bash
-if [ "$SLURM_PROCID" = 3 ]; then
-  "$@" & pid=$!
-  for _ in $(seq 2400); do
-    step=$(tail -n1 "$OUT/metrics.jsonl" 2>/dev/null | grep -Eo '"step": ?[0-9]+' | grep -Eo '[0-9]+$' || true)
-    [ -n "$step" ] && [ "$step" -ge 30 ] && break
-    sleep 0.05
-  done
-  echo "killing rank 3 at step $step"
-  kill -9 $pid
-  wait $pid
-  exit 0
-fi
-exec "$@"
-RUN
-chmod 755 kill_rank3.sh
+# Rank 3 is SIGKILLed at step 30: after checkpoint-20 and, on a quiet machine, before checkpoint-40.
 
 start=$SECONDS
 rc=0
-out=$(as_user env OMP_NUM_THREADS=1 OUT="$work/elastic" srun -N2 -n4 --llm-rdzv=nodes=1:2 ./kill_rank3.sh "$trainer" \
+out=$(as_user env OMP_NUM_THREADS=1 OUT="$work/elastic" srun -N2 -n4 --llm-rdzv=nodes=1:2 ./kill_rank3.sh 30 "$trainer" \
   "${args[@]}" 2>&1) || rc=$?
 elapsed=$((SECONDS - start))
 [ "$rc" -eq 0 ] || { echo "$out" >&2; fail "the elastic step failed (srun exit $rc)"; }
