@@ -25,6 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kArrivedKey = "bench/arrived";
 constexpr const char* kDoneKey = "bench/done";
+constexpr const char* kBarrierKey = "bench/barrier";
 
 double ms_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
@@ -127,7 +128,11 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     if (event_.kind() == v1::SessionEvent::OPENED && !opened_) {
       opened_ = true;
       result_.opened_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
-      add();
+      if (shared_.config.barrier == BarrierKind::add_wait) {
+        add();
+      } else {
+        barrier();
+      }
     }
     StartRead(&event_);
   }
@@ -193,9 +198,27 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     wait_request_.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
     stub_->async()->Wait(next_context(), &wait_request_, &wait_response_, [this](grpc::Status status) {
       if (!status.ok()) return shared_.timed.fail(describe("Wait", status));
-      result_.total_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
-      shared_.timed.done();
+      passed();
     });
+  }
+
+  // The store barrier as the client library makes it (KvSpace::barrier, which the trainer's
+  // c10d store uses): one Barrier call that adds 1 and returns once the key reaches the world size.
+  void barrier() {
+    barrier_request_.mutable_scope()->CopyFrom(shared_.scope);
+    barrier_request_.set_round(join_response_.round());
+    barrier_request_.set_key(kBarrierKey);
+    barrier_request_.set_world_size(join_response_.world_size());
+    barrier_request_.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    stub_->async()->Barrier(next_context(), &barrier_request_, &barrier_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.timed.fail(describe("Barrier", status));
+      passed();
+    });
+  }
+
+  void passed() {
+    result_.total_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
+    shared_.timed.done();
   }
 
   Shared& shared_;
@@ -219,6 +242,8 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
   v1::SetResponse set_response_;
   v1::WaitRequest wait_request_;
   v1::WaitResponse wait_response_;
+  v1::BarrierRequest barrier_request_;
+  v1::BarrierResponse barrier_response_;
 };
 
 }  // namespace

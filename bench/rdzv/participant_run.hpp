@@ -5,8 +5,7 @@
 //   baseline  released together, every participant makes one trivial call (unscoped Status): the
 //             cost of N concurrent calls on this machine, the yardstick for the next phase;
 //   timed     released together, every participant joins the round, opens its session (waits for
-//             OPENED) and passes a store barrier: Add on one key, the last arrival Sets a done key,
-//             and everyone Waits for it.
+//             OPENED) and passes a store barrier, made one of two ways (BarrierKind).
 #pragma once
 
 #include <sys/types.h>
@@ -18,6 +17,12 @@
 
 namespace llmrdzv::bench {
 
+// How the participants pass the store barrier of the timed phase.
+enum class BarrierKind {
+  add_wait,  // Add on one key, the last arrival Sets a done key, everyone Waits for it (3 calls)
+  rpc,       // one Barrier call, as the client library's KvSpace::barrier makes it
+};
+
 struct RunConfig {
   int participants = 8;
   std::string endpoint;
@@ -28,13 +33,14 @@ struct RunConfig {
   // Pauses before the timed phase (after printing "timed phase in N ms" on stderr) and after
   // it ("timed phase over"), so a profiler can watch rdzvd during the timed phase alone.
   std::chrono::milliseconds hold{0};
+  BarrierKind barrier = BarrierKind::add_wait;
 };
 
 struct RunResult {
   std::vector<double> baseline_ms;  // per participant: release -> Status answered
   std::vector<double> join_ms;      // per participant: release -> Join answered
   std::vector<double> opened_ms;    // per participant: release -> session OPENED event read
-  std::vector<double> added_ms;     // per participant: release -> Add answered
+  std::vector<double> added_ms;     // per participant: release -> Add answered (add_wait only)
   std::vector<double> total_ms;     // per participant: release -> barrier passed
   double baseline_wall_ms = 0;      // release -> last baseline call done
   double wall_ms = 0;               // release -> last participant through the barrier

@@ -25,17 +25,20 @@ using llmrdzv::bench::BenchDaemon;
 
 constexpr const char* kUsage =
     "usage: rdzv-bench --participants N [--endpoint HOST:PORT --id ID --token TOKEN]\n"
-    "                  [--rdzvd PATH] [--timeout SECONDS] [--hold MS]\n"
+    "                  [--rdzvd PATH] [--timeout SECONDS] [--hold MS] [--barrier add-wait|rpc]\n"
     "Without --endpoint, starts its own rdzvd (default: the rdzvd next to this binary) and\n"
     "reports its peak RSS. Needs about 2*N+100 open files (raise ulimit -n for large N).\n"
     "--hold MS pauses before and after the timed phase, announcing each on stderr (to profile\n"
-    "rdzvd during the timed phase alone).\n";
+    "rdzvd during the timed phase alone).\n"
+    "--barrier: add-wait (default) passes the store barrier with Add, Set by the last arrival and\n"
+    "Wait; rpc with one Barrier call, as the client library does.\n";
 
 struct BenchArgs {
   int participants = 0;
   std::string endpoint, rdzv_id, token, rdzvd_path;
   int timeout_s = 120;
   int hold_ms = 0;
+  llmrdzv::bench::BarrierKind barrier = llmrdzv::bench::BarrierKind::add_wait;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -83,6 +86,9 @@ BenchArgs parse_args(int argc, char** argv) {
       args.timeout_s = positive(flag, value);
     } else if (flag == "--hold") {
       args.hold_ms = positive(flag, value);
+    } else if (flag == "--barrier") {
+      if (value != "add-wait" && value != "rpc") usage_error("--barrier is add-wait or rpc, got '" + value + "'");
+      args.barrier = value == "rpc" ? llmrdzv::bench::BarrierKind::rpc : llmrdzv::bench::BarrierKind::add_wait;
     } else {
       usage_error("unknown flag " + flag);
     }
@@ -121,6 +127,7 @@ int main(int argc, char** argv) {
     llmrdzv::bench::RunConfig config{args.participants, args.endpoint, args.rdzv_id, args.token,
                                      std::chrono::seconds(args.timeout_s)};
     config.hold = std::chrono::milliseconds(args.hold_ms);
+    config.barrier = args.barrier;
     if (args.endpoint.empty()) {
       config.rdzv_id = "bench." + std::to_string(getpid());
       daemon = std::make_unique<BenchDaemon>(args.rdzvd_path, config.rdzv_id);
@@ -145,18 +152,20 @@ int main(int argc, char** argv) {
     std::printf("%-34s %12.2f %12.2f %12s\n", "join (round complete)", join_p50, percentile(result.join_ms, 0.99), "-");
     std::printf("%-34s %12.2f %12.2f %12s\n", "+ session open (OPENED read)", percentile(result.opened_ms, 0.50),
                 percentile(result.opened_ms, 0.99), "-");
-    std::printf("%-34s %12.2f %12.2f %12s\n", "+ add", percentile(result.added_ms, 0.50),
-                percentile(result.added_ms, 0.99), "-");
+    if (args.barrier == llmrdzv::bench::BarrierKind::add_wait) {
+      std::printf("%-34s %12.2f %12.2f %12s\n", "+ add", percentile(result.added_ms, 0.50),
+                  percentile(result.added_ms, 0.99), "-");
+    }
     std::printf("%-34s %12.2f %12.2f %12.1f\n", "join + store barrier", p50, p99, result.wall_ms);
     std::printf("round+barrier / baseline wall time: %.2fx\n", ratio);
     std::printf("CPU during round+barrier: rdzvd %s ms, participants (this process) %.1f ms\n",
                 json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms);
     std::printf("rdzvd peak RSS (VmHWM): %s MiB\n", json_number(rss).c_str());
     std::printf(
-        "{\"participants\": %d, \"total_ms\": %.2f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"join_p50_ms\": %.2f, "
+        "{\"participants\": %d, \"barrier\": \"%s\", \"total_ms\": %.2f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"join_p50_ms\": %.2f, "
         "\"baseline_ms\": %.2f, \"ratio_to_baseline\": %.2f, \"connect_ms\": %.2f, \"rdzvd_cpu_ms\": %s, "
         "\"client_cpu_ms\": %.2f, \"rdzvd_rss_mib\": %s}\n",
-        args.participants, result.wall_ms, p50, p99, join_p50, result.baseline_wall_ms, ratio, result.connect_wall_ms,
+        args.participants, args.barrier == llmrdzv::bench::BarrierKind::rpc ? "rpc" : "add-wait", result.wall_ms, p50, p99, join_p50, result.baseline_wall_ms, ratio, result.connect_wall_ms,
         json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms, json_number(rss).c_str());
     return 0;
   } catch (const std::exception& error) {

@@ -39,6 +39,25 @@ void tune_server(grpc::ServerBuilder& builder) {
   // - the TCP read chunk sizes: gRPC 1.51 reads into fixed 8 KiB slices whatever they say, and
   //   they did not change rdzvd's peak RSS.
   // The number of callback threads is fixed by gRPC (two "nexting" threads on this machine).
+  // Pinning rdzvd and the benchmark to one core each did not help either (775-1094 ms against
+  // 578-778 ms unpinned at the same load).
+  //
+  // What is left is gRPC 1.51's own memory per connection and per call, which no setting moves:
+  // - every server call takes an arena of the channel's call-size estimate, measured at 12.8 to
+  //   13.1 KiB (a uprobe on grpc_core::Arena::CreateWithAlloc), 9184 bytes of it the call and its
+  //   filter stack; every live call (Session stream, blocked Join, Wait or Barrier) holds one;
+  // - every connection keeps an 8 KiB read slice between reads (given back only under
+  //   ResourceQuota pressure, see above), a 3.9 KiB transport, a 3.2 KiB table of the 20
+  //   registered methods (2 slots of 80 bytes each) and a 2.2 KiB endpoint. At 2048 connections
+  //   rdzvd stands at 54 MiB after connecting and the baseline calls;
+  // - the round and barrier add 66 MiB on top (33 KiB per member: the Session stream and the
+  //   blocked Wait, plus Joins still finishing). With the one Barrier call the client library
+  //   makes, members reach the barrier sooner, more Joins overlap and the peak is 137 MiB.
+  // Peak RSS under 100 MiB at 2048 members therefore needs at most one live call per member
+  // (Join and barrier carried on the Session stream: about 54 + 28 MiB), a protocol change.
+  // Debian builds gRPC without NDEBUG too: each completion is checked by a linear scan of the
+  // completion queue's outstanding tags (cq_check_tag), ~6% of rdzvd's CPU at 2048 members and
+  // growing with the live calls.
 }
 
 }  // namespace llmrdzv::server
