@@ -4,6 +4,9 @@
 //   train        a toy model trained through the TrainingEngine seam exactly as the training
 //                loop drives it; prints "step <k> loss <x> norm <y>" and a parameter checksum
 //   memory       builds OffloadAdamW over <N> parameters and prints the measured RSS growth
+//   offload-bits steps OffloadAdamW over odd-sized parameters at each of --chunks (0 = the plain
+//                fused AdamW over whole parameters, no offload) and prints hashes of the bits of
+//                the parameters, of state(), and of a run resumed from state() halfway
 //   hang         joins, then blocks in an all-reduce (a test kills a peer)
 #include <torch/torch.h>
 
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -33,6 +37,9 @@ struct Args {
   int accumulation = 1;
   std::int64_t bucket_mb = 1;
   std::int64_t params = 0;
+  std::int64_t chunk = dist::OffloadAdamW::kDefaultChunkElements;
+  std::vector<std::int64_t> chunks;
+  std::string dtype = "f32";
 };
 
 Args parse(int argc, char** argv) {
@@ -46,6 +53,12 @@ Args parse(int argc, char** argv) {
     else if (flag == "--accumulation") a.accumulation = std::stoi(value);
     else if (flag == "--bucket-mb") a.bucket_mb = std::stoll(value);
     else if (flag == "--params") a.params = std::stoll(value);
+    else if (flag == "--chunk") a.chunk = std::stoll(value);
+    else if (flag == "--dtype") a.dtype = value;
+    else if (flag == "--chunks") {
+      std::istringstream list(value);
+      for (std::string item; std::getline(list, item, ',');) a.chunks.push_back(std::stoll(item));
+    }
     else throw std::invalid_argument("unknown flag " + flag);
   }
   return a;
@@ -107,6 +120,7 @@ int run_train(const Args& a) {
   train::TrainOptions options;
   options.offload = a.offload;
   options.ddp_bucket_cap_mb = a.bucket_mb;
+  options.offload_chunk_mb = 1;  // the toy model's 2.4 MB: --offload optimizer steps in several chunks
   options.use_cpu = true;
   options.threads = 1;
   at::set_num_threads(1);
@@ -157,9 +171,119 @@ int run_memory(const Args& a) {
   auto param = torch::randn({a.params});
   g.backend->barrier()->wait();
   const long before = resident_bytes();
-  dist::OffloadAdamW optimizer({{param, true}}, {{0, a.params}}, g.backend, {});
+  dist::OffloadAdamW optimizer({{param, true}}, {{0, a.params}}, g.backend, {}, {}, a.chunk);
   const long grown = resident_bytes() - before;
   std::printf("rank %d rss_growth %ld state_bytes %zu\n", g.assignment.rank, grown, optimizer.state_bytes());
+  g.backend->barrier()->wait();
+  g.client->leave();
+  return 0;
+}
+
+// FNV-1a over the bytes of `tensors`.
+std::uint64_t hash_bits(const std::vector<at::Tensor>& tensors) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const auto& t : tensors) {
+    const auto c = t.contiguous();
+    const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+    for (std::size_t i = 0; i < c.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+// The offload-bits problem: parameters whose sizes, decay runs, shard boundaries (at 1, 2 and 3
+// ranks) and chunk boundaries do not line up; the same "already averaged" gradient on every rank.
+struct BitsProblem {
+  static constexpr std::int64_t kSizes[] = {1, 37, 1000, 4097, 13, 2053};
+  static constexpr bool kDecay[] = {true, false, true, true, false, true};
+  static constexpr int kSteps = 4;
+  at::ScalarType dtype;
+  std::vector<at::Tensor> params;
+  std::vector<dist::FlatSlot> slots;
+  std::int64_t total = 0;
+
+  explicit BitsProblem(at::ScalarType type) : dtype(type) {
+    for (std::size_t k = 0; k < std::size(kSizes); ++k) {
+      params.push_back((torch::sin(torch::arange(kSizes[k], torch::kFloat) * 0.37 + double(k)) * 0.5).to(dtype));
+      slots.push_back({total, kSizes[k]});
+      total += kSizes[k];
+    }
+  }
+  static at::Tensor gradient(int step, std::int64_t total) {
+    return torch::cos(torch::arange(total, torch::kFloat) * 0.013 + step) * 0.1;
+  }
+  static double learning_rate(int step) { return 1e-2 * step; }
+  static double grad_scale(int step) { return step == 2 ? 0.5 : 1.0; }  // as clipping would
+  static optim::AdamWHyperparams hyper() { return {.beta1 = 0.9, .beta2 = 0.99, .eps = 1e-8, .weight_decay = 0.1}; }
+
+  std::vector<dist::OffloadParameter> offloaded() const {
+    std::vector<dist::OffloadParameter> list;
+    for (std::size_t k = 0; k < params.size(); ++k) list.push_back({params[k], kDecay[k]});
+    return list;
+  }
+
+  // What OffloadAdamW must reproduce: the fused AdamW over every whole parameter's fp32 copy.
+  void reference_steps() {
+    std::vector<at::Tensor> master, m, v;
+    for (const auto& p : params) {
+      master.push_back(p.to(torch::kFloat));
+      m.push_back(torch::zeros({p.numel()}));
+      v.push_back(torch::zeros({p.numel()}));
+    }
+    for (int step = 1; step <= kSteps; ++step) {
+      auto g = gradient(step, total);
+      if (grad_scale(step) != 1.0) g.mul_(grad_scale(step));
+      for (std::size_t k = 0; k < params.size(); ++k) {
+        auto hp = hyper();
+        hp.lr = learning_rate(step);
+        if (!kDecay[k]) hp.weight_decay = 0;
+        auto gk = g.narrow(0, slots[k].offset, slots[k].numel);
+        optim::adamw_step({{master[k].data_ptr<float>(), std::size_t(master[k].numel())},
+                           {gk.data_ptr<float>(), std::size_t(gk.numel())},
+                           {m[k].data_ptr<float>(), std::size_t(m[k].numel())},
+                           {v[k].data_ptr<float>(), std::size_t(v[k].numel())}},
+                          hp, step);
+        params[k].copy_(master[k]);
+      }
+    }
+  }
+
+  void offload_steps(dist::OffloadAdamW& optimizer, int first, int last) const {
+    for (int step = first; step <= last; ++step) {
+      optimizer.step(gradient(step, total), learning_rate(step), grad_scale(step));
+    }
+  }
+};
+
+int run_offload_bits(const Args& a) {
+  Group g = join_group();
+  const auto dtype = a.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const int steps = BitsProblem::kSteps;
+  for (const std::int64_t chunk : a.chunks) {
+    BitsProblem straight(dtype);
+    std::uint64_t state_hash = 0, resumed_hash = 0;
+    if (chunk == 0) {
+      straight.reference_steps();
+      resumed_hash = hash_bits(straight.params);
+    } else {
+      dist::OffloadAdamW optimizer(straight.offloaded(), straight.slots, g.backend, BitsProblem::hyper(), {}, chunk);
+      straight.offload_steps(optimizer, 1, steps);
+      std::vector<at::Tensor> state;
+      for (const auto& [name, tensor] : optimizer.state()) state.push_back(tensor);
+      state_hash = hash_bits(state);
+      // Halfway through, the state goes to a new optimizer with another chunk size (as a
+      // resumed run would load it); the chunking is no part of the state.
+      BitsProblem resumed(dtype);
+      dist::OffloadAdamW first(resumed.offloaded(), resumed.slots, g.backend, BitsProblem::hyper(), {}, chunk);
+      resumed.offload_steps(first, 1, steps / 2);
+      dist::OffloadAdamW second(resumed.offloaded(), resumed.slots, g.backend, BitsProblem::hyper(), {}, chunk + 2);
+      second.load_state(first.state());
+      resumed.offload_steps(second, steps / 2 + 1, steps);
+      resumed_hash = hash_bits(resumed.params);
+    }
+    std::printf("rank %d chunk %lld params %016llx state %016llx resumed %016llx\n", g.assignment.rank,
+                static_cast<long long>(chunk), static_cast<unsigned long long>(hash_bits(straight.params)),
+                static_cast<unsigned long long>(state_hash), static_cast<unsigned long long>(resumed_hash));
+  }
   g.backend->barrier()->wait();
   g.client->leave();
   return 0;
@@ -185,6 +309,7 @@ int main(int argc, char** argv) {
     if (a.mode == "collectives") return run_collectives();
     if (a.mode == "train") return run_train(a);
     if (a.mode == "memory") return run_memory(a);
+    if (a.mode == "offload-bits") return run_offload_bits(a);
     if (a.mode == "hang") return run_hang();
     std::cerr << "dist-test-worker: unknown --mode '" << a.mode << "'\n";
     return 2;

@@ -193,6 +193,9 @@ class DistributedEngine final : public train::TrainingEngine {
     if (options_.offload != "none" && options_.offload != "optimizer") {
       throw std::invalid_argument("--offload must be none or optimizer, got '" + options_.offload + "'");
     }
+    if (options_.offload_chunk_mb <= 0) {
+      throw std::invalid_argument("--offload_chunk_mb must be > 0, got " + std::to_string(options_.offload_chunk_mb));
+    }
     if (options_.ddp_bucket_cap_mb <= 0) {
       throw std::invalid_argument("--ddp_bucket_cap_mb must be > 0, got " +
                                   std::to_string(options_.ddp_bucket_cap_mb));
@@ -290,7 +293,8 @@ class DistributedEngine final : public train::TrainingEngine {
           std::move(offloaded), buckets_->slots(), backend_,
           optim::AdamWHyperparams{.lr = 0, .beta1 = settings.beta1, .beta2 = settings.beta2,
                                   .eps = settings.epsilon, .weight_decay = settings.weight_decay},
-          optim::KernelOptions{.threads = static_cast<unsigned>(std::max<std::int64_t>(0, options_.threads))});
+          optim::KernelOptions{.threads = static_cast<unsigned>(std::max<std::int64_t>(0, options_.threads))},
+          (options_.offload_chunk_mb << 20) / static_cast<std::int64_t>(sizeof(float)));
     } else {
       train::TrainOptions local = options_;
       local.use_cpu = !device_.is_cuda();

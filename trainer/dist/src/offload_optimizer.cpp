@@ -1,5 +1,5 @@
-// OffloadAdamW: shard layout, the per-step slice / fused update / all-gather, and the shard's
-// checkpoint entries (see offload_optimizer.hpp).
+// OffloadAdamW: shard layout, the per-step chunked download / fused update / upload and the
+// all-gather, and the shard's checkpoint entries (see offload_optimizer.hpp).
 #include "llmrdzv/dist/offload_optimizer.hpp"
 
 #include <ATen/ATen.h>
@@ -8,6 +8,9 @@
 #include <optional>
 #include <span>
 #include <stdexcept>
+
+#include "llmrdzv/dist/chunk_pipeline.hpp"
+#include "offload_copies.hpp"
 
 namespace llmrdzv::dist {
 namespace {
@@ -24,28 +27,33 @@ std::span<float> span_of(const at::Tensor& t, std::int64_t begin, std::int64_t e
 
 OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector<FlatSlot> slots,
                            c10::intrusive_ptr<c10d::Backend> backend,
-                           optim::AdamWHyperparams hyper, optim::KernelOptions kernel)
+                           optim::AdamWHyperparams hyper, optim::KernelOptions kernel,
+                           std::int64_t chunk_elements)
     : parameters_(std::move(parameters)),
       slots_(std::move(slots)),
       backend_(std::move(backend)),
       hyper_(hyper),
       kernel_(kernel),
       rank_(backend_->getRank()),
-      world_(backend_->getSize()) {
+      world_(backend_->getSize()),
+      chunk_(chunk_elements) {
   if (parameters_.size() != slots_.size() || parameters_.empty()) {
     throw std::invalid_argument("offload optimizer: one flat slot per parameter needed");
   }
+  if (chunk_ <= 0) throw std::invalid_argument("offload optimizer: the chunk size must be positive");
   for (const auto& slot : slots_) total_ = std::max(total_, slot.offset + slot.numel);
   shard_size_ = (total_ + world_ - 1) / world_;
   shard_begin_ = std::int64_t{rank_} * shard_size_;
   const std::int64_t shard_end = std::min(total_, shard_begin_ + shard_size_);
+  owned_ = std::max<std::int64_t>(0, shard_end - shard_begin_);
 
   const auto device = parameters_.front().tensor.device();
+  copies_ = make_offload_copies(device);
   const bool pinned = device.is_cuda();
   master_ = host_floats(shard_size_, pinned);
   exp_avg_ = host_floats(shard_size_, false);
   exp_avg_sq_ = host_floats(shard_size_, false);
-  grad_shard_ = host_floats(shard_size_, pinned);
+  for (auto& buffer : staging_) buffer = host_floats(std::min(chunk_, owned_), pinned);
 
   // Master weights from the (already identical) parameters; decay runs over the shard.
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
@@ -58,30 +66,44 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
     runs_.push_back(Run{begin - shard_begin_, end - shard_begin_, parameters_[k].decay});
   }
   std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
+  // The all-gather's input: on the CPU the master weights themselves, on a GPU their device copy
+  // (the padding past the owned elements stays zero, as in master_).
+  gather_input_ = device.is_cpu() ? master_
+                                  : at::zeros({shard_size_}, at::TensorOptions().dtype(at::kFloat).device(device));
 }
+
+OffloadAdamW::~OffloadAdamW() = default;
 
 void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
   ++step_;
-  const std::int64_t owned = std::max<std::int64_t>(0, std::min(total_, shard_begin_ + shard_size_) - shard_begin_);
-  if (owned > 0) {
-    auto slice = grad_shard_.narrow(0, 0, owned);
-    slice.copy_(flat_grad.narrow(0, shard_begin_, owned));
-    if (grad_scale != 1.0) slice.mul_(grad_scale);
-  }
-  for (const Run& run : runs_) {
-    optim::AdamWHyperparams hp = hyper_;
-    hp.lr = learning_rate;
-    if (!run.decay) hp.weight_decay = 0;
-    optim::adamw_step({span_of(master_, run.begin, run.end), span_of(grad_shard_, run.begin, run.end),
-                       span_of(exp_avg_, run.begin, run.end), span_of(exp_avg_sq_, run.begin, run.end)},
-                      hp, step_, kernel_);
-  }
+  const auto range = [&](std::int64_t chunk) { return chunk_range(chunk, chunk_, owned_); };
+  copies_->begin_step();
+  run_chunk_pipeline(
+      chunk_count(chunk_, owned_),
+      {.start_download =
+           [&](std::int64_t chunk, int buffer) {
+             const ChunkRange r = range(chunk);
+             copies_->start_download(flat_grad.narrow(0, shard_begin_ + r.begin, r.size()),
+                                     staging_[buffer].narrow(0, 0, r.size()), buffer);
+           },
+       .wait_download = [&](int buffer) { copies_->wait_download(buffer); },
+       .update =
+           [&](std::int64_t chunk, int buffer) {
+             const ChunkRange r = range(chunk);
+             update_range(r.begin, r.end, staging_[buffer], learning_rate, grad_scale);
+           },
+       .start_upload =
+           [&](std::int64_t chunk) {
+             const ChunkRange r = range(chunk);
+             copies_->start_upload(master_.narrow(0, r.begin, r.size()), gather_input_.narrow(0, r.begin, r.size()));
+           }});
+  copies_->end_step();
+
   const auto device = parameters_.front().tensor.device();
   if (!gathered_.defined()) {  // the all-gather target is not optimizer state: made on first use
     gathered_ = at::empty({shard_size_ * world_}, at::TensorOptions().dtype(at::kFloat).device(device));
   }
-  auto input = master_.to(device);
-  std::vector<at::Tensor> inputs{input};
+  std::vector<at::Tensor> inputs{gather_input_};
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int r = 0; r < world_; ++r) outputs[0].push_back(gathered_.narrow(0, std::int64_t{r} * shard_size_, shard_size_));
   backend_->allgather(outputs, inputs)->wait();
@@ -90,6 +112,22 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     auto& p = parameters_[k].tensor;
     p.copy_(gathered_.narrow(0, slots_[k].offset, slots_[k].numel).view(p.sizes()));
+  }
+}
+
+void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad,
+                                double learning_rate, double grad_scale) {
+  auto gradient = grad.narrow(0, 0, end - begin);
+  if (grad_scale != 1.0) gradient.mul_(grad_scale);
+  for (const Run& run : runs_) {
+    const std::int64_t from = std::max(begin, run.begin), to = std::min(end, run.end);
+    if (from >= to) continue;
+    optim::AdamWHyperparams hp = hyper_;
+    hp.lr = learning_rate;
+    if (!run.decay) hp.weight_decay = 0;
+    optim::adamw_step({span_of(master_, from, to), span_of(gradient, from - begin, to - begin),
+                       span_of(exp_avg_, from, to), span_of(exp_avg_sq_, from, to)},
+                      hp, step_, kernel_);
   }
 }
 
@@ -213,7 +251,7 @@ void OffloadAdamW::load_resharded(const std::map<std::string, at::Tensor>& state
 
 std::size_t OffloadAdamW::state_bytes() const {
   return static_cast<std::size_t>(master_.nbytes() + exp_avg_.nbytes() + exp_avg_sq_.nbytes() +
-                                  grad_shard_.nbytes());
+                                  staging_[0].nbytes() + staging_[1].nbytes());
 }
 
 }  // namespace llmrdzv::dist

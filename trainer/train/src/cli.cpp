@@ -56,6 +56,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
+    {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of the shard per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
     {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
 };
 
@@ -243,6 +244,7 @@ void validate(const TrainOptions& o) {
   require(o.threads >= 0, "--threads must not be negative");
   require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
+  require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
 }
 
 void validate(const GenerateOptions& o) {

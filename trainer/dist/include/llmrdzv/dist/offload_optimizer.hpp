@@ -2,15 +2,19 @@
 // sharded across ranks (each keeps 1/world of them). Each step takes this rank's slice of the
 // synchronised flat gradient (GradientBuckets' layout), updates its shard with the fused SIMD
 // AdamW (llmrdzv::optim), all-gathers the shards and writes the new values into the model's
-// parameters (CPU or GPU, any float type). With the device being the CPU the whole path runs
-// here; on CUDA the host buffers are pinned.
+// parameters (CPU or GPU, any float type). The shard moves in chunks through two staging
+// buffers (chunk_pipeline.hpp), so on CUDA the gradient download and weight upload of
+// neighbouring chunks overlap the host's update (copy stream, events, pinned host buffers).
+// With the device being the CPU the same chunked path runs, with synchronous copies.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +23,8 @@
 
 namespace llmrdzv::dist {
 
+class OffloadCopies;  // offload_copies.hpp
+
 struct OffloadParameter {
   at::Tensor tensor;
   bool decay = true;
@@ -26,10 +32,18 @@ struct OffloadParameter {
 
 class OffloadAdamW {
  public:
+  // Elements per pipeline chunk when none is given: 4 MiB of floats.
+  static constexpr std::int64_t kDefaultChunkElements = std::int64_t{1} << 20;
+
   // `slots` place each parameter in the flat gradient buffer (GradientBuckets::slots()).
+  // `chunk_elements` (> 0) sets how much of the shard moves through a staging buffer at once;
+  // the result does not depend on it, only the overlap and the staging memory do.
   OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector<FlatSlot> slots,
                c10::intrusive_ptr<c10d::Backend> backend, optim::AdamWHyperparams hyper,
-               optim::KernelOptions kernel = {});
+               optim::KernelOptions kernel = {}, std::int64_t chunk_elements = kDefaultChunkElements);
+  ~OffloadAdamW();
+  OffloadAdamW(const OffloadAdamW&) = delete;
+  OffloadAdamW& operator=(const OffloadAdamW&) = delete;
 
   // One AdamW step at `learning_rate` from the mean gradient `flat_grad`, scaled by
   // `grad_scale` (gradient clipping); then the parameters hold the new weights on every rank.
@@ -44,14 +58,19 @@ class OffloadAdamW {
   // model, shards of different steps, a missing entry).
   void load_state(const std::map<std::string, at::Tensor>& state);
 
-  // Host bytes this rank holds for the optimizer: master weights, two moments, gradient shard.
+  // Host bytes this rank holds for the optimizer: master weights, two moments and the two
+  // gradient staging buffers (one chunk each, or the owned shard when that is smaller).
   std::size_t state_bytes() const;
   std::int64_t shard_begin() const { return shard_begin_; }
   std::int64_t shard_size() const { return shard_size_; }
   std::int64_t steps_taken() const { return step_; }
+  std::int64_t chunk_elements() const { return chunk_; }
 
  private:
   void load_resharded(const std::map<std::string, at::Tensor>& state);
+  // AdamW on shard elements [begin, end) from their gradient in `grad` (end - begin values).
+  void update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad, double learning_rate,
+                    double grad_scale);
 
   struct Run {  // a stretch of the shard with one weight-decay setting
     std::int64_t begin = 0, end = 0;  // relative to the shard
@@ -67,10 +86,14 @@ class OffloadAdamW {
   std::int64_t total_ = 0;        // parameters in the flat layout
   std::int64_t shard_size_ = 0;   // ceil(total / world): every rank's shard, last one padded
   std::int64_t shard_begin_ = 0;  // rank * shard_size
+  std::int64_t owned_ = 0;        // real (unpadded) elements of this rank's shard
+  std::int64_t chunk_ = 0;        // elements per pipeline chunk
   std::vector<Run> runs_;
   at::Tensor master_, exp_avg_, exp_avg_sq_;  // shard_size_ floats each, host
-  at::Tensor grad_shard_;                      // host copy of this rank's gradient slice
+  std::array<at::Tensor, 2> staging_;                   // host gradient chunks, min(chunk, owned) floats each
+  at::Tensor gather_input_;                    // shard_size_ floats on the device (master_ on the CPU)
   at::Tensor gathered_;                        // world * shard_size_ floats, on the device
+  std::unique_ptr<OffloadCopies> copies_;
   std::int64_t step_ = 0;
 };
 

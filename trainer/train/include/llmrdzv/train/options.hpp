@@ -63,6 +63,7 @@ struct TrainOptions {
 
   // Data parallelism (read by the training engine, see training_engine.hpp).
   std::string offload = "none";  // none | optimizer
+  std::int64_t offload_chunk_mb = 4;  // --offload optimizer: host<->device pipeline chunk, MiB
   std::int64_t ddp_bucket_cap_mb = 25;
 
   // The YAML file the values came from, if any (for messages).

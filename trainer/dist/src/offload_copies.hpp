@@ -1,0 +1,36 @@
+// The device<->host copies of OffloadAdamW's chunk pipeline, one implementation per device kind:
+// on the CPU they are plain synchronous copies (or nothing, when both ends are the same memory);
+// on CUDA they run asynchronously on a dedicated copy stream, ordered by CUDA events, so they
+// overlap the host's AdamW (offload_copies_cuda.cpp, the only TU with CUDA headers).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <memory>
+
+namespace llmrdzv::dist {
+
+class OffloadCopies {
+ public:
+  virtual ~OffloadCopies() = default;
+
+  // Before a step's first download: the copies see all device work queued so far (the gradient).
+  virtual void begin_step() = 0;
+  // Starts copying `device_src` into host staging buffer `buffer` (0 or 1), viewed as `host_dst`.
+  virtual void start_download(const at::Tensor& device_src, const at::Tensor& host_dst, int buffer) = 0;
+  // Returns once the last download into `buffer` has landed.
+  virtual void wait_download(int buffer) = 0;
+  // Starts copying host `host_src` to `device_dst`; `host_src` stays untouched until the step's
+  // next download has landed.
+  virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) = 0;
+  // After a step's last upload: device work queued from now on sees every upload.
+  virtual void end_step() = 0;
+};
+
+// The copies for parameters on `device` (CPU or CUDA); throws std::invalid_argument otherwise.
+std::unique_ptr<OffloadCopies> make_offload_copies(c10::Device device);
+// The CUDA implementation (offload_copies_cuda.cpp).
+std::unique_ptr<OffloadCopies> make_cuda_offload_copies(c10::Device device);
+
+}  // namespace llmrdzv::dist

@@ -1,0 +1,63 @@
+// OffloadCopies on CUDA: every copy runs on one dedicated stream from the pool, so downloads of
+// gradients (into pinned staging buffers) and uploads of new weights (from the pinned master
+// weights) overlap the host's AdamW and the compute stream. Events order it all: the copy stream
+// waits for the compute stream's gradient at the start of a step, the host waits for each
+// download before updating its chunk, and the compute stream waits for the last upload before
+// the all-gather. Because the copy stream runs in order, a step's first download lands only after
+// the previous step's uploads have read the master weights, so the host never overwrites weights
+// still being uploaded. Compiled and linked against the CUDA LibTorch on every build; it can
+// only run on a GPU.
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <array>
+
+#include "offload_copies.hpp"
+
+namespace llmrdzv::dist {
+namespace {
+
+class CudaCopies final : public OffloadCopies {
+ public:
+  explicit CudaCopies(c10::Device device)
+      : device_index_(device.index() < 0 ? c10::cuda::current_device() : device.index()),
+        copy_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index_)) {}
+
+  void begin_step() override {
+    gradient_ready_.record(c10::cuda::getCurrentCUDAStream(device_index_));
+    gradient_ready_.block(copy_stream_);
+  }
+
+  void start_download(const at::Tensor& device_src, const at::Tensor& host_dst, int buffer) override {
+    c10::cuda::CUDAStreamGuard on_copy_stream(copy_stream_);
+    host_dst.copy_(device_src, /*non_blocking=*/true);
+    downloaded_[buffer].record(copy_stream_);
+  }
+
+  void wait_download(int buffer) override { downloaded_[buffer].synchronize(); }
+
+  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
+    c10::cuda::CUDAStreamGuard on_copy_stream(copy_stream_);
+    device_dst.copy_(host_src, /*non_blocking=*/true);
+  }
+
+  void end_step() override {
+    uploaded_.record(copy_stream_);
+    uploaded_.block(c10::cuda::getCurrentCUDAStream(device_index_));
+  }
+
+ private:
+  c10::DeviceIndex device_index_;
+  c10::cuda::CUDAStream copy_stream_;
+  at::cuda::CUDAEvent gradient_ready_, uploaded_;
+  std::array<at::cuda::CUDAEvent, 2> downloaded_;
+};
+
+}  // namespace
+
+std::unique_ptr<OffloadCopies> make_cuda_offload_copies(c10::Device device) {
+  return std::make_unique<CudaCopies>(device);
+}
+
+}  // namespace llmrdzv::dist
