@@ -1,6 +1,6 @@
 // The real trainer on many ranks through `trainer --nproc N` (a private rdzvd, Gloo on the CPU):
 // 2 and 4 ranks give the 1-rank run's losses with the same global batch, with and without
-// optimizer offload (one process with offload is a world of one); a killed rank stops the run with a clear message; --nproc refuses to run
+// optimizer offload (one process with offload is a world of one), and log sane per-step timings; a killed rank stops the run with a clear message; --nproc refuses to run
 // inside an existing rendezvous.
 #include <catch2/catch.hpp>
 
@@ -61,6 +61,27 @@ std::vector<double> losses(const std::string& metrics) {
   return out;
 }
 
+// Checks the per-step timings of every training record (each has both; the time rank 0 spent
+// blocked in collectives is part of its step time) and returns the summed blocked time.
+double comm_wait_total(const std::string& metrics) {
+  double total = 0;
+  std::istringstream lines(read_file(metrics));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = llmrdzv::json::parse(line);
+    if (!record.find("loss") || !record.find("step")) continue;
+    INFO(line);
+    REQUIRE(record.find("step_time_s"));
+    REQUIRE(record.find("comm_wait_s"));
+    const double step_time = record.find("step_time_s")->as_double();
+    const double comm_wait = record.find("comm_wait_s")->as_double();
+    CHECK(step_time > 0);
+    CHECK(comm_wait >= 0);
+    CHECK(comm_wait <= step_time);
+    total += comm_wait;
+  }
+  return total;
+}
+
 void expect_ok(const RunResult& r) {
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   REQUIRE(r.exit_code == 0);
@@ -94,6 +115,8 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
       const auto reference = losses(dir / ("runs-" + offload + "-1rank/metrics.jsonl"));
       REQUIRE(reference.size() == 20);
       CHECK(reference.back() < reference.front() - 1.0);
+      const double single_wait = comm_wait_total(dir / ("runs-" + offload + "-1rank/metrics.jsonl"));
+      if (offload == "none") CHECK(single_wait == 0);  // one process, no collectives
 
       for (const int world : {2, 4}) {
         const std::string out = dir / ("runs-" + offload + "-" + std::to_string(world) + "rank");
@@ -103,6 +126,7 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
         expect_ok(run);
         CHECK_THAT(run.err, Catch::Contains("standalone: " + std::to_string(world) + " ranks"));
         const auto got = losses(out + "/metrics.jsonl");
+        CHECK(comm_wait_total(out + "/metrics.jsonl") > 0);
         REQUIRE(got.size() == reference.size());
         for (std::size_t step = 0; step < got.size(); ++step) {
           INFO("world " << world << " step " << step + 1 << ": " << got[step] << " vs 1 rank " << reference[step]);

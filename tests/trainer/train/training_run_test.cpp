@@ -48,8 +48,8 @@ void expect_ok(const RunResult& r) {
 }
 
 // metrics.jsonl records by kind and step ("train" / "eval"); a later record for the same step
-// (from a resumed run appending to the file) replaces the earlier one. tokens_per_second is left
-// out: it is a timing, not a result.
+// (from a resumed run appending to the file) replaces the earlier one. The timings
+// (tokens_per_second, step_time_s, comm_wait_s) are left out: they are not results.
 std::map<std::pair<std::string, std::int64_t>, std::string> records(const std::string& path) {
   std::map<std::pair<std::string, std::int64_t>, std::string> by_step;
   std::string text = read_file(path);
@@ -62,7 +62,7 @@ std::map<std::pair<std::string, std::int64_t>, std::string> records(const std::s
     if (!step || record.find("global_step")) continue;
     llmrdzv::json::Object kept;
     for (const auto& [key, value] : record.as_object()) {
-      if (key != "tokens_per_second") kept.emplace_back(key, value);
+      if (key != "tokens_per_second" && key != "step_time_s" && key != "comm_wait_s") kept.emplace_back(key, value);
     }
     const std::string kind = record.find("eval_loss") ? "eval" : "train";
     by_step[{kind, step->as_integer()}] = llmrdzv::json::write(kept);

@@ -234,6 +234,7 @@ class DistributedEngine final : public train::TrainingEngine {
     guarded([&] {
       if (!offload_) return replica_->optimizer_step(learning_rate);
       offload_->step(buckets_->flat(), learning_rate, grad_scale_);
+      comm_wait_ += offload_->last_gather_wait_seconds();
       for (auto& p : attached_tensors()) p.mutable_grad().reset();
     });
   }
@@ -243,15 +244,17 @@ class DistributedEngine final : public train::TrainingEngine {
     return guarded([&] {
       auto t = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(device_);
       std::vector<at::Tensor> tensors{t};
-      backend_->allreduce(tensors)->wait();
+      wait(backend_->allreduce(tensors));
       t = t.to(at::kCPU);
       return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());
     });
   }
 
   void barrier() override {
-    guarded([&] { backend_->barrier()->wait(); });
+    guarded([&] { wait(backend_->barrier()); });
   }
+
+  double comm_wait_seconds() const override { return comm_wait_; }
 
   TensorMap optimizer_state() const override {
     return offload_ ? offload_->state() : replica_->optimizer_state();
@@ -273,6 +276,13 @@ class DistributedEngine final : public train::TrainingEngine {
       watch_->await_verdict();
       throw;
     }
+  }
+
+  // Waits for a collective, counting the time in comm_wait_.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work) {
+    const auto start = std::chrono::steady_clock::now();
+    work->wait();
+    comm_wait_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   void attach_parameters(std::vector<NamedParameter> parameters, const AdamWSettings& settings) {
@@ -305,6 +315,7 @@ class DistributedEngine final : public train::TrainingEngine {
 
   double synchronise_and_clip(double max_norm) {
     buckets_->finish();
+    comm_wait_ += buckets_->last_wait_seconds();
     if (!offload_) {
       buckets_->copy_to_grads();
       return replica_->finish_gradients(max_norm);
@@ -326,7 +337,7 @@ class DistributedEngine final : public train::TrainingEngine {
     at::NoGradGuard no_grad;
     for (const auto& p : parameters) {
       std::vector<at::Tensor> tensors{p.tensor.detach()};
-      backend_->broadcast(tensors)->wait();
+      wait(backend_->broadcast(tensors));
     }
     attached_.clear();
     for (const auto& p : parameters) attached_.push_back(p.tensor);
@@ -346,6 +357,7 @@ class DistributedEngine final : public train::TrainingEngine {
   std::unique_ptr<OffloadAdamW> offload_;
   std::unique_ptr<train::TrainingEngine> replica_;
   double grad_scale_ = 1.0;
+  double comm_wait_ = 0;  // comm_wait_seconds()
 };
 
 }  // namespace

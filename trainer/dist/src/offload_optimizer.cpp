@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <chrono>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -106,7 +107,9 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
   std::vector<at::Tensor> inputs{gather_input_};
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int r = 0; r < world_; ++r) outputs[0].push_back(gathered_.narrow(0, std::int64_t{r} * shard_size_, shard_size_));
+  const auto gather_start = std::chrono::steady_clock::now();
   backend_->allgather(outputs, inputs)->wait();
+  last_gather_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
 
   at::NoGradGuard no_grad;
   for (std::size_t k = 0; k < parameters_.size(); ++k) {

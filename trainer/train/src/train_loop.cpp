@@ -210,7 +210,9 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
   const std::int64_t first_step = state.global_step;
 
   const auto start = Clock::now();
+  const double comm_start = c.engine.comm_wait_seconds();
   auto interval_start = start;
+  double interval_comm_start = comm_start;
   double interval_loss = 0;
   std::int64_t interval_steps = 0;
   c.model->train();
@@ -238,19 +240,27 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     ++interval_steps;
 
     const bool logging_step = step % o.logging_steps == 0 || step == total_steps;
-    StepReport report{step, total_steps, interval_loss / static_cast<double>(interval_steps), lr,
-                      tokens_per_step * static_cast<double>(interval_steps) / seconds_since(interval_start),
-                      seconds_since(start) / static_cast<double>(step - first_step) * static_cast<double>(total_steps - step)};
+    const double steps_in_interval = static_cast<double>(interval_steps);
+    double loss = interval_loss / steps_in_interval;
+    // Before the interval is timed, so its step time includes this collective too.
+    if (logging_step) loss = c.engine.all_reduce_sum({interval_loss})[0] / world / steps_in_interval;
+    const double interval_seconds = seconds_since(interval_start);
+    const StepReport report{step, total_steps, loss, lr, tokens_per_step * steps_in_interval / interval_seconds,
+                            seconds_since(start) / static_cast<double>(step - first_step) * static_cast<double>(total_steps - step)};
     if (logging_step) {
-      report.loss = c.engine.all_reduce_sum({interval_loss})[0] / world / static_cast<double>(interval_steps);
       const double epoch = steps_per_epoch ? static_cast<double>(step) / static_cast<double>(*steps_per_epoch)
                                            : static_cast<double>(batches->position().epoch);
+      // Per step, as means over the interval: wall time, and the part of it rank 0 was blocked in
+      // collectives (communication not overlapped with computation, or waiting for other ranks).
       c.reporter.record({{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
                          {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm)},
-                         {"tokens_per_second", metric(report.tokens_per_second)}});
+                         {"tokens_per_second", metric(report.tokens_per_second)},
+                         {"step_time_s", metric(interval_seconds / steps_in_interval)},
+                         {"comm_wait_s", metric((c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval)}});
       interval_loss = 0;
       interval_steps = 0;
       interval_start = Clock::now();
+      interval_comm_start = c.engine.comm_wait_seconds();
     }
     if (c.reporter.main) c.reporter.progress.step(report, logging_step);
     if (step == total_steps) break;
@@ -260,6 +270,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     if (o.save_steps > 0 && step % o.save_steps == 0) save(c, state, *batches);
   }
   summary.train_runtime = seconds_since(start);
+  summary.train_comm_wait_seconds = c.engine.comm_wait_seconds() - comm_start;
   if (state.global_step > first_step) save(c, state, *batches);
   summary.global_step = state.global_step;
   summary.train_samples_per_second = static_cast<double>((state.global_step - first_step) * static_cast<std::int64_t>(shape.global())) /
@@ -273,6 +284,7 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
   json::Object results{{"global_step", s.global_step}};
   if (o.do_train) {
     results.emplace_back("train_runtime", metric(s.train_runtime));
+    results.emplace_back("train_comm_wait_seconds", metric(s.train_comm_wait_seconds));
     results.emplace_back("train_samples_per_second", metric(s.train_samples_per_second));
     if (s.train_loss) results.emplace_back("train_loss", metric(*s.train_loss));
   }

@@ -65,6 +65,8 @@ class OffloadAdamW {
   std::int64_t shard_size() const { return shard_size_; }
   std::int64_t steps_taken() const { return step_; }
   std::int64_t chunk_elements() const { return chunk_; }
+  // Seconds the last step() spent waiting for the all-gather of the shards.
+  double last_gather_wait_seconds() const { return last_gather_wait_seconds_; }
 
  private:
   void load_resharded(const std::map<std::string, at::Tensor>& state);
@@ -95,6 +97,7 @@ class OffloadAdamW {
   at::Tensor gathered_;                        // world * shard_size_ floats, on the device
   std::unique_ptr<OffloadCopies> copies_;
   std::int64_t step_ = 0;
+  double last_gather_wait_seconds_ = 0;
 };
 
 }  // namespace llmrdzv::dist

@@ -13,6 +13,7 @@ namespace llmrdzv::train {
 struct TrainSummary {
   std::int64_t global_step = 0;
   double train_runtime = 0;  // seconds of this process's training loop
+  double train_comm_wait_seconds = 0;  // of those, blocked in collectives (TrainingEngine::comm_wait_seconds)
   double train_samples_per_second = 0;
   std::optional<double> train_loss;  // mean step loss over the whole run (resumed steps included)
   std::optional<double> eval_loss;

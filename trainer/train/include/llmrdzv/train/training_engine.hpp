@@ -74,6 +74,13 @@ class TrainingEngine {
   // Blocks until every rank has called it.
   virtual void barrier() = 0;
 
+  // Running total of the seconds this rank has spent blocked in collectives since it was made:
+  // communication that computation did not hide (the gradient all-reduces still pending after
+  // backward, the offload all-gather, all_reduce_sum, barrier), including waiting there for slower
+  // ranks. The loop logs its growth per step. One process never waits: 0. (On CUDA this is host
+  // time: NCCL's wait only orders the streams, so it undercounts there.)
+  virtual double comm_wait_seconds() const { return 0; }
+
   // This rank's optimizer state, as tensors under names the engine chooses (saved per rank).
   virtual TensorMap optimizer_state() const = 0;
   // Restores what optimizer_state() returned in an earlier run of the same shape; throws
