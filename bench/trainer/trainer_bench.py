@@ -69,7 +69,9 @@ def safetensors_numel(path):
     return total
 
 
-def ours(trainer, shape, steps, threads, workdir, activation, extra):
+def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
+    """Trains `steps` steps of `shape` (logging every step, no checkpoints) in workdir/out; returns
+    metrics.jsonl's training records (one per step) and the output directory."""
     out = os.path.join(workdir, "out")
     overrides = ",".join(f"{k}={shape[k]}" for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size"))
     overrides += ",resid_pdrop={0},embd_pdrop={0},attn_pdrop={0}".format(shape["pdrop"])
@@ -85,10 +87,15 @@ def ours(trainer, shape, steps, threads, workdir, activation, extra):
            "--threads", str(threads)] + extra
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(os.path.join(out, "metrics.jsonl")) as f:
-        records = [json.loads(line) for line in f]
-    rates = [r["tokens_per_second"] for r in records if "tokens_per_second" in r]
-    if len(rates) != steps:
-        raise RuntimeError(f"trainer logged {len(rates)} steps, expected {steps}")
+        records = [r for r in map(json.loads, f) if "tokens_per_second" in r]
+    if len(records) != steps:
+        raise RuntimeError(f"trainer logged {len(records)} steps, expected {steps}")
+    return records, out
+
+
+def ours(trainer, shape, steps, threads, workdir, activation, extra):
+    records, out = run_trainer(trainer, shape, steps, threads, workdir, activation, extra)
+    rates = [r["tokens_per_second"] for r in records]
     with open(os.path.join(out, "config.json")) as f:
         config = json.load(f)
     return rates, config, safetensors_numel(os.path.join(out, "model.safetensors"))

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Weak scaling of data-parallel training on this machine: global tokens/s of `trainer --nproc N`
+for N = 1, 2, 4 ranks, and the share of the step time rank 0 spends blocked in communication that
+backward did not hide. Prints a table and, as its last line, one JSON object.
+
+Why it exists: issue 5 asks for the scaling benchmark. What it runs: trainer-bench's "default"
+model (4 layers, n_embd 256, byte vocabulary, block 128; 3.3M parameters) with a fixed
+per-device batch, so the global batch grows with N (weak scaling), for --warmup untimed plus
+--steps timed steps per run, with --offload none and --offload optimizer. The 1-rank baseline is
+`--nproc 1` (the same distributed code path, a world of one), measured in the same run; with
+--offload none a plain one-process run (no --nproc) is measured too, to show what the
+distributed path costs at world 1.
+
+One torch thread per rank by default (--threads_per_rank), as if each rank had a device of its
+own: then N ranks ask for N cores, and ideal weak scaling is a speedup of N while N <= cores.
+This machine has 2 cores, often shared with compilers: 4 ranks oversubscribe it 2x (two
+processes per core, plus Gloo's threads), so 4 ranks cannot beat 2 here, and "per core" (speedup
+over the cores the ranks can use, min(cores, ranks x threads), against the baseline's) is the
+column that says how much of the hardware the ranks turn into tokens/s. The numbers say what they
+say about this machine, not about a cluster.
+
+Per run (rank 0's metrics.jsonl, one record per step): tokens/s is the median over the timed
+steps of global tokens / step time; step and comm times are medians of step_time_s and
+comm_wait_s (the time blocked in collectives: gradient all-reduces still pending after backward,
+the offload all-gather, the logged-loss all-reduce, which includes waiting for slower ranks);
+comm % is total comm_wait_s / total step_time_s over the timed steps. Each configuration runs
+--rounds times, interleaved with the others, and the table shows its fastest run (others' load
+only slows a run down), with the load average around that run. Speedup is tokens/s over the
+1-rank tokens/s of the same offload mode, efficiency is speedup / N.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trainer"))
+from trainer_bench import SHAPES, loadavg, run_trainer  # noqa: E402  (the same model and trainer flags)
+
+PLAIN = 0  # "ranks" of the plain one-process run (no --nproc)
+
+
+def run_config(args, shape, offload, ranks, workdir):
+    """One run of a configuration, summarised from its timed steps."""
+    world = max(ranks, 1)
+    extra = ["--offload", offload] + (["--nproc", str(ranks)] if ranks != PLAIN else [])
+    load_before = loadavg()
+    records, _ = run_trainer(args.trainer, shape, args.warmup + args.steps, args.threads_per_rank, workdir, "", extra)
+    timed = records[args.warmup:]
+    steps = [r["step_time_s"] for r in timed]
+    waits = [r["comm_wait_s"] for r in timed]
+    return {"ranks": world, "one_process": ranks == PLAIN, "threads_per_rank": args.threads_per_rank,
+            "global_batch": shape["batch"] * world,
+            "tokens_per_s": round(statistics.median(r["tokens_per_second"] for r in timed), 1),
+            "step_ms": round(1000 * statistics.median(steps), 2),
+            "comm_wait_ms": round(1000 * statistics.median(waits), 2),
+            "comm_fraction": round(sum(waits) / sum(steps), 4),
+            "load": [load_before, loadavg()]}
+
+
+def cores_used(row):
+    return min(os.cpu_count(), row["ranks"] * row["threads_per_rank"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trainer", required=True, help="path to the trainer binary (rdzvd next to it)")
+    parser.add_argument("--ranks", default="1,2,4", help="comma-separated rank counts; the first is the baseline")
+    parser.add_argument("--offload", default="none,optimizer", help="comma-separated --offload modes")
+    parser.add_argument("--batch", type=int, default=SHAPES["default"]["batch"], help="per-device batch")
+    parser.add_argument("--threads_per_rank", type=int, default=1, help="torch threads of every rank")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per run")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
+    parser.add_argument("--rounds", type=int, default=3, help="runs per configuration, interleaved")
+    args = parser.parse_args()
+
+    shape = dict(SHAPES["default"], batch=args.batch)
+    rank_counts = [int(n) for n in args.ranks.split(",")]
+    configs = [(offload, ranks) for offload in args.offload.split(",")
+               for ranks in ([PLAIN] if offload == "none" else []) + rank_counts]
+    runs = {config: [] for config in configs}
+    with tempfile.TemporaryDirectory(prefix="scaling-bench-") as workdir:
+        for _ in range(args.rounds):
+            for config in configs:
+                runs[config].append(run_config(args, shape, *config, workdir))
+
+    results = {}
+    for (offload, ranks), done in runs.items():
+        row = dict(max(done, key=lambda run: run["tokens_per_s"]), all_runs_tokens_per_s=[r["tokens_per_s"] for r in done])
+        results.setdefault(offload, {})["one_process" if ranks == PLAIN else str(ranks)] = row
+    for rows in results.values():
+        base = rows[str(rank_counts[0])]
+        for row in rows.values():
+            row["speedup"] = round(row["tokens_per_s"] / base["tokens_per_s"], 3)
+            row["efficiency"] = round(row["speedup"] * base["ranks"] / row["ranks"], 3)
+            row["per_core_efficiency"] = round(row["speedup"] * cores_used(base) / cores_used(row), 3)
+
+    print(f"cores={os.cpu_count()} model=default(4x256, block {shape['block']}) per-device batch={args.batch} "
+          f"threads/rank={args.threads_per_rank} warmup={args.warmup} timed_steps={args.steps} rounds={args.rounds} "
+          f"(fastest run of each; medians over its timed steps; comm % = total comm wait / total step time)")
+    print(f"{'offload':<10} {'ranks':>6} {'batch':>6} {'tok/s':>9} {'speedup':>8} {'effic.':>7} {'per core':>8} "
+          f"{'step ms':>8} {'comm ms':>8} {'comm %':>7} {'load 1m':>11}")
+    for offload, rows in results.items():
+        for row in rows.values():
+            ranks = "1 (1p)" if row["one_process"] else str(row["ranks"])
+            print(f"{offload:<10} {ranks:>6} {row['global_batch']:>6} {row['tokens_per_s']:>9.1f} "
+                  f"{row['speedup']:>8.3f} {row['efficiency']:>7.3f} {row['per_core_efficiency']:>8.3f} "
+                  f"{row['step_ms']:>8.1f} {row['comm_wait_ms']:>8.1f} {100 * row['comm_fraction']:>6.1f}% "
+                  f"{row['load'][0]:>5.2f}-{row['load'][1]:<5.2f}")
+    print("(1p: plain one-process trainer, no --nproc; speedup and efficiency are against --nproc "
+          f"{rank_counts[0]} of the same offload mode)")
+    print(json.dumps({"cores": os.cpu_count(), "per_device_batch": args.batch, "block": shape["block"],
+                      "threads_per_rank": args.threads_per_rank, "warmup": args.warmup, "timed_steps": args.steps,
+                      "rounds": args.rounds, **results}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
