@@ -95,6 +95,20 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
 
   bool connect(std::chrono::system_clock::time_point deadline) { return channel_->WaitForConnected(deadline); }
 
+  // What the client library asks once at connect: does the daemon take the join and barriers on
+  // the Session stream?
+  bool daemon_speaks_stream() {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + shared_.config.timeout);
+    v1::StatusRequest request;
+    request.set_daemon_only(true);
+    v1::StatusResponse response;
+    if (!stub_->Status(&context, request, &response).ok()) return false;
+    int found = 0;
+    for (const auto& feature : response.features()) found += feature == "session-join" || feature == "session-barrier";
+    return found == 2;
+  }
+
   void start_baseline() {
     contexts_.emplace_back(std::make_unique<grpc::ClientContext>());
     stub_->async()->Status(contexts_.back().get(), &status_request_, &status_response_, [this](grpc::Status status) {
@@ -113,6 +127,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     join_request_.set_min_participants(shared_.config.participants);
     join_request_.set_max_participants(shared_.config.participants);
     join_request_.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    if (shared_.config.protocol == Protocol::stream) return open_session();
     stub_->async()->Join(next_context(), &join_request_, &join_response_, [this](grpc::Status status) {
       if (!status.ok()) return shared_.timed.fail(describe("Join", status));
       result_.join_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
@@ -128,13 +143,30 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     if (event_.kind() == v1::SessionEvent::OPENED && !opened_) {
       opened_ = true;
       result_.opened_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
+      if (shared_.config.protocol == Protocol::stream) {
+        join_response_ = event_.assignment();
+        result_.join_ms[std::size_t(index_)] = result_.opened_ms[std::size_t(index_)];
+      }
       if (shared_.config.barrier == BarrierKind::add_wait) {
         add();
+      } else if (shared_.config.protocol == Protocol::stream) {
+        barrier_on_stream();
       } else {
         barrier();
       }
+    } else if (event_.kind() == v1::SessionEvent::BARRIER_DONE) {
+      if (event_.code() != 0) {
+        const grpc::Status status(grpc::StatusCode(event_.code()), event_.detail());
+        return shared_.timed.fail(describe("SessionBarrier", status));
+      }
+      passed();
     }
     StartRead(&event_);
+  }
+  void OnWriteDone(bool) override {
+    std::lock_guard lock(write_mutex_);
+    writing_ = false;
+    if (next_write_) write_locked(std::exchange(next_write_, nullptr));
   }
   void OnDone(const grpc::Status& status) override {
     if (!opened_) shared_.timed.fail(describe("Session", status));
@@ -153,15 +185,34 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
            std::to_string(int(status.error_code())) + ")";
   }
 
+  // After the Join (Protocol::calls), or carrying it (Protocol::stream).
   void open_session() {
-    session_open_.mutable_open()->mutable_scope()->CopyFrom(shared_.scope);
-    session_open_.mutable_open()->set_participant_id(join_request_.participant_id());
-    session_open_.mutable_open()->set_round(join_response_.round());
+    if (shared_.config.protocol == Protocol::stream) {
+      *session_open_.mutable_open()->mutable_join() = join_request_;
+    } else {
+      session_open_.mutable_open()->mutable_scope()->CopyFrom(shared_.scope);
+      session_open_.mutable_open()->set_participant_id(join_request_.participant_id());
+      session_open_.mutable_open()->set_round(join_response_.round());
+    }
     shared_.sessions_open.fetch_add(1);
     stub_->async()->Session(&session_context_, this);
-    StartWrite(&session_open_);
+    write(&session_open_);
     StartRead(&event_);
     StartCall();
+  }
+
+  // One write in flight on the stream: a second one waits for OnWriteDone.
+  void write(const v1::SessionRequest* request) {
+    std::lock_guard lock(write_mutex_);
+    if (writing_) {
+      next_write_ = request;
+    } else {
+      write_locked(request);
+    }
+  }
+  void write_locked(const v1::SessionRequest* request) {
+    writing_ = true;
+    StartWrite(request);
   }
 
   void add() {
@@ -216,6 +267,19 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     });
   }
 
+  // The barrier as the client library makes it on the one stream: a SessionBarrier answered by a
+  // BARRIER_DONE event.
+  void barrier_on_stream() {
+    session_barrier_.mutable_barrier()->set_id(1);
+    v1::BarrierRequest& request = *session_barrier_.mutable_barrier()->mutable_request();
+    request.mutable_scope()->CopyFrom(shared_.scope);
+    request.set_round(join_response_.round());
+    request.set_key(kBarrierKey);
+    request.set_world_size(join_response_.world_size());
+    request.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    write(&session_barrier_);
+  }
+
   void passed() {
     result_.total_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
     shared_.timed.done();
@@ -229,12 +293,16 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts_;  // one per unary call, alive until the end
   grpc::ClientContext session_context_;
   bool opened_ = false;
+  std::mutex write_mutex_;
+  bool writing_ = false;
+  const v1::SessionRequest* next_write_ = nullptr;
 
   v1::StatusRequest status_request_;
   v1::StatusResponse status_response_;
   v1::JoinRequest join_request_;
   v1::JoinResponse join_response_;
   v1::SessionRequest session_open_;
+  v1::SessionRequest session_barrier_;
   v1::SessionEvent event_;
   v1::AddRequest add_request_;
   v1::AddResponse add_response_;
@@ -269,6 +337,9 @@ RunResult run_participants(const RunConfig& config) {
     if (!participant->connect(connect_deadline)) throw std::runtime_error("cannot connect to " + config.endpoint);
   }
   result.connect_wall_ms = ms_between(connect_start, Clock::now());
+  if (config.protocol == Protocol::stream && !participants.front()->daemon_speaks_stream()) {
+    throw std::runtime_error("rdzvd " + config.endpoint + " does not advertise session-join and session-barrier");
+  }
 
   shared.release = Clock::now();
   for (auto& participant : participants) participant->start_baseline();

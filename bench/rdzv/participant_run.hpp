@@ -5,7 +5,8 @@
 //   baseline  released together, every participant makes one trivial call (unscoped Status): the
 //             cost of N concurrent calls on this machine, the yardstick for the next phase;
 //   timed     released together, every participant joins the round, opens its session (waits for
-//             OPENED) and passes a store barrier, made one of two ways (BarrierKind).
+//             OPENED) and passes a store barrier, made one of two ways (BarrierKind); joining
+//             and opening take either two calls or the one Session stream (Protocol).
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +21,13 @@ namespace llmrdzv::bench {
 // How the participants pass the store barrier of the timed phase.
 enum class BarrierKind {
   add_wait,  // Add on one key, the last arrival Sets a done key, everyone Waits for it (3 calls)
-  rpc,       // one Barrier call, as the client library's KvSpace::barrier makes it
+  rpc,       // one Barrier, as the client library's KvSpace::barrier makes it (see Protocol)
+};
+
+// How the participants join and open their sessions (the client library's two paths).
+enum class Protocol {
+  stream,  // SessionOpen carries the Join; BarrierKind::rpc travels on the stream too (one call)
+  calls,   // Join, then the Session stream; BarrierKind::rpc is the Barrier RPC (older daemons)
 };
 
 struct RunConfig {
@@ -34,11 +41,12 @@ struct RunConfig {
   // it ("timed phase over"), so a profiler can watch rdzvd during the timed phase alone.
   std::chrono::milliseconds hold{0};
   BarrierKind barrier = BarrierKind::add_wait;
+  Protocol protocol = Protocol::stream;
 };
 
 struct RunResult {
   std::vector<double> baseline_ms;  // per participant: release -> Status answered
-  std::vector<double> join_ms;      // per participant: release -> Join answered
+  std::vector<double> join_ms;      // per participant: release -> Join answered (stream: = opened)
   std::vector<double> opened_ms;    // per participant: release -> session OPENED event read
   std::vector<double> added_ms;     // per participant: release -> Add answered (add_wait only)
   std::vector<double> total_ms;     // per participant: release -> barrier passed
@@ -50,7 +58,8 @@ struct RunResult {
   double client_cpu_ms = 0;
 };
 
-// Throws std::runtime_error naming the first participant error.
+// Throws std::runtime_error naming the first participant error, or when Protocol::stream is asked
+// of a daemon that does not advertise it.
 RunResult run_participants(const RunConfig& config);
 
 }  // namespace llmrdzv::bench

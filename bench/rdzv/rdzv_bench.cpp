@@ -26,12 +26,17 @@ using llmrdzv::bench::BenchDaemon;
 constexpr const char* kUsage =
     "usage: rdzv-bench --participants N [--endpoint HOST:PORT --id ID --token TOKEN]\n"
     "                  [--rdzvd PATH] [--timeout SECONDS] [--hold MS] [--barrier add-wait|rpc]\n"
+    "                  [--protocol stream|calls]\n"
     "Without --endpoint, starts its own rdzvd (default: the rdzvd next to this binary) and\n"
     "reports its peak RSS. Needs about 2*N+100 open files (raise ulimit -n for large N).\n"
     "--hold MS pauses before and after the timed phase, announcing each on stderr (to profile\n"
     "rdzvd during the timed phase alone).\n"
     "--barrier: add-wait (default) passes the store barrier with Add, Set by the last arrival and\n"
-    "Wait; rpc with one Barrier call, as the client library does.\n";
+    "Wait; rpc with one Barrier, as the client library does.\n"
+    "--protocol: stream (default, what the client library does with a daemon that advertises it)\n"
+    "joins in the SessionOpen and, with --barrier rpc, passes the barrier on the Session stream:\n"
+    "one call per participant; calls joins with Join, then opens the session, and uses the\n"
+    "Barrier RPC (the library's path with older daemons).\n";
 
 struct BenchArgs {
   int participants = 0;
@@ -39,6 +44,7 @@ struct BenchArgs {
   int timeout_s = 120;
   int hold_ms = 0;
   llmrdzv::bench::BarrierKind barrier = llmrdzv::bench::BarrierKind::add_wait;
+  llmrdzv::bench::Protocol protocol = llmrdzv::bench::Protocol::stream;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -89,6 +95,9 @@ BenchArgs parse_args(int argc, char** argv) {
     } else if (flag == "--barrier") {
       if (value != "add-wait" && value != "rpc") usage_error("--barrier is add-wait or rpc, got '" + value + "'");
       args.barrier = value == "rpc" ? llmrdzv::bench::BarrierKind::rpc : llmrdzv::bench::BarrierKind::add_wait;
+    } else if (flag == "--protocol") {
+      if (value != "stream" && value != "calls") usage_error("--protocol is stream or calls, got '" + value + "'");
+      args.protocol = value == "stream" ? llmrdzv::bench::Protocol::stream : llmrdzv::bench::Protocol::calls;
     } else {
       usage_error("unknown flag " + flag);
     }
@@ -128,6 +137,7 @@ int main(int argc, char** argv) {
                                      std::chrono::seconds(args.timeout_s)};
     config.hold = std::chrono::milliseconds(args.hold_ms);
     config.barrier = args.barrier;
+    config.protocol = args.protocol;
     if (args.endpoint.empty()) {
       config.rdzv_id = "bench." + std::to_string(getpid());
       daemon = std::make_unique<BenchDaemon>(args.rdzvd_path, config.rdzv_id);
@@ -143,8 +153,9 @@ int main(int argc, char** argv) {
     const double join_p50 = percentile(result.join_ms, 0.50);
     const double baseline_p50 = percentile(result.baseline_ms, 0.50);
     const double ratio = result.wall_ms / std::max(result.baseline_wall_ms, 0.001);
-    std::printf("rdzv-bench: %d participants, each with its own channel, against rdzvd %s\n", args.participants,
-                config.endpoint.c_str());
+    const char* protocol = args.protocol == llmrdzv::bench::Protocol::stream ? "stream" : "calls";
+    std::printf("rdzv-bench: %d participants, each with its own channel, against rdzvd %s (protocol %s)\n",
+                args.participants, config.endpoint.c_str(), protocol);
     std::printf("%-34s %12s %12s %12s\n", "phase", "p50_ms", "p99_ms", "wall_ms");
     std::printf("%-34s %12s %12s %12.1f\n", "connect (not timed)", "-", "-", result.connect_wall_ms);
     std::printf("%-34s %12.2f %12.2f %12.1f\n", "baseline: one trivial call each", baseline_p50,
@@ -162,10 +173,10 @@ int main(int argc, char** argv) {
                 json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms);
     std::printf("rdzvd peak RSS (VmHWM): %s MiB\n", json_number(rss).c_str());
     std::printf(
-        "{\"participants\": %d, \"barrier\": \"%s\", \"total_ms\": %.2f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"join_p50_ms\": %.2f, "
+        "{\"participants\": %d, \"protocol\": \"%s\", \"barrier\": \"%s\", \"total_ms\": %.2f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"join_p50_ms\": %.2f, "
         "\"baseline_ms\": %.2f, \"ratio_to_baseline\": %.2f, \"connect_ms\": %.2f, \"rdzvd_cpu_ms\": %s, "
         "\"client_cpu_ms\": %.2f, \"rdzvd_rss_mib\": %s}\n",
-        args.participants, args.barrier == llmrdzv::bench::BarrierKind::rpc ? "rpc" : "add-wait", result.wall_ms, p50, p99, join_p50, result.baseline_wall_ms, ratio, result.connect_wall_ms,
+        args.participants, protocol, args.barrier == llmrdzv::bench::BarrierKind::rpc ? "rpc" : "add-wait", result.wall_ms, p50, p99, join_p50, result.baseline_wall_ms, ratio, result.connect_wall_ms,
         json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms, json_number(rss).c_str());
     return 0;
   } catch (const std::exception& error) {

@@ -33,11 +33,16 @@ RendezvousInfo summarise(const Rendezvous& rdzv, TimePoint now) {
 
 }  // namespace
 
+DaemonInfo Core::summary() const {
+  DaemonInfo daemon;
+  daemon.uptime_ms = age_ms(clock_.now(), started_);
+  daemon.mode = mode_name(auth_.mode());
+  return daemon;
+}
+
 Result<DaemonInfo> Core::status(const std::optional<Scope>& scope) const {
   const TimePoint now = clock_.now();
-  DaemonInfo daemon;
-  daemon.uptime_ms = age_ms(now, started_);
-  daemon.mode = mode_name(auth_.mode());
+  DaemonInfo daemon = summary();
   if (!scope) {
     for (const auto& [key, rdzv] : registry_) daemon.rendezvous.push_back(summarise(*rdzv, now));
     std::sort(daemon.rendezvous.begin(), daemon.rendezvous.end(),

@@ -52,6 +52,11 @@ core::KvCallback values_into(BlockingCall* call, std::string* single) {
 
 }  // namespace
 
+const std::vector<std::string>& RendezvousService::all_features() {
+  static const std::vector<std::string> features{"session-join", "session-barrier"};
+  return features;
+}
+
 template <class Fn>
 grpc::ServerUnaryReactor* RendezvousService::quick(grpc::CallbackServerContext* context, Fn fn) {
   const core::Status status = host_.run(std::move(fn));
@@ -241,12 +246,17 @@ grpc::ServerUnaryReactor* RendezvousService::QueueLen(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* RendezvousService::Status(grpc::CallbackServerContext* context,
                                                     const v1::StatusRequest* request, v1::StatusResponse* response) {
   return quick(context, [&](core::Core& core) {
+    response->set_version(version_);
+    for (const auto& feature : features_) response->add_features(feature);
+    if (request->daemon_only()) {
+      to_wire(core.summary(), *response);
+      return core::Status::Ok();
+    }
     std::optional<core::Scope> scope;
     if (request->has_scope()) scope = from_wire(request->scope());
     auto info = core.status(scope);
     if (!info.ok()) return info.status();
     to_wire(info.value(), *response);
-    response->set_version(version_);
     return core::Status::Ok();
   });
 }

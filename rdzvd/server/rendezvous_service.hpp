@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core_host.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
@@ -14,7 +15,13 @@ namespace v1 = llmrdzv::v1;
 
 class RendezvousService final : public v1::Rendezvous::CallbackService {
  public:
-  RendezvousService(CoreHost& host, std::string version) : host_(host), version_(std::move(version)) {}
+  // What Status advertises in `features` (the optional protocol parts this service speaks).
+  static const std::vector<std::string>& all_features();
+
+  // `features`: what Status advertises; every part is served either way. Tests pass fewer to
+  // make a client take the calls an older rdzvd would need.
+  RendezvousService(CoreHost& host, std::string version, std::vector<std::string> features = all_features())
+      : host_(host), version_(std::move(version)), features_(std::move(features)) {}
 
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext*, const v1::JoinRequest*, v1::JoinResponse*) override;
   grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionEvent>* Session(grpc::CallbackServerContext*) override;
@@ -55,6 +62,7 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
 
   CoreHost& host_;
   std::string version_;
+  std::vector<std::string> features_;
 };
 
 }  // namespace llmrdzv::server

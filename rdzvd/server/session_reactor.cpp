@@ -1,46 +1,125 @@
 // Session stream reactor (see session_reactor.hpp).
 #include "session_reactor.hpp"
 
+#include <utility>
+#include <vector>
+
 #include "wire.hpp"
 
 namespace llmrdzv::server {
 
-// What the core holds for this session. The core calls it under its lock, so it only defers;
-// the deferred actions reach the reactor while it is alive and are dropped after OnDone.
-class SessionReactor::Outbox final : public core::SessionSink, public std::enable_shared_from_this<Outbox> {
+// What the core holds for this stream: the session sink, and the waiters (join, barriers) the
+// stream started. It outlives the reactor: the core and its callbacks reach the reactor only
+// through post(), which runs after the core lock and drops the action once the reactor is done.
+// Every member but the reactor pointer is guarded by the core lock.
+class SessionReactor::Link final : public core::SessionSink, public std::enable_shared_from_this<Link> {
  public:
-  Outbox(CoreHost& host, SessionReactor* reactor) : host_(host), reactor_(reactor) {}
+  Link(CoreHost& host, SessionReactor* reactor) : host_(host), reactor_(reactor) {}
 
   void send(const core::SessionEvent& event) override {
-    host_.defer([self = shared_from_this(), event] {
-      std::lock_guard lock(self->mutex_);
-      if (self->reactor_) self->reactor_->enqueue(event);
+    std::optional<core::Assignment> assignment;
+    if (event.kind == core::EventKind::opened) assignment = std::exchange(joined_, std::nullopt);
+    post([event, assignment](SessionReactor& reactor) {
+      llmrdzv::v1::SessionEvent wire;
+      to_wire(event, wire);
+      if (assignment) to_wire(*assignment, *wire.mutable_assignment());
+      reactor.enqueue(std::move(wire));
     });
   }
   void finish(const core::Status& status) override {
-    host_.defer([self = shared_from_this(), status = to_grpc(status)] {
-      std::lock_guard lock(self->mutex_);
-      if (self->reactor_) self->reactor_->end(status);
-    });
+    post([status = to_grpc(status)](SessionReactor& reactor) { reactor.end(status); });
   }
+
+  // Opens the member's session for `round`: after a unary Join, or after the join this stream
+  // carried.
+  core::Status open(core::Core& core, const core::Scope& scope, const std::string& participant_id,
+                    std::uint64_t round) {
+    auto opened = core.open_session(scope, participant_id, round, shared_from_this());
+    if (!opened.ok()) return opened.status();
+    session_id_ = opened.value();
+    if (closed_) core.close_session(std::exchange(session_id_, 0));  // the stream ended meanwhile
+    return core::Status::Ok();
+  }
+
+  // SessionOpen with a join: Join, then open the session for the round it completes.
+  void join(core::Core& core, const core::JoinRequest& request) {
+    auto done = [self = shared_from_this(), scope = request.scope, participant_id = request.participant_id](
+                    const core::Status& status, const core::Assignment& assignment) {
+      if (!status.ok()) return self->finish(status);
+      self->host_.defer([self, scope, participant_id, assignment] {
+        self->host_.run([&](core::Core& core) {
+          self->joined_ = assignment;  // rides on the OPENED event open_session sends
+          const core::Status opened = self->open(core, scope, participant_id, assignment.round);
+          self->joined_.reset();
+          if (!opened.ok()) self->finish(opened);
+        });
+      });
+    };
+    join_ = core.join(request, std::move(done));
+  }
+
+  void barrier(core::Core& core, const llmrdzv::v1::SessionBarrier& barrier) {
+    const auto& request = barrier.request();
+    const std::uint64_t id = barrier.id();
+    auto waiter = core.barrier(from_wire(request.scope()), request.round(), request.key(), request.world_size(),
+                               request.timeout_ms(), [self = shared_from_this(), id](const core::Status& status, auto) {
+                                 std::erase_if(self->barriers_, [id](const auto& entry) { return entry.first == id; });
+                                 self->post([id, status = to_grpc(status)](SessionReactor& reactor) {
+                                   llmrdzv::v1::SessionEvent done;
+                                   done.set_kind(llmrdzv::v1::SessionEvent::BARRIER_DONE);
+                                   done.set_rank(-1);
+                                   done.set_barrier_id(id);
+                                   done.set_code(status.error_code());
+                                   done.set_detail(status.error_message());
+                                   reactor.enqueue(std::move(done));
+                                 });
+                               });
+    if (waiter.id != 0) barriers_.emplace_back(id, std::move(waiter));
+  }
+
+  void heartbeat(core::Core& core) const { core.heartbeat(session_id_); }
+
+  // The stream is over: give up the join and the barriers, and close the session (the core
+  // counts that as the member's failure unless it left first).
+  void close(core::Core& core) {
+    closed_ = true;
+    core.cancel(join_);
+    for (const auto& [id, waiter] : std::exchange(barriers_, {})) core.cancel(waiter);
+    core.close_session(std::exchange(session_id_, 0));
+  }
+
   void detach() {
     std::lock_guard lock(mutex_);
     reactor_ = nullptr;
   }
 
  private:
+  // Only from inside host_.run(): `action(reactor)` right after the core lock, if it still lives.
+  template <class Action>
+  void post(Action action) {
+    host_.defer([self = shared_from_this(), action = std::move(action)] {
+      std::lock_guard lock(self->mutex_);
+      if (self->reactor_) action(*self->reactor_);
+    });
+  }
+
   CoreHost& host_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards reactor_
   SessionReactor* reactor_;
+  std::uint64_t session_id_ = 0;
+  core::WaiterRef join_;
+  std::vector<std::pair<std::uint64_t, core::WaiterRef>> barriers_;  // still blocked, by barrier id
+  std::optional<core::Assignment> joined_;
+  bool closed_ = false;
 };
 
-SessionReactor::SessionReactor(CoreHost& host) : host_(host), outbox_(std::make_shared<Outbox>(host, this)) {
+SessionReactor::SessionReactor(CoreHost& host) : host_(host), link_(std::make_shared<Link>(host, this)) {
   StartRead(&request_);
 }
 
 void SessionReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client half-closed, went away, or the call was cancelled
-    host_.run([this](core::Core& core) { core.close_session(std::exchange(session_id_, 0)); });
+    host_.run([this](core::Core& core) { link_->close(core); });
     end(grpc::Status::OK);
     return;
   }
@@ -49,36 +128,47 @@ void SessionReactor::OnReadDone(bool ok) {
       end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the first Session message must be a SessionOpen"));
       return;
     }
+    opened_ = true;
     open(request_.open());
     return;
   }
-  if (!request_.has_heartbeat()) {
-    end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "after SessionOpen a Session carries only heartbeats"));
+  if (request_.has_heartbeat()) {
+    host_.run([this](core::Core& core) { link_->heartbeat(core); });
+  } else if (request_.has_barrier()) {
+    host_.run([this](core::Core& core) { link_->barrier(core, request_.barrier()); });
+  } else {
+    end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                     "after SessionOpen a Session carries only heartbeats and barriers"));
     return;
   }
-  host_.run([this](core::Core& core) { core.heartbeat(session_id_); });
-  StartRead(&request_);
+  read_next();
 }
 
 void SessionReactor::open(const llmrdzv::v1::SessionOpen& open) {
+  if (open.has_join()) {
+    host_.run([&](core::Core& core) { link_->join(core, from_wire(open.join())); });
+    read_next();
+    return;
+  }
   const core::Status status = host_.run([&](core::Core& core) {
-    auto opened = core.open_session(from_wire(open.scope()), open.participant_id(), open.round(), outbox_);
-    if (!opened.ok()) return opened.status();
-    session_id_ = opened.value();
-    return core::Status::Ok();
+    return link_->open(core, from_wire(open.scope()), open.participant_id(), open.round());
   });
   if (!status.ok()) {
     end(to_grpc(status));
     return;
   }
-  opened_ = true;
-  StartRead(&request_);
+  read_next();
 }
 
-void SessionReactor::enqueue(const core::SessionEvent& event) {
+void SessionReactor::read_next() {
+  std::lock_guard lock(write_mutex_);
+  if (!finished_ && !finish_after_writes_) StartRead(&request_);  // no read after Finish
+}
+
+void SessionReactor::enqueue(llmrdzv::v1::SessionEvent event) {
   std::lock_guard lock(write_mutex_);
   if (finished_ || finish_after_writes_) return;
-  to_wire(event, queue_.emplace_back());
+  queue_.push_back(std::move(event));
   if (!writing_) {
     writing_ = true;
     StartWrite(&queue_.front());
@@ -112,8 +202,8 @@ void SessionReactor::end(const grpc::Status& status) {
 }
 
 void SessionReactor::OnDone() {
-  outbox_->detach();
-  host_.run([this](core::Core& core) { core.close_session(std::exchange(session_id_, 0)); });
+  link_->detach();
+  host_.run([this](core::Core& core) { link_->close(core); });
   delete this;
 }
 

@@ -1,6 +1,8 @@
-// The Session stream of one member: reads SessionOpen then heartbeats and feeds them to the core;
-// writes the events the core sends, one write in flight at a time. The stream ending without a
-// Leave is reported to the core, which counts it as the member's failure.
+// The Session stream of one member: reads SessionOpen (which may carry the member's Join), then
+// heartbeats and SessionBarriers, and feeds them to the core through the same operations the
+// unary Join, SessionOpen and Barrier calls use; writes the events the core sends, one write in
+// flight at a time. The stream ending without a Leave is reported to the core, which counts it
+// as the member's failure; a join or barriers still blocked then are cancelled.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -24,19 +26,20 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   void OnDone() override;
 
  private:
-  class Outbox;
+  class Link;
 
   void open(const llmrdzv::v1::SessionOpen& open);
-  void enqueue(const core::SessionEvent& event);
+  void barrier(const llmrdzv::v1::SessionBarrier& barrier);
+  void read_next();
+  void enqueue(llmrdzv::v1::SessionEvent event);
   void end(const grpc::Status& status);
 
   CoreHost& host_;
-  std::shared_ptr<Outbox> outbox_;
+  std::shared_ptr<Link> link_;
   llmrdzv::v1::SessionRequest request_;
-  std::uint64_t session_id_ = 0;  // guarded by the core lock
-  bool opened_ = false;           // read side only
+  bool opened_ = false;  // read side only: the SessionOpen was read
 
-  std::mutex write_mutex_;
+  std::mutex write_mutex_;  // guards the write side and the decision to read on
   // Events waiting to be written, the front one in flight. A list, not a deque: most sessions
   // only ever hold OPENED, and an empty deque already costs ~600 bytes (x thousands of members).
   std::list<llmrdzv::v1::SessionEvent> queue_;

@@ -180,4 +180,8 @@ TEST_CASE("status reports counters, and members only with a valid scope", "[core
   CHECK(detailed.value().rendezvous[0].member_details[0].session_open);
   CHECK_FALSE(detailed.value().rendezvous[0].member_details[1].session_open);
   CHECK(f.core.status(Scope{"42.0", "wrong"}).status().code == Code::permission_denied);
+  const DaemonInfo alone = f.core.summary();
+  CHECK(alone.mode == "step");
+  CHECK(alone.uptime_ms == summary.value().uptime_ms);
+  CHECK(alone.rendezvous.empty());
 }

@@ -7,6 +7,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <string>
+#include <vector>
 #include <thread>
 
 #include "core_host.hpp"
@@ -26,15 +28,17 @@ inline core::CoreConfig server_test_config() {
 
 class InProcessServer {
  public:
-  explicit InProcessServer(core::CoreConfig config = server_test_config())
-      : config_(config), work_(io_.get_executor()), host_(config, {}, io_), service_(host_, "test") {
+  // `features`: what Status advertises (fewer to see a client fall back to the plain calls).
+  explicit InProcessServer(core::CoreConfig config = server_test_config(),
+                           std::vector<std::string> features = RendezvousService::all_features())
+      : config_(config), work_(io_.get_executor()), host_(config, {}, io_), service_(host_, "test", std::move(features)) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
     tune_server(builder);
     server_ = builder.BuildAndStart();
     io_thread_ = std::thread([this] { io_.run(); });
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials());
+    channel_ = grpc::CreateChannel(endpoint(), grpc::InsecureChannelCredentials());
     stub_ = llmrdzv::v1::Rendezvous::NewStub(channel_);
   }
   ~InProcessServer() {
@@ -46,16 +50,29 @@ class InProcessServer {
   }
 
   llmrdzv::v1::Rendezvous::Stub& stub() { return *stub_; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   CoreHost& host() { return host_; }
   void scope(llmrdzv::v1::Scope* scope) const {
     scope->set_rdzv_id(config_.auth.step_rdzv_id);
     scope->set_token(config_.auth.step_token);
   }
+  // A Join of a fixed-size round of n for participant `id` on host "localhost".
+  llmrdzv::v1::JoinRequest join_request(const std::string& id, int n) const {
+    llmrdzv::v1::JoinRequest request;
+    scope(request.mutable_scope());
+    request.set_participant_id(id);
+    request.set_host("localhost");
+    request.set_requested_rank(-1);
+    request.set_local_rank(-1);
+    request.set_min_participants(n);
+    request.set_max_participants(n);
+    return request;
+  }
   std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> new_stub() {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
     return llmrdzv::v1::Rendezvous::NewStub(grpc::CreateCustomChannel(
-        "127.0.0.1:" + std::to_string(port_), grpc::InsecureChannelCredentials(), args));
+        endpoint(), grpc::InsecureChannelCredentials(), args));
   }
 
  private:

@@ -15,15 +15,7 @@ grpc::Status join(InProcessServer& server, v1::Rendezvous::Stub& stub, const std
                   v1::JoinResponse* response) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::JoinRequest request;
-  server.scope(request.mutable_scope());
-  request.set_participant_id(id);
-  request.set_host("localhost");
-  request.set_requested_rank(-1);
-  request.set_local_rank(-1);
-  request.set_min_participants(n);
-  request.set_max_participants(n);
-  return stub.Join(&context, request, response);
+  return stub.Join(&context, server.join_request(id, n), response);
 }
 
 std::vector<v1::JoinResponse> join_all(InProcessServer& server, int n) {

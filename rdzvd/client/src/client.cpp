@@ -48,6 +48,35 @@ RendezvousStatus rendezvous_status_of(const llmrdzv::v1::RendezvousStatus& wire)
 // Before the daemon has told us an interval, and if it says 0.
 constexpr std::chrono::milliseconds kDefaultHeartbeatInterval{1000};
 
+llmrdzv::v1::JoinRequest join_request_of(const Client::Impl& impl) {
+  const Options& options = impl.options;
+  llmrdzv::v1::JoinRequest request;
+  *request.mutable_scope() = impl.scope;
+  request.set_participant_id(options.participant_id);
+  request.set_requested_rank(options.requested_rank);
+  request.set_host(options.host);
+  request.set_local_rank(options.local_rank);
+  request.set_min_participants(options.min_world);
+  request.set_max_participants(options.max_world);
+  request.set_last_call_ms(detail::wire_timeout(options.last_call, "join last_call"));
+  request.set_timeout_ms(detail::wire_timeout(options.join_timeout, "join"));
+  return request;
+}
+
+// Opens a session stream (retried on UNAVAILABLE when `idempotent`) and waits for OPENED.
+std::shared_ptr<detail::Session> open_session(const Client::Impl& impl, const detail::SessionSpec& spec,
+                                              const SessionCallback& on_event, std::string_view op,
+                                              Idempotent idempotent) {
+  std::shared_ptr<detail::Session> session;
+  detail::retry(impl.options, impl.connection.endpoint, op, idempotent, [&] {
+    auto candidate = std::make_shared<detail::Session>(*impl.connection.stub, spec, on_event);
+    const grpc::Status status = candidate->opened();
+    if (status.ok()) session = std::move(candidate);
+    return status;
+  });
+  return session;
+}
+
 }  // namespace
 
 Client::Client(Options options) : impl_(std::make_unique<Impl>()) {
@@ -61,56 +90,51 @@ Client::Client(Options options) : impl_(std::make_unique<Impl>()) {
 }
 
 Client::~Client() {
-  std::unique_ptr<detail::Session> session;
-  {
-    std::lock_guard lock(impl_->mutex);
-    session = std::move(impl_->session);
-  }
-  session.reset();
+  if (auto session = impl_->current_session()) session->close();
 }
 
 Assignment Client::join(SessionCallback on_event) {
-  const Options& options = impl_->options;
-  llmrdzv::v1::JoinRequest request;
-  *request.mutable_scope() = impl_->scope;
-  request.set_participant_id(options.participant_id);
-  request.set_requested_rank(options.requested_rank);
-  request.set_host(options.host);
-  request.set_local_rank(options.local_rank);
-  request.set_min_participants(options.min_world);
-  request.set_max_participants(options.max_world);
-  request.set_last_call_ms(detail::wire_timeout(options.last_call, "join last_call"));
-  request.set_timeout_ms(detail::wire_timeout(options.join_timeout, "join"));
-  llmrdzv::v1::JoinResponse response;
-  impl_->call("join", Idempotent::yes, options.join_timeout, [&](grpc::ClientContext& context) {
-    return impl_->connection.stub->Join(&context, request, &response);
-  });
-  const Assignment assignment = assignment_of(response);
-
-  std::unique_ptr<detail::Session> previous;
-  {
-    std::lock_guard lock(impl_->mutex);
-    if (impl_->session && impl_->session->round() == assignment.round) {
-      impl_->assignment = assignment;  // a retried join of the round we already hold
+  Impl& impl = *impl_;
+  const Options& options = impl.options;
+  const llmrdzv::v1::JoinRequest request = join_request_of(impl);
+  const std::shared_ptr<detail::Session> previous = impl.current_session();
+  detail::SessionSpec spec{impl.scope,         options.participant_id, 0, std::nullopt, kDefaultHeartbeatInterval,
+                           options.call_deadline, impl.connection.endpoint};
+  std::shared_ptr<detail::Session> session;
+  Assignment assignment;
+  if (impl.connection.features.session_join) {
+    // One stream: the daemon joins, then opens the session for the round it completes.
+    if (previous) previous->expect_replacement();  // what a retried join of its round does
+    spec.join = request;
+    spec.open_deadline = options.call_deadline + options.join_timeout;
+    session = open_session(impl, spec, on_event, "join", Idempotent::yes);
+    assignment = assignment_of(session->assignment());
+    if (previous) previous->close();  // the old round's session, or the one just replaced
+  } else {
+    llmrdzv::v1::JoinResponse response;
+    impl.call("join", Idempotent::yes, options.join_timeout, [&](grpc::ClientContext& context) {
+      return impl.connection.stub->Join(&context, request, &response);
+    });
+    assignment = assignment_of(response);
+    if (previous && previous->round() == assignment.round) {
+      std::lock_guard lock(impl.mutex);
+      impl.assignment = assignment;  // a retried join of the round we already hold
       return assignment;
     }
-    previous = std::move(impl_->session);
+    // The old round's session; closing it after the new Join cannot fail the new round.
+    if (previous) previous->close();
+    spec.round = assignment.round;
+    if (assignment.heartbeat_interval.count() > 0) spec.heartbeat_interval = assignment.heartbeat_interval;
+    session = open_session(impl, spec, on_event, "session", Idempotent::no);
   }
-  previous.reset();  // the old round's session; closing it after the new Join cannot fail the new round
-
-  detail::SessionSpec spec{impl_->scope, options.participant_id, assignment.round,
-                           assignment.heartbeat_interval.count() > 0 ? assignment.heartbeat_interval
-                                                                     : kDefaultHeartbeatInterval,
-                           options.call_deadline, impl_->connection.endpoint};
-  auto session = std::make_unique<detail::Session>(*impl_->connection.stub, std::move(spec), std::move(on_event));
-  std::lock_guard lock(impl_->mutex);
-  impl_->session = std::move(session);
-  impl_->assignment = assignment;
+  std::lock_guard lock(impl.mutex);
+  impl.session = std::move(session);
+  impl.assignment = assignment;
   return assignment;
 }
 
 void Client::leave() {
-  std::unique_ptr<detail::Session> session;
+  std::shared_ptr<detail::Session> session;
   {
     std::lock_guard lock(impl_->mutex);
     session = std::move(impl_->session);
@@ -126,10 +150,10 @@ void Client::leave() {
       return impl_->connection.stub->Leave(&context, request, &response);
     });
   } catch (...) {
-    session.reset();
+    if (session) session->close();
     throw;
   }
-  session.reset();  // after Leave, so the daemon counts this as leaving, not failing
+  if (session) session->close();  // after Leave, so the daemon counts this as leaving, not failing
 }
 
 DaemonStatus Client::status(bool with_scope) const {

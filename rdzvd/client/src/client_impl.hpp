@@ -20,7 +20,12 @@ struct Client::Impl {
 
   mutable std::mutex mutex;  // guards assignment and session
   std::optional<Assignment> assignment;
-  std::unique_ptr<detail::Session> session;
+  std::shared_ptr<detail::Session> session;  // shared: a barrier on it may outlast a re-join
+
+  std::shared_ptr<detail::Session> current_session() const {
+    std::lock_guard lock(mutex);
+    return session;
+  }
 
   // One unary call on the stub with the client's deadlines and retry policy.
   template <class Attempt>

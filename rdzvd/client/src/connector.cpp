@@ -67,6 +67,23 @@ ProbeResult probe(llmrdzv::v1::Rendezvous::Stub& stub, const Options& options) {
   }
 }
 
+// One Status(daemon_only) call. A daemon that lists no features (older rdzvd) or does not answer
+// gets the plain calls.
+Features features_of(llmrdzv::v1::Rendezvous::Stub& stub, const Options& options) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options.probe_deadline);
+  llmrdzv::v1::StatusRequest request;
+  request.set_daemon_only(true);
+  llmrdzv::v1::StatusResponse response;
+  Features features;
+  if (!stub.Status(&context, request, &response).ok()) return features;
+  for (const auto& feature : response.features()) {
+    if (feature == "session-join") features.session_join = true;
+    if (feature == "session-barrier") features.session_barrier = true;
+  }
+  return features;
+}
+
 }  // namespace
 
 std::shared_ptr<grpc::Channel> make_channel(const std::string& endpoint) {
@@ -96,7 +113,10 @@ Connection connect(const Options& options) {
       connection.channel = make_channel(connection.endpoint);
       connection.stub = llmrdzv::v1::Rendezvous::NewStub(connection.channel);
       const ProbeResult result = probe(*connection.stub, options);
-      if (result.verdict == Verdict::ours) return connection;
+      if (result.verdict == Verdict::ours) {
+        connection.features = features_of(*connection.stub, options);
+        return connection;
+      }
       if (result.verdict == Verdict::foreign && ports.size() == 1) {
         throw RdzvError(ErrorCode::not_found, "rdzvd " + connection.endpoint + " does not serve rendezvous '" +
                                                   options.rdzv_id + "': " + result.reason);

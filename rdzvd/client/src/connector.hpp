@@ -12,8 +12,15 @@
 
 namespace llmrdzv::client::detail {
 
+// The optional protocol parts the daemon advertised (StatusResponse.features).
+struct Features {
+  bool session_join = false;     // SessionOpen may carry the Join
+  bool session_barrier = false;  // barriers may travel on the Session stream
+};
+
 struct Connection {
   std::string endpoint;  // "host:port" that answered as our rdzvd
+  Features features;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> stub;
 };
@@ -22,9 +29,9 @@ struct Connection {
 // process) and short reconnect backoff.
 std::shared_ptr<grpc::Channel> make_channel(const std::string& endpoint);
 
-// Throws RdzvError: unavailable when nothing answered as our rdzvd within connect_timeout (the
-// message lists what each candidate port was), not_found when the only candidate serves another
-// rendezvous.
+// Finds the daemon and asks what it speaks (Features). Throws RdzvError: unavailable when
+// nothing answered as our rdzvd within connect_timeout (the message lists what each candidate
+// port was), not_found when the only candidate serves another rendezvous.
 Connection connect(const Options& options);
 
 }  // namespace llmrdzv::client::detail

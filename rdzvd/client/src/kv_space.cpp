@@ -139,6 +139,13 @@ void KvSpace::barrier(const std::string& key, std::int64_t world_size, std::chro
   request.set_key(key);
   request.set_world_size(world_size);
   request.set_timeout_ms(detail::wire_timeout(timeout, "barrier"));
+  // On the session stream when the daemon takes barriers there: no call of its own to keep open.
+  if (const auto session = impl.connection.features.session_barrier ? impl.current_session() : nullptr) {
+    if (const auto status = session->barrier(request, impl.options.call_deadline + timeout)) {
+      if (!status->ok()) throw detail::to_error(*status, "barrier", impl.connection.endpoint);
+      return;
+    }
+  }
   unary(impl, "barrier", Idempotent::no, timeout, request, &Stub::Barrier);
 }
 

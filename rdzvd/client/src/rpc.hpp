@@ -1,6 +1,7 @@
-// How every unary call of the client is made: a fresh context with a deadline per attempt,
-// bounded retries with exponential backoff and jitter for UNAVAILABLE on idempotent calls, and
-// one translation of gRPC statuses into RdzvError. Private to the client library.
+// How every call of the client is made: bounded retries with exponential backoff and jitter for
+// UNAVAILABLE on idempotent operations (unary calls, and opening the session stream that joins),
+// a fresh context with a deadline per unary attempt, and one translation of gRPC statuses into
+// RdzvError. Private to the client library.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -29,16 +30,15 @@ std::uint32_t wire_timeout(std::chrono::milliseconds timeout, std::string_view o
 
 enum class Idempotent { yes, no };
 
-// Runs `attempt(context)` until it succeeds or fails for good. `blocking` is how long the daemon
-// may legitimately hold the call (a get's timeout); it extends the per-attempt deadline.
+// Runs `attempt()`, which makes one try and returns its gRPC status, until it succeeds or fails
+// for good: UNAVAILABLE on idempotent operations is retried with backoff within retry_budget.
+// Other failures throw as RdzvError.
 template <class Attempt>
-void call(const Options& options, const std::string& endpoint, std::string_view op, Idempotent idempotent,
-          std::chrono::milliseconds blocking, Attempt&& attempt) {
+void retry(const Options& options, const std::string& endpoint, std::string_view op, Idempotent idempotent,
+           Attempt&& attempt) {
   const auto retry_end = std::chrono::steady_clock::now() + options.retry_budget;
   for (unsigned tries = 0;; ++tries) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + options.call_deadline + blocking);
-    const grpc::Status status = attempt(context);
+    const grpc::Status status = attempt();
     if (status.ok()) return;
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE || idempotent == Idempotent::no) {
       throw to_error(status, op, endpoint);
@@ -51,6 +51,18 @@ void call(const Options& options, const std::string& endpoint, std::string_view 
     }
     std::this_thread::sleep_for(delay);
   }
+}
+
+// One unary call: `attempt(context)` with a fresh context per try. `blocking` is how long the
+// daemon may legitimately hold the call (a get's timeout); it extends the per-try deadline.
+template <class Attempt>
+void call(const Options& options, const std::string& endpoint, std::string_view op, Idempotent idempotent,
+          std::chrono::milliseconds blocking, Attempt&& attempt) {
+  retry(options, endpoint, op, idempotent, [&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + options.call_deadline + blocking);
+    return attempt(context);
+  });
 }
 
 }  // namespace llmrdzv::client::detail

@@ -1,6 +1,6 @@
 // Session stream handling (see session.hpp). The sync gRPC stream allows one reader and one
-// writer at a time: the reader thread only reads; the heartbeat thread owns every write after
-// the opening message and the final Finish().
+// writer at a time: the reader thread only reads; writes (heartbeats, barriers) take turns under
+// write_mutex_, and the heartbeat thread, or a failed opened(), makes the final Finish().
 #include "session.hpp"
 
 #include <cstdio>
@@ -28,31 +28,44 @@ Session::Session(llmrdzv::v1::Rendezvous::Stub& stub, SessionSpec spec, SessionC
     : spec_(std::move(spec)), on_event_(std::move(on_event)) {
   stream_ = stub.Session(&context_);
   llmrdzv::v1::SessionRequest open;
-  *open.mutable_open()->mutable_scope() = spec_.scope;
-  open.mutable_open()->set_participant_id(spec_.participant_id);
-  open.mutable_open()->set_round(spec_.round);
-  const bool written = stream_->Write(open);
+  if (spec_.join) {
+    *open.mutable_open()->mutable_join() = *spec_.join;
+  } else {
+    *open.mutable_open()->mutable_scope() = spec_.scope;
+    open.mutable_open()->set_participant_id(spec_.participant_id);
+    open.mutable_open()->set_round(spec_.round);
+  }
+  open_written_ = stream_->Write(open);
   reader_ = std::thread([this] { read_events(); });
+}
 
+grpc::Status Session::opened() {
   std::unique_lock lock(mutex_);
-  if (written) {
+  if (open_written_) {
     changed_.wait_for(lock, spec_.open_deadline, [this] { return opened_ || reads_done_; });
   }
   if (opened_ && !reads_done_) {
+    if (assignment_.heartbeat_interval_ms() > 0) {
+      spec_.heartbeat_interval = std::chrono::milliseconds(assignment_.heartbeat_interval_ms());
+    }
     heartbeater_ = std::thread([this] { send_heartbeats(); });
-    return;
+    return grpc::Status::OK;
   }
   const bool timed_out = !reads_done_;
   const grpc::Status status = finish_after_cancel(lock);
   if (timed_out) {
-    throw RdzvError(ErrorCode::deadline_exceeded, "session (rdzvd " + spec_.endpoint + "): no OPENED reply within " +
-                                                      std::to_string(spec_.open_deadline.count()) + " ms");
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "no OPENED reply within " + std::to_string(spec_.open_deadline.count()) + " ms");
   }
-  throw to_error(status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "stream ended before OPENED") : status,
-                 "session", spec_.endpoint);
+  return status.ok() ? grpc::Status(grpc::StatusCode::INTERNAL, "stream ended before OPENED") : status;
 }
 
 Session::~Session() { close(); }
+
+void Session::expect_replacement() {
+  std::lock_guard lock(mutex_);
+  replacement_expected_ = true;
+}
 
 void Session::close() {
   {
@@ -61,16 +74,53 @@ void Session::close() {
     closing_ = true;
   }
   changed_.notify_all();
-  if (heartbeater_.joinable()) heartbeater_.join();
-  if (reader_.joinable()) reader_.join();
+  if (heartbeater_.joinable()) {
+    heartbeater_.join();
+  } else if (reader_.joinable()) {  // opened() was not called
+    std::unique_lock lock(mutex_);
+    finish_after_cancel(lock);
+  }
+}
+
+bool Session::write(const llmrdzv::v1::SessionRequest& request) {
+  std::lock_guard lock(write_mutex_);
+  return !finished_ && stream_->Write(request);
 }
 
 grpc::Status Session::finish_after_cancel(std::unique_lock<std::mutex>& lock) {
-  context_.TryCancel();
+  if (!reads_done_) context_.TryCancel();  // once the reads ended, the daemon's status is in: keep it
   changed_.wait(lock, [this] { return reads_done_; });
   lock.unlock();
   if (reader_.joinable()) reader_.join();
+  std::lock_guard writing(write_mutex_);
+  finished_ = true;
   return stream_->Finish();
+}
+
+std::optional<grpc::Status> Session::barrier(const llmrdzv::v1::BarrierRequest& request,
+                                             std::chrono::milliseconds wait) {
+  llmrdzv::v1::SessionRequest message;
+  {
+    std::lock_guard lock(mutex_);
+    if (!opened_ || reads_done_ || closing_) return std::nullopt;
+    message.mutable_barrier()->set_id(next_barrier_id_++);
+    barriers_.emplace(message.barrier().id(), std::nullopt);
+  }
+  const std::uint64_t id = message.barrier().id();
+  *message.mutable_barrier()->mutable_request() = request;
+  const bool written = write(message);
+  std::unique_lock lock(mutex_);
+  const bool answered = written && changed_.wait_for(lock, wait, [&] {
+    return barriers_.at(id).has_value() || reads_done_ || closing_;
+  });
+  const std::optional<grpc::Status> answer = barriers_.at(id);
+  barriers_.erase(id);
+  if (answer) return *answer;
+  if (written && !answered) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "no answer to the barrier within " + std::to_string(wait.count()) + " ms");
+  }
+  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the session stream ended before the barrier's answer");
 }
 
 void Session::read_events() {
@@ -79,7 +129,17 @@ void Session::read_events() {
     if (wire.kind() == llmrdzv::v1::SessionEvent::OPENED) {
       std::lock_guard lock(mutex_);
       opened_ = true;
+      round_ = wire.round();
+      assignment_ = wire.assignment();
       changed_.notify_all();
+      continue;
+    }
+    if (wire.kind() == llmrdzv::v1::SessionEvent::BARRIER_DONE) {
+      std::lock_guard lock(mutex_);
+      if (auto it = barriers_.find(wire.barrier_id()); it != barriers_.end()) {
+        it->second = grpc::Status(grpc::StatusCode(wire.code()), wire.detail());
+        changed_.notify_all();
+      }
       continue;
     }
     const auto kind = kind_of(wire.kind());
@@ -103,14 +163,15 @@ void Session::send_heartbeats() {
     if (changed_.wait_for(lock, spec_.heartbeat_interval, [this] { return closing_ || reads_done_; })) break;
     heartbeat.mutable_heartbeat()->set_seq(++seq);
     lock.unlock();
-    const bool written = stream_->Write(heartbeat);
+    const bool written = write(heartbeat);
     lock.lock();
     if (!written) break;  // the stream broke; the reader sees it end too
   }
-  const bool lost = !closing_ && !shutdown_seen_;
+  const bool quiet = closing_ || shutdown_seen_;
+  const bool replaced = replacement_expected_;
   const grpc::Status status = finish_after_cancel(lock);
-  if (lost) {
-    deliver(SessionEvent{SessionEvent::Kind::stream_lost, spec_.round, -1,
+  if (!quiet && !(replaced && status.error_code() == grpc::StatusCode::ABORTED)) {
+    deliver(SessionEvent{SessionEvent::Kind::stream_lost, round_, -1,
                          "session stream to rdzvd " + spec_.endpoint + " ended: " +
                              (status.ok() ? std::string("closed by the daemon") : status.error_message())});
   }

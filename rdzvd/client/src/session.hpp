@@ -1,5 +1,7 @@
-// The member's Session stream: opens it for a round, sends heartbeats from one thread, reads
-// events on another and hands them to the user's callback; reports a lost stream. Private.
+// The member's Session stream: opens it for a round (or, with a daemon that speaks
+// "session-join", joins and opens in one), sends heartbeats from one thread, reads events on
+// another and hands them to the user's callback, carries barriers ("session-barrier"), and
+// reports a lost stream. Private.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -9,8 +11,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
@@ -20,21 +24,36 @@ namespace llmrdzv::client::detail {
 struct SessionSpec {
   llmrdzv::v1::Scope scope;
   std::string participant_id;
-  std::uint64_t round = 0;
-  std::chrono::milliseconds heartbeat_interval{1000};
-  std::chrono::milliseconds open_deadline{10'000};  // how long the OPENED reply may take
-  std::string endpoint;                             // for messages
+  std::uint64_t round = 0;                       // unused with `join`
+  std::optional<llmrdzv::v1::JoinRequest> join;  // join and open in one SessionOpen
+  std::chrono::milliseconds heartbeat_interval{1000};  // unless the joined assignment says
+  std::chrono::milliseconds open_deadline{10'000};     // how long the OPENED reply may take
+  std::string endpoint;                                // for messages
 };
 
 class Session {
  public:
-  // Returns once the daemon answered OPENED; throws RdzvError otherwise.
+  // Starts the stream and sends the SessionOpen; opened() tells how that went.
   Session(llmrdzv::v1::Rendezvous::Stub& stub, SessionSpec spec, SessionCallback on_event);
   ~Session();  // close()
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  std::uint64_t round() const { return spec_.round; }
+  // Waits for OPENED and starts the heartbeats: OK, or why the session did not open (it is then
+  // closed): the stream's final status, or DEADLINE_EXCEEDED after open_deadline.
+  grpc::Status opened();
+  // After opened(): the round, and with a join what the daemon assigned.
+  std::uint64_t round() const { return round_; }
+  const llmrdzv::v1::JoinResponse& assignment() const { return assignment_; }
+
+  // Runs a barrier on the stream and waits up to `wait` for its answer: the Barrier RPC's status,
+  // UNAVAILABLE if the stream ended meanwhile, DEADLINE_EXCEEDED if no answer came. nullopt
+  // when the stream is already over and nothing was sent (the caller may use the RPC instead).
+  std::optional<grpc::Status> barrier(const llmrdzv::v1::BarrierRequest& request, std::chrono::milliseconds wait);
+
+  // A newer session of this member may replace this one in the daemon (a retried join of the
+  // same round): its stream then ends with ABORTED, which is not a loss to report.
+  void expect_replacement();
   // Cancels the stream and joins both threads. Idempotent.
   void close();
 
@@ -42,13 +61,18 @@ class Session {
   void read_events();
   void send_heartbeats();
   void deliver(const SessionEvent& event);
-  // Cancels the stream, waits for the reader, and returns the stream's final status.
+  bool write(const llmrdzv::v1::SessionRequest& request);
+  // Cancels the stream unless it already ended, waits for the reader, returns its final status.
   grpc::Status finish_after_cancel(std::unique_lock<std::mutex>& lock);
 
   SessionSpec spec_;
   SessionCallback on_event_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<llmrdzv::v1::SessionRequest, llmrdzv::v1::SessionEvent>> stream_;
+  bool open_written_ = false;
+
+  std::mutex write_mutex_;  // one writer at a time; no write after Finish
+  bool finished_ = false;
 
   std::mutex mutex_;
   std::condition_variable changed_;
@@ -56,6 +80,11 @@ class Session {
   bool reads_done_ = false;
   bool closing_ = false;
   bool shutdown_seen_ = false;
+  bool replacement_expected_ = false;
+  std::uint64_t round_ = 0;
+  llmrdzv::v1::JoinResponse assignment_;
+  std::uint64_t next_barrier_id_ = 1;
+  std::unordered_map<std::uint64_t, std::optional<grpc::Status>> barriers_;  // sent, by id: the answer
   std::thread reader_;
   std::thread heartbeater_;
 };

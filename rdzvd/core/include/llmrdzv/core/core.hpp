@@ -90,6 +90,8 @@ class Core {
   // Without a scope: every rendezvous' counters. With one (token checked): that rendezvous with
   // its members.
   Result<DaemonInfo> status(const std::optional<Scope>& scope) const;
+  // The daemon's uptime and mode alone (no rendezvous, no auth needed).
+  DaemonInfo summary() const;
 
   // Timers: the earliest pending deadline, and running everything due now.
   std::optional<TimePoint> next_deadline() const { return timers_.next_deadline(); }

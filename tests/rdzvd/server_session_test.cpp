@@ -1,0 +1,245 @@
+// The one-stream path in-process over real gRPC: a SessionOpen that carries the Join, barriers
+// on the Session stream, and Status advertising both (raw stubs, as any client would see it).
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "server_fixture.hpp"
+
+using namespace llmrdzv::server::testing;
+namespace v1 = llmrdzv::v1;
+
+namespace {
+
+using Code = grpc::StatusCode;
+
+struct Stream {
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionEvent>> rw;
+};
+
+// A Session stream whose SessionOpen carries `join`.
+std::unique_ptr<Stream> start_join(InProcessServer& server, const v1::JoinRequest& join) {
+  auto stream = std::make_unique<Stream>();
+  stream->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // no hung test
+  stream->rw = server.stub().Session(&stream->context);
+  v1::SessionRequest open;
+  *open.mutable_open()->mutable_join() = join;
+  REQUIRE(stream->rw->Write(open));
+  return stream;
+}
+
+v1::SessionEvent next_event(Stream& stream) {
+  v1::SessionEvent event;
+  REQUIRE(stream.rw->Read(&event));
+  return event;
+}
+
+// Drains the stream and returns how it ended.
+grpc::Status finish(Stream& stream) {
+  v1::SessionEvent event;
+  while (stream.rw->Read(&event)) {
+  }
+  return stream.rw->Finish();
+}
+
+v1::JoinResponse opened_assignment(Stream& stream) {
+  const v1::SessionEvent opened = next_event(stream);
+  REQUIRE(opened.kind() == v1::SessionEvent::OPENED);
+  REQUIRE(opened.has_assignment());
+  CHECK(opened.round() == opened.assignment().round());
+  CHECK(opened.rank() == opened.assignment().rank());
+  return opened.assignment();
+}
+
+void send_barrier(InProcessServer& server, Stream& stream, std::uint64_t id, std::uint64_t round,
+                  const std::string& key, std::int64_t world_size, std::uint32_t timeout_ms) {
+  v1::SessionRequest request;
+  request.mutable_barrier()->set_id(id);
+  v1::BarrierRequest& barrier = *request.mutable_barrier()->mutable_request();
+  server.scope(barrier.mutable_scope());
+  barrier.set_round(round);
+  barrier.set_key(key);
+  barrier.set_world_size(world_size);
+  barrier.set_timeout_ms(timeout_ms);
+  REQUIRE(stream.rw->Write(request));
+}
+
+v1::SessionEvent barrier_done(Stream& stream) {
+  const v1::SessionEvent event = next_event(stream);
+  REQUIRE(event.kind() == v1::SessionEvent::BARRIER_DONE);
+  return event;
+}
+
+}  // namespace
+
+TEST_CASE("session join: SessionOpen with a join forms the round and OPENED carries the assignment",
+          "[server][session-join]") {
+  InProcessServer server;
+  const int n = 3;
+  std::vector<std::unique_ptr<Stream>> streams;
+  for (int i = 0; i < n; ++i) streams.push_back(start_join(server, server.join_request("p" + std::to_string(i), n)));
+  std::set<int> ranks;
+  for (auto& stream : streams) {
+    const v1::JoinResponse assignment = opened_assignment(*stream);
+    CHECK(assignment.round() == 1);
+    CHECK(assignment.world_size() == n);
+    CHECK(assignment.heartbeat_interval_ms() == 100);
+    CHECK(assignment.master_host() == "localhost");
+    ranks.insert(assignment.rank());
+  }
+  CHECK(ranks.size() == std::size_t(n));
+
+  streams[2]->context.TryCancel();  // a member's stream ends without Leave: it failed
+  finish(*streams[2]);
+  for (int i = 0; i < 2; ++i) {
+    const v1::SessionEvent event = next_event(*streams[std::size_t(i)]);
+    CHECK(event.kind() == v1::SessionEvent::MEMBER_FAILED);
+    CHECK(event.round() == 1);
+    streams[std::size_t(i)]->rw->WritesDone();
+    CHECK(finish(*streams[std::size_t(i)]).ok());
+  }
+}
+
+TEST_CASE("session join: errors end the stream with the codes and messages Join gives", "[server][session-join]") {
+  auto config = server_test_config();
+  config.settings.limits.max_participants = 4;
+  InProcessServer server(config);
+
+  auto wrong_token = server.join_request("p0", 1);
+  wrong_token.mutable_scope()->set_token("not-the-token");
+  CHECK(finish(*start_join(server, wrong_token)).error_code() == Code::PERMISSION_DENIED);
+
+  auto bad_sizes = server.join_request("p0", 1);
+  bad_sizes.set_min_participants(2);
+  const grpc::Status invalid = finish(*start_join(server, bad_sizes));
+  CHECK(invalid.error_code() == Code::INVALID_ARGUMENT);
+  CHECK_THAT(invalid.error_message(), Catch::Contains("min_participants <= max_participants"));
+
+  const grpc::Status limited = finish(*start_join(server, server.join_request("p0", 8)));
+  CHECK(limited.error_code() == Code::RESOURCE_EXHAUSTED);
+  CHECK_THAT(limited.error_message(), Catch::Contains("max_participants"));
+
+  auto slow = server.join_request("p0", 2);
+  slow.set_timeout_ms(50);
+  const grpc::Status timed_out = finish(*start_join(server, slow));
+  CHECK(timed_out.error_code() == Code::DEADLINE_EXCEEDED);
+  CHECK_THAT(timed_out.error_message(), Catch::Contains("did not complete within 50 ms"));
+
+  auto other_size = server.join_request("p1", 3);  // the rendezvous exists now, as 2:2
+  CHECK(finish(*start_join(server, other_size)).error_code() == Code::FAILED_PRECONDITION);
+}
+
+TEST_CASE("session join: a stream that ends while joining gives its join up", "[server][session-join]") {
+  InProcessServer server;
+  const auto gathered = [&server] {
+    grpc::ClientContext context;
+    v1::StatusRequest request;
+    server.scope(request.mutable_scope());
+    v1::StatusResponse response;
+    return server.stub().Status(&context, request, &response).ok() ? response.rendezvous(0).joined() : -1;
+  };
+  const auto wait_gathered = [&gathered](int n) {
+    for (int i = 0; i < 500 && gathered() != n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(gathered() == n);
+  };
+  auto quitter = start_join(server, server.join_request("quitter", 2));
+  wait_gathered(1);
+  quitter->context.TryCancel();
+  finish(*quitter);
+  wait_gathered(0);
+  auto a = start_join(server, server.join_request("a", 2));
+  auto b = start_join(server, server.join_request("b", 2));
+  std::set<int> ranks{opened_assignment(*a).rank(), opened_assignment(*b).rank()};
+  CHECK(ranks == std::set<int>{0, 1});  // the quitter was not counted into the round
+  a->context.TryCancel();
+  b->context.TryCancel();
+  finish(*a);
+  finish(*b);
+}
+
+TEST_CASE("session barrier: answered on the stream with the Barrier RPC's status", "[server][session-barrier]") {
+  InProcessServer server;
+  auto a = start_join(server, server.join_request("a", 2));
+  auto b = start_join(server, server.join_request("b", 2));
+  const std::uint64_t round = opened_assignment(*a).round();
+  opened_assignment(*b);
+
+  send_barrier(server, *a, 7, round, "together", 2, 10000);
+  send_barrier(server, *b, 9, round, "together", 2, 10000);
+  const v1::SessionEvent done_a = barrier_done(*a);
+  const v1::SessionEvent done_b = barrier_done(*b);
+  CHECK(done_a.barrier_id() == 7);
+  CHECK(done_b.barrier_id() == 9);
+  CHECK(done_a.code() == 0);
+  CHECK(done_b.code() == 0);
+
+  send_barrier(server, *a, 8, round, "alone", 2, 50);
+  const v1::SessionEvent timed_out = barrier_done(*a);
+  CHECK(timed_out.barrier_id() == 8);
+  CHECK(timed_out.code() == int(Code::DEADLINE_EXCEEDED));
+  CHECK_THAT(timed_out.detail(), Catch::Contains("alone"));
+
+  send_barrier(server, *a, 10, round, "bad", 0, 50);
+  CHECK(barrier_done(*a).code() == int(Code::INVALID_ARGUMENT));
+  send_barrier(server, *a, 11, round + 1, "later", 1, 50);
+  CHECK(barrier_done(*a).code() == int(Code::INVALID_ARGUMENT));  // a round that has not completed
+
+  v1::SessionRequest heartbeat;  // the stream is still the member's session
+  heartbeat.mutable_heartbeat()->set_seq(1);
+  CHECK(a->rw->Write(heartbeat));
+  send_barrier(server, *a, 12, 0, "rendezvous-wide", 1, 50);
+  CHECK(barrier_done(*a).code() == 0);
+  for (auto* stream : {a.get(), b.get()}) {
+    stream->context.TryCancel();
+    finish(*stream);
+  }
+}
+
+TEST_CASE("session barrier: barriers still blocked when the stream ends are cancelled", "[server][session-barrier]") {
+  auto config = server_test_config();
+  config.settings.limits.max_waiters = 2;  // leaked waiters would hit this
+  InProcessServer server(config);
+  for (int i = 0; i < 4; ++i) {
+    auto stream = start_join(server, server.join_request("p0", 1));
+    opened_assignment(*stream);
+    send_barrier(server, *stream, 1, 0, "never", 100, 60000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stream->context.TryCancel();
+    finish(*stream);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto stream = start_join(server, server.join_request("p0", 1));
+  opened_assignment(*stream);
+  send_barrier(server, *stream, 2, 0, "short", 2, 50);
+  CHECK(barrier_done(*stream).code() == int(Code::DEADLINE_EXCEEDED));  // not RESOURCE_EXHAUSTED
+  stream->context.TryCancel();
+  finish(*stream);
+}
+
+TEST_CASE("status: features are advertised, and daemon_only leaves the rendezvous out", "[server]") {
+  const auto status_of = [](InProcessServer& server, bool daemon_only) {
+    grpc::ClientContext context;
+    v1::StatusRequest request;
+    request.set_daemon_only(daemon_only);
+    v1::StatusResponse response;
+    REQUIRE(server.stub().Status(&context, request, &response).ok());
+    return response;
+  };
+  InProcessServer server;
+  auto stream = start_join(server, server.join_request("p0", 1));
+  opened_assignment(*stream);
+  const auto brief = status_of(server, true);
+  CHECK(brief.version() == "test");
+  CHECK(brief.mode() == "step");
+  CHECK(brief.rendezvous().empty());
+  CHECK(std::vector<std::string>(brief.features().begin(), brief.features().end()) ==
+        std::vector<std::string>{"session-join", "session-barrier"});
+  const auto full = status_of(server, false);
+  CHECK(full.rendezvous_size() == 1);
+  CHECK(full.features_size() == 2);
+  stream->context.TryCancel();
+  finish(*stream);
+
+  InProcessServer plain(server_test_config(), {});
+  CHECK(status_of(plain, true).features().empty());
+}
