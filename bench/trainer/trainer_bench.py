@@ -39,7 +39,7 @@ CORPUS = "/usr/share/doc/python3.11/html/_sources"
 
 # name -> model shape, batch; "default" is etc/trainer/default.yaml's model, "gpt2" HF's gpt2 (124M).
 SHAPES = {
-    "default": dict(n_layer=4, n_head=4, n_embd=256, n_positions=256, vocab_size=257, pdrop=0.0,
+    "default": dict(n_layer=4, n_head=4, n_embd=256, n_positions=128, vocab_size=257, pdrop=0.0,
                     block=128, batch=16),
     "gpt2": dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257, pdrop=0.1,
                  block=128, batch=4),
