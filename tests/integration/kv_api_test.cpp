@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "llmrdzv/client/client.hpp"
+#include "rdzv_error_of.hpp"
 #include "test_clients.hpp"
 
 using namespace llmrdzv::testing;
@@ -18,13 +19,7 @@ namespace {
 
 template <class Call>
 ErrorCode error_of(Call&& call) {
-  try {
-    call();
-  } catch (const RdzvError& error) {
-    return error.code();
-  }
-  FAIL("no error was thrown");
-  return ErrorCode::internal;
+  return rdzv_error_of(std::forward<Call>(call)).code();
 }
 
 }  // namespace

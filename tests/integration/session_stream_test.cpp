@@ -5,6 +5,7 @@
 #include <future>
 
 #include "llmrdzv/client/client.hpp"
+#include "rdzv_error_of.hpp"
 #include "test_clients.hpp"
 
 using namespace llmrdzv::testing;
@@ -12,21 +13,6 @@ using namespace std::chrono_literals;
 using llmrdzv::client::Client;
 using llmrdzv::client::ErrorCode;
 using llmrdzv::client::RdzvError;
-
-namespace {
-
-template <class Call>
-RdzvError error_of(Call&& call) {
-  try {
-    call();
-  } catch (const RdzvError& error) {
-    return error;
-  }
-  FAIL("no error was thrown");
-  return RdzvError(ErrorCode::internal, "");
-}
-
-}  // namespace
 
 TEST_CASE("store barriers on the session stream: counted, timed out, checked, and the session lives on") {
   ScratchDir dir;
@@ -50,14 +36,14 @@ TEST_CASE("store barriers on the session stream: counted, timed out, checked, an
   CHECK(kv_a.get("both", 0ms) == "6");
 
   const auto started = std::chrono::steady_clock::now();
-  const RdzvError timed_out = error_of([&] { kv_a.barrier("alone", 2, 300ms); });
+  const RdzvError timed_out = rdzv_error_of([&] { kv_a.barrier("alone", 2, 300ms); });
   const auto waited = std::chrono::steady_clock::now() - started;
   CHECK(timed_out.code() == ErrorCode::deadline_exceeded);
   CHECK_THAT(timed_out.what(), Catch::Contains("barrier (rdzvd " + rdzvd.endpoint() + ")"));
   CHECK(waited >= 250ms);
   CHECK(waited < 5s);
-  CHECK(error_of([&] { kv_a.barrier("bad", 0, 1s); }).code() == ErrorCode::invalid_argument);
-  CHECK(error_of([&] { a.kv(assignment.round + 1).barrier("later", 1, 1s); }).code() == ErrorCode::invalid_argument);
+  CHECK(rdzv_error_of([&] { kv_a.barrier("bad", 0, 1s); }).code() == ErrorCode::invalid_argument);
+  CHECK(rdzv_error_of([&] { a.kv(assignment.round + 1).barrier("later", 1, 1s); }).code() == ErrorCode::invalid_argument);
 
   const auto status = a.status(true);  // both sessions are still open and heartbeating
   REQUIRE(status.rendezvous.size() == 1);
@@ -73,12 +59,12 @@ TEST_CASE("daemon limits apply to the join carried on the session stream") {
   ScratchDir dir;
   RdzvdProcess rdzvd(dir, RdzvdConfig{.extra_args = {"--max-participants", "4"}});
   Client client(rdzvd.client_options(8));
-  const RdzvError limited = error_of([&] { client.join(); });
+  const RdzvError limited = rdzv_error_of([&] { client.join(); });
   CHECK(limited.code() == ErrorCode::resource_exhausted);
   CHECK_THAT(limited.what(), Catch::Contains("max_participants"));
 
   auto slow = rdzvd.client_options(2);
   slow.join_timeout = 200ms;
   Client alone(slow);
-  CHECK(error_of([&] { alone.join(); }).code() == ErrorCode::deadline_exceeded);
+  CHECK(rdzv_error_of([&] { alone.join(); }).code() == ErrorCode::deadline_exceeded);
 }
