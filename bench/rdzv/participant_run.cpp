@@ -95,8 +95,8 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
 
   bool connect(std::chrono::system_clock::time_point deadline) { return channel_->WaitForConnected(deadline); }
 
-  // What the client library asks once at connect: does the daemon take the join and barriers on
-  // the Session stream?
+  // What the client library asks once at connect: does the daemon take the join and the store
+  // calls that block on the Session stream?
   bool daemon_speaks_stream() {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + shared_.config.timeout);
@@ -105,7 +105,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     v1::StatusResponse response;
     if (!stub_->Status(&context, request, &response).ok()) return false;
     int found = 0;
-    for (const auto& feature : response.features()) found += feature == "session-join" || feature == "session-barrier";
+    for (const auto& feature : response.features()) found += feature == "session-join" || feature == "session-calls";
     return found == 2;
   }
 
@@ -154,10 +154,10 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
       } else {
         barrier();
       }
-    } else if (event_.kind() == v1::SessionEvent::BARRIER_DONE) {
+    } else if (event_.kind() == v1::SessionEvent::CALL_DONE) {
       if (event_.code() != 0) {
         const grpc::Status status(grpc::StatusCode(event_.code()), event_.detail());
-        return shared_.timed.fail(describe("SessionBarrier", status));
+        return shared_.timed.fail(describe("SessionCall", status));
       }
       passed();
     }
@@ -242,11 +242,15 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     });
   }
 
+  // The Wait on the stream (Protocol::stream, as the client library does), else as its own call.
   void wait_done() {
-    wait_request_.mutable_scope()->CopyFrom(shared_.scope);
-    wait_request_.set_round(join_response_.round());
-    wait_request_.add_keys(kDoneKey);
-    wait_request_.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    v1::WaitRequest& request =
+        shared_.config.protocol == Protocol::stream ? *session_call_.mutable_call()->mutable_wait() : wait_request_;
+    request.mutable_scope()->CopyFrom(shared_.scope);
+    request.set_round(join_response_.round());
+    request.add_keys(kDoneKey);
+    request.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
+    if (shared_.config.protocol == Protocol::stream) return write_call();
     stub_->async()->Wait(next_context(), &wait_request_, &wait_response_, [this](grpc::Status status) {
       if (!status.ok()) return shared_.timed.fail(describe("Wait", status));
       passed();
@@ -267,17 +271,21 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     });
   }
 
-  // The barrier as the client library makes it on the one stream: a SessionBarrier answered by a
-  // BARRIER_DONE event.
+  // The barrier as the client library makes it on the one stream: a SessionCall answered by a
+  // CALL_DONE event.
   void barrier_on_stream() {
-    session_barrier_.mutable_barrier()->set_id(1);
-    v1::BarrierRequest& request = *session_barrier_.mutable_barrier()->mutable_request();
+    v1::BarrierRequest& request = *session_call_.mutable_call()->mutable_barrier();
     request.mutable_scope()->CopyFrom(shared_.scope);
     request.set_round(join_response_.round());
     request.set_key(kBarrierKey);
     request.set_world_size(join_response_.world_size());
     request.set_timeout_ms(std::uint32_t(shared_.config.timeout.count() * 1000));
-    write(&session_barrier_);
+    write_call();
+  }
+
+  void write_call() {
+    session_call_.mutable_call()->set_id(1);
+    write(&session_call_);
   }
 
   void passed() {
@@ -302,7 +310,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
   v1::JoinRequest join_request_;
   v1::JoinResponse join_response_;
   v1::SessionRequest session_open_;
-  v1::SessionRequest session_barrier_;
+  v1::SessionRequest session_call_;
   v1::SessionEvent event_;
   v1::AddRequest add_request_;
   v1::AddResponse add_response_;
@@ -338,7 +346,7 @@ RunResult run_participants(const RunConfig& config) {
   }
   result.connect_wall_ms = ms_between(connect_start, Clock::now());
   if (config.protocol == Protocol::stream && !participants.front()->daemon_speaks_stream()) {
-    throw std::runtime_error("rdzvd " + config.endpoint + " does not advertise session-join and session-barrier");
+    throw std::runtime_error("rdzvd " + config.endpoint + " does not advertise session-join and session-calls");
   }
 
   shared.release = Clock::now();

@@ -32,11 +32,11 @@ constexpr const char* kUsage =
     "--hold MS pauses before and after the timed phase, announcing each on stderr (to profile\n"
     "rdzvd during the timed phase alone).\n"
     "--barrier: add-wait (default) passes the store barrier with Add, Set by the last arrival and\n"
-    "Wait; rpc with one Barrier, as the client library does.\n"
+    "Wait; rpc with one Barrier, as the client library's barrier() does.\n"
     "--protocol: stream (default, what the client library does with a daemon that advertises it)\n"
-    "joins in the SessionOpen and, with --barrier rpc, passes the barrier on the Session stream:\n"
-    "one call per participant; calls joins with Join, then opens the session, and uses the\n"
-    "Barrier RPC (the library's path with older daemons).\n";
+    "joins in the SessionOpen and makes the Wait or Barrier a SessionCall on the Session stream:\n"
+    "one live call per participant; calls joins with Join, then opens the session, and makes\n"
+    "Wait or Barrier their own calls (the library's path with older daemons).\n";
 
 struct BenchArgs {
   int participants = 0;

@@ -53,7 +53,7 @@ core::KvCallback values_into(BlockingCall* call, std::string* single) {
 }  // namespace
 
 const std::vector<std::string>& RendezvousService::all_features() {
-  static const std::vector<std::string> features{"session-join", "session-barrier"};
+  static const std::vector<std::string> features{"session-join", "session-calls"};
   return features;
 }
 

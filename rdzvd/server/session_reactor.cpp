@@ -8,7 +8,7 @@
 
 namespace llmrdzv::server {
 
-// What the core holds for this stream: the session sink, and the waiters (join, barriers) the
+// What the core holds for this stream: the session sink, and the waiters (join, calls) the
 // stream started. It outlives the reactor: the core and its callbacks reach the reactor only
 // through post(), which runs after the core lock and drops the action once the reactor is done.
 // Every member but the reactor pointer is guarded by the core lock.
@@ -58,33 +58,35 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
     join_ = core.join(request, std::move(done));
   }
 
-  void barrier(core::Core& core, const llmrdzv::v1::SessionBarrier& barrier) {
-    const auto& request = barrier.request();
-    const std::uint64_t id = barrier.id();
-    auto waiter = core.barrier(from_wire(request.scope()), request.round(), request.key(), request.world_size(),
-                               request.timeout_ms(), [self = shared_from_this(), id](const core::Status& status, auto) {
-                                 std::erase_if(self->barriers_, [id](const auto& entry) { return entry.first == id; });
-                                 self->post([id, status = to_grpc(status)](SessionReactor& reactor) {
-                                   llmrdzv::v1::SessionEvent done;
-                                   done.set_kind(llmrdzv::v1::SessionEvent::BARRIER_DONE);
-                                   done.set_rank(-1);
-                                   done.set_barrier_id(id);
-                                   done.set_code(status.error_code());
-                                   done.set_detail(status.error_message());
-                                   reactor.enqueue(std::move(done));
-                                 });
-                               });
-    if (waiter.id != 0) barriers_.emplace_back(id, std::move(waiter));
+  // Runs the store operation a SessionCall carries; its CALL_DONE event goes out when it finishes.
+  void call(core::Core& core, const llmrdzv::v1::SessionCall& call) {
+    const std::uint64_t id = call.id();
+    core::KvCallback done = [self = shared_from_this(), id](const core::Status& status,
+                                                          std::vector<std::string> values) {
+      std::erase_if(self->calls_, [id](const auto& entry) { return entry.first == id; });
+      self->post([id, status = to_grpc(status), values = std::move(values)](SessionReactor& reactor) mutable {
+        llmrdzv::v1::SessionEvent event;
+        event.set_kind(llmrdzv::v1::SessionEvent::CALL_DONE);
+        event.set_rank(-1);
+        event.set_call_id(id);
+        event.set_code(status.error_code());
+        event.set_detail(status.error_message());
+        for (auto& value : values) event.add_values(std::move(value));
+        reactor.enqueue(std::move(event));
+      });
+    };
+    auto waiter = start(core, call, std::move(done));
+    if (waiter.id != 0) calls_.emplace_back(id, std::move(waiter));
   }
 
   void heartbeat(core::Core& core) const { core.heartbeat(session_id_); }
 
-  // The stream is over: give up the join and the barriers, and close the session (the core
-  // counts that as the member's failure unless it left first).
+  // The stream is over: give up the join and the calls, and close the session (the core counts
+  // that as the member's failure unless it left first).
   void close(core::Core& core) {
     closed_ = true;
     core.cancel(join_);
-    for (const auto& [id, waiter] : std::exchange(barriers_, {})) core.cancel(waiter);
+    for (const auto& [id, waiter] : std::exchange(calls_, {})) core.cancel(waiter);
     core.close_session(std::exchange(session_id_, 0));
   }
 
@@ -94,10 +96,44 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   }
 
  private:
+  static core::WaiterRef start(core::Core& core, const llmrdzv::v1::SessionCall& call, core::KvCallback done) {
+    using Call = llmrdzv::v1::SessionCall;
+    switch (call.op_case()) {
+      case Call::kGet: {
+        const auto& r = call.get();
+        return core.get(from_wire(r.scope()), r.round(), r.key(), r.timeout_ms(), std::move(done));
+      }
+      case Call::kWait: {
+        const auto& r = call.wait();
+        return core.wait(from_wire(r.scope()), r.round(), {r.keys().begin(), r.keys().end()}, r.timeout_ms(),
+                         std::move(done));
+      }
+      case Call::kMultiGet: {
+        const auto& r = call.multi_get();
+        return core.multi_get(from_wire(r.scope()), r.round(), {r.keys().begin(), r.keys().end()}, r.timeout_ms(),
+                              std::move(done));
+      }
+      case Call::kBarrier: {
+        const auto& r = call.barrier();
+        return core.barrier(from_wire(r.scope()), r.round(), r.key(), r.world_size(), r.timeout_ms(),
+                            std::move(done));
+      }
+      case Call::kQueuePop: {
+        const auto& r = call.queue_pop();
+        return core.queue_pop(from_wire(r.scope()), r.round(), r.key(), r.block(), r.timeout_ms(), std::move(done));
+      }
+      case Call::OP_NOT_SET: break;
+    }
+    done(core::error(core::Code::invalid_argument,
+                     "a SessionCall needs an operation (get, wait, multi_get, barrier or queue_pop)"),
+         {});
+    return {};
+  }
+
   // Only from inside host_.run(): `action(reactor)` right after the core lock, if it still lives.
   template <class Action>
   void post(Action action) {
-    host_.defer([self = shared_from_this(), action = std::move(action)] {
+    host_.defer([self = shared_from_this(), action = std::move(action)]() mutable {
       std::lock_guard lock(self->mutex_);
       if (self->reactor_) action(*self->reactor_);
     });
@@ -108,7 +144,7 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   SessionReactor* reactor_;
   std::uint64_t session_id_ = 0;
   core::WaiterRef join_;
-  std::vector<std::pair<std::uint64_t, core::WaiterRef>> barriers_;  // still blocked, by barrier id
+  std::vector<std::pair<std::uint64_t, core::WaiterRef>> calls_;  // still blocked, by call id
   std::optional<core::Assignment> joined_;
   bool closed_ = false;
 };
@@ -134,11 +170,11 @@ void SessionReactor::OnReadDone(bool ok) {
   }
   if (request_.has_heartbeat()) {
     host_.run([this](core::Core& core) { link_->heartbeat(core); });
-  } else if (request_.has_barrier()) {
-    host_.run([this](core::Core& core) { link_->barrier(core, request_.barrier()); });
+  } else if (request_.has_call()) {
+    host_.run([this](core::Core& core) { link_->call(core, request_.call()); });
   } else {
     end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                     "after SessionOpen a Session carries only heartbeats and barriers"));
+                     "after SessionOpen a Session carries only heartbeats and calls"));
     return;
   }
   read_next();

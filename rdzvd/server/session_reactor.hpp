@@ -1,8 +1,8 @@
 // The Session stream of one member: reads SessionOpen (which may carry the member's Join), then
-// heartbeats and SessionBarriers, and feeds them to the core through the same operations the
-// unary Join, SessionOpen and Barrier calls use; writes the events the core sends, one write in
+// heartbeats and SessionCalls, and feeds them to the core through the same operations the unary
+// Join, SessionOpen and blocking store calls use; writes the events the core sends, one write in
 // flight at a time. The stream ending without a Leave is reported to the core, which counts it
-// as the member's failure; a join or barriers still blocked then are cancelled.
+// as the member's failure; a join or calls still blocked then are cancelled.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -29,7 +29,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   class Link;
 
   void open(const llmrdzv::v1::SessionOpen& open);
-  void barrier(const llmrdzv::v1::SessionBarrier& barrier);
   void read_next();
   void enqueue(llmrdzv::v1::SessionEvent event);
   void end(const grpc::Status& status);

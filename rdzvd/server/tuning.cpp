@@ -54,9 +54,10 @@ void tune_server(grpc::ServerBuilder& builder) {
   //   blocked Wait, plus Joins still finishing). With the one Barrier call the client library
   //   makes, members reach the barrier sooner, more Joins overlap and the peak is 137 MiB.
   // Peak RSS under 100 MiB at 2048 members therefore needs at most one live call per member:
-  // that is why a SessionOpen may carry the Join and a SessionBarrier rides on the stream (see
-  // the proto and session_reactor.cpp). With the client library's path (join and Barrier on the
-  // stream) the peak is 89.7 MiB; with Join + Session + Barrier calls it stays at 137 MiB.
+  // that is why a SessionOpen may carry the Join and the store calls that block ride on the stream
+  // as SessionCalls (see the proto and session_reactor.cpp). With the client library's path (join
+  // and Barrier on the stream) the peak is 89.7 MiB; with Join + Session + Barrier calls it stays
+  // at 137 MiB.
   // Debian builds gRPC without NDEBUG too: each completion is checked by a linear scan of the
   // completion queue's outstanding tags (cq_check_tag), ~6% of rdzvd's CPU at 2048 members and
   // growing with the live calls.

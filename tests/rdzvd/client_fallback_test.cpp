@@ -1,7 +1,7 @@
 // The client library against a server that advertises the one-stream features and against one
 // that withholds them (as an older rdzvd would): the same public calls give the same results,
-// joining and passing barriers on the Session stream in the first case, with Join and the
-// Barrier RPC in the second.
+// joining and making the store calls that block on the Session stream in the first case, with
+// Join and the unary calls in the second (the server counts which calls it received).
 #include <catch2/catch.hpp>
 #include <future>
 #include <set>
@@ -78,6 +78,38 @@ TEST_CASE("client library: same results with and without the server's one-stream
   CHECK_THROWS_MATCHES(clients[0]->kv(round + 1).barrier("later", 1, std::chrono::milliseconds(100)), RdzvError,
                        Catch::Predicate<RdzvError>(
                            [](const RdzvError& e) { return e.code() == ErrorCode::invalid_argument; }));
+
+  // The other calls that block: the same answers either way.
+  const auto kv0 = clients[0]->kv(round);
+  const auto kv1 = clients[1]->kv(round);
+  auto waited = std::async(std::launch::async, [&kv1] { kv1.wait({"k1", "k2"}, std::chrono::seconds(10)); });
+  auto got = std::async(std::launch::async, [&kv1] { return kv1.get("k2", std::chrono::seconds(10)); });
+  auto popped = std::async(std::launch::async, [&kv1] { return kv1.queue_pop("q", true, std::chrono::seconds(10)); });
+  kv0.set("k1", "v1");
+  kv0.set("k2", std::string("v\0002", 3));
+  kv0.queue_push("q", "item");
+  waited.get();
+  CHECK(got.get() == std::string("v\0002", 3));
+  CHECK(popped.get() == std::optional<std::string>("item"));
+  CHECK(kv1.multi_get({"k2", "k1"}, std::chrono::seconds(1)) ==
+        std::vector<std::string>{std::string("v\0002", 3), "v1"});
+  CHECK_THROWS_MATCHES(kv1.get("absent", std::chrono::milliseconds(100)), RdzvError,
+                       Catch::Predicate<RdzvError>([](const RdzvError& e) {
+                         return e.code() == ErrorCode::deadline_exceeded && std::string(e.what()).starts_with("get (rdzvd ");
+                       }));
+  CHECK(kv1.queue_pop("q", false, std::chrono::milliseconds(0)) == std::nullopt);  // non-blocking: unary either way
+
+  // Which calls reached the server: one stream per member carries joins and waits, or each is its own call.
+  for (const char* method : {"Join", "Wait", "Barrier", "MultiGet"}) {
+    INFO(method);
+    if (advertised) {
+      CHECK(server.calls_of(method) == 0);
+    } else {
+      CHECK(server.calls_of(method) > 0);
+    }
+  }
+  CHECK(server.calls_of("Get") == (advertised ? 1 : 3));  // the 0 ms get above; blocking gets too without the features
+  CHECK(server.calls_of("QueuePop") == (advertised ? 1 : 2));
 
   // A retried join of the round held keeps the assignment and reports no lost session.
   const auto again = clients[1]->join(count_lost);

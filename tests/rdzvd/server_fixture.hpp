@@ -1,12 +1,16 @@
 // An rdzvd service running in-process on 127.0.0.1 (ephemeral port) with its Asio loop on a
-// thread, and a stub to call it: real gRPC, real core, no child process.
+// thread, and a stub to call it: real gRPC, real core, no child process. It counts the calls it
+// receives by method, so tests can tell which path a client took.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/server_interceptor.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 #include <thread>
@@ -26,6 +30,39 @@ inline core::CoreConfig server_test_config() {
   return config;
 }
 
+// Counts the calls a server receives, by method name ("Join", "Wait", ...).
+class MethodCounter {
+ public:
+  void add(const std::string& method) {
+    std::lock_guard lock(mutex_);
+    ++counts_[method.substr(method.rfind('/') + 1)];
+  }
+  int count(const std::string& name) const {
+    std::lock_guard lock(mutex_);
+    const auto it = counts_.find(name);
+    return it == counts_.end() ? 0 : it->second;
+  }
+
+  class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
+   public:
+    explicit Factory(MethodCounter& counter) : counter_(counter) {}
+    grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
+      counter_.add(info->method());
+      return new PassThrough;
+    }
+
+   private:
+    struct PassThrough final : grpc::experimental::Interceptor {
+      void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override { methods->Proceed(); }
+    };
+    MethodCounter& counter_;
+  };
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, int> counts_;
+};
+
 class InProcessServer {
  public:
   // `features`: what Status advertises (fewer to see a client fall back to the plain calls).
@@ -35,6 +72,9 @@ class InProcessServer {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(std::make_unique<MethodCounter::Factory>(calls_));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
     tune_server(builder);
     server_ = builder.BuildAndStart();
     io_thread_ = std::thread([this] { io_.run(); });
@@ -50,6 +90,8 @@ class InProcessServer {
   }
 
   llmrdzv::v1::Rendezvous::Stub& stub() { return *stub_; }
+  // How many calls of `method` ("Join", "Wait", ...) the server has received.
+  int calls_of(const std::string& method) const { return calls_.count(method); }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   CoreHost& host() { return host_; }
   void scope(llmrdzv::v1::Scope* scope) const {
@@ -77,6 +119,7 @@ class InProcessServer {
 
  private:
   core::CoreConfig config_;
+  MethodCounter calls_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   CoreHost host_;

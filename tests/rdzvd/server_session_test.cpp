@@ -1,5 +1,6 @@
-// The one-stream path in-process over real gRPC: a SessionOpen that carries the Join, barriers
-// on the Session stream, and Status advertising both (raw stubs, as any client would see it).
+// The one-stream path in-process over real gRPC: a SessionOpen that carries the Join, the store
+// calls that block made on the Session stream, and Status advertising both (raw stubs, as any
+// client would see it).
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -51,23 +52,56 @@ v1::JoinResponse opened_assignment(Stream& stream) {
   return opened.assignment();
 }
 
-void send_barrier(InProcessServer& server, Stream& stream, std::uint64_t id, std::uint64_t round,
-                  const std::string& key, std::int64_t world_size, std::uint32_t timeout_ms) {
+// Sends a SessionCall with `id`; `fill` sets its operation (and the server's scope unless it set one).
+template <class Fill>
+void send_call(InProcessServer& server, Stream& stream, std::uint64_t id, Fill fill) {
   v1::SessionRequest request;
-  request.mutable_barrier()->set_id(id);
-  v1::BarrierRequest& barrier = *request.mutable_barrier()->mutable_request();
-  server.scope(barrier.mutable_scope());
-  barrier.set_round(round);
-  barrier.set_key(key);
-  barrier.set_world_size(world_size);
-  barrier.set_timeout_ms(timeout_ms);
+  v1::SessionCall& call = *request.mutable_call();
+  call.set_id(id);
+  fill(call);
+  v1::Scope* scope = nullptr;
+  switch (call.op_case()) {
+    case v1::SessionCall::kGet: scope = call.mutable_get()->mutable_scope(); break;
+    case v1::SessionCall::kWait: scope = call.mutable_wait()->mutable_scope(); break;
+    case v1::SessionCall::kMultiGet: scope = call.mutable_multi_get()->mutable_scope(); break;
+    case v1::SessionCall::kBarrier: scope = call.mutable_barrier()->mutable_scope(); break;
+    case v1::SessionCall::kQueuePop: scope = call.mutable_queue_pop()->mutable_scope(); break;
+    case v1::SessionCall::OP_NOT_SET: break;
+  }
+  if (scope && scope->rdzv_id().empty()) server.scope(scope);
   REQUIRE(stream.rw->Write(request));
 }
 
-v1::SessionEvent barrier_done(Stream& stream) {
+void send_barrier(InProcessServer& server, Stream& stream, std::uint64_t id, std::uint64_t round,
+                  const std::string& key, std::int64_t world_size, std::uint32_t timeout_ms) {
+  send_call(server, stream, id, [&](v1::SessionCall& call) {
+    v1::BarrierRequest& barrier = *call.mutable_barrier();
+    barrier.set_round(round);
+    barrier.set_key(key);
+    barrier.set_world_size(world_size);
+    barrier.set_timeout_ms(timeout_ms);
+  });
+}
+
+v1::SessionEvent call_done(Stream& stream) {
   const v1::SessionEvent event = next_event(stream);
-  REQUIRE(event.kind() == v1::SessionEvent::BARRIER_DONE);
+  REQUIRE(event.kind() == v1::SessionEvent::CALL_DONE);
   return event;
+}
+
+std::vector<std::string> values_of(const v1::SessionEvent& event) {
+  return {event.values().begin(), event.values().end()};
+}
+
+void set_key(InProcessServer& server, std::uint64_t round, const std::string& key, const std::string& value) {
+  grpc::ClientContext context;
+  v1::SetRequest request;
+  server.scope(request.mutable_scope());
+  request.set_round(round);
+  request.set_key(key);
+  request.set_value(value);
+  v1::SetResponse response;
+  REQUIRE(server.stub().Set(&context, request, &response).ok());
 }
 
 }  // namespace
@@ -157,7 +191,7 @@ TEST_CASE("session join: a stream that ends while joining gives its join up", "[
   finish(*b);
 }
 
-TEST_CASE("session barrier: answered on the stream with the Barrier RPC's status", "[server][session-barrier]") {
+TEST_CASE("session calls: a barrier is answered on the stream with the Barrier RPC's status", "[server][session-calls]") {
   InProcessServer server;
   auto a = start_join(server, server.join_request("a", 2));
   auto b = start_join(server, server.join_request("b", 2));
@@ -166,43 +200,47 @@ TEST_CASE("session barrier: answered on the stream with the Barrier RPC's status
 
   send_barrier(server, *a, 7, round, "together", 2, 10000);
   send_barrier(server, *b, 9, round, "together", 2, 10000);
-  const v1::SessionEvent done_a = barrier_done(*a);
-  const v1::SessionEvent done_b = barrier_done(*b);
-  CHECK(done_a.barrier_id() == 7);
-  CHECK(done_b.barrier_id() == 9);
+  const v1::SessionEvent done_a = call_done(*a);
+  const v1::SessionEvent done_b = call_done(*b);
+  CHECK(done_a.call_id() == 7);
+  CHECK(done_b.call_id() == 9);
   CHECK(done_a.code() == 0);
   CHECK(done_b.code() == 0);
 
   send_barrier(server, *a, 8, round, "alone", 2, 50);
-  const v1::SessionEvent timed_out = barrier_done(*a);
-  CHECK(timed_out.barrier_id() == 8);
+  const v1::SessionEvent timed_out = call_done(*a);
+  CHECK(timed_out.call_id() == 8);
   CHECK(timed_out.code() == int(Code::DEADLINE_EXCEEDED));
   CHECK_THAT(timed_out.detail(), Catch::Contains("alone"));
 
   send_barrier(server, *a, 10, round, "bad", 0, 50);
-  CHECK(barrier_done(*a).code() == int(Code::INVALID_ARGUMENT));
+  CHECK(call_done(*a).code() == int(Code::INVALID_ARGUMENT));
   send_barrier(server, *a, 11, round + 1, "later", 1, 50);
-  CHECK(barrier_done(*a).code() == int(Code::INVALID_ARGUMENT));  // a round that has not completed
+  CHECK(call_done(*a).code() == int(Code::INVALID_ARGUMENT));  // a round that has not completed
 
   v1::SessionRequest heartbeat;  // the stream is still the member's session
   heartbeat.mutable_heartbeat()->set_seq(1);
   CHECK(a->rw->Write(heartbeat));
   send_barrier(server, *a, 12, 0, "rendezvous-wide", 1, 50);
-  CHECK(barrier_done(*a).code() == 0);
+  CHECK(call_done(*a).code() == 0);
   for (auto* stream : {a.get(), b.get()}) {
     stream->context.TryCancel();
     finish(*stream);
   }
 }
 
-TEST_CASE("session barrier: barriers still blocked when the stream ends are cancelled", "[server][session-barrier]") {
+TEST_CASE("session calls: calls still blocked when the stream ends are cancelled", "[server][session-calls]") {
   auto config = server_test_config();
-  config.settings.limits.max_waiters = 2;  // leaked waiters would hit this
+  config.settings.limits.max_waiters = 4;  // leaked waiters would hit this
   InProcessServer server(config);
   for (int i = 0; i < 4; ++i) {
     auto stream = start_join(server, server.join_request("p0", 1));
     opened_assignment(*stream);
     send_barrier(server, *stream, 1, 0, "never", 100, 60000);
+    send_call(server, *stream, 2, [](v1::SessionCall& call) {
+      call.mutable_wait()->add_keys("never");
+      call.mutable_wait()->set_timeout_ms(60000);
+    });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     stream->context.TryCancel();
     finish(*stream);
@@ -211,9 +249,92 @@ TEST_CASE("session barrier: barriers still blocked when the stream ends are canc
   auto stream = start_join(server, server.join_request("p0", 1));
   opened_assignment(*stream);
   send_barrier(server, *stream, 2, 0, "short", 2, 50);
-  CHECK(barrier_done(*stream).code() == int(Code::DEADLINE_EXCEEDED));  // not RESOURCE_EXHAUSTED
+  CHECK(call_done(*stream).code() == int(Code::DEADLINE_EXCEEDED));  // not RESOURCE_EXHAUSTED
   stream->context.TryCancel();
   finish(*stream);
+}
+
+TEST_CASE("session calls: get, wait, multi_get and queue_pop answer on the stream with their values",
+          "[server][session-calls]") {
+  InProcessServer server;
+  auto a = start_join(server, server.join_request("a", 1));
+  const std::uint64_t round = opened_assignment(*a).round();
+
+  // Blocked calls finish in the order their keys appear, not the order they were sent.
+  send_call(server, *a, 1, [&](v1::SessionCall& call) {
+    call.mutable_wait()->set_round(round);
+    call.mutable_wait()->add_keys("x");
+    call.mutable_wait()->add_keys("y");
+    call.mutable_wait()->set_timeout_ms(10000);
+  });
+  send_call(server, *a, 2, [&](v1::SessionCall& call) {
+    call.mutable_get()->set_round(round);
+    call.mutable_get()->set_key("x");
+    call.mutable_get()->set_timeout_ms(10000);
+  });
+  set_key(server, round, "x", std::string("one\0byte", 8));
+  const v1::SessionEvent got = call_done(*a);
+  CHECK(got.call_id() == 2);
+  CHECK(got.code() == 0);
+  CHECK(values_of(got) == std::vector<std::string>{std::string("one\0byte", 8)});
+  set_key(server, round, "y", "two");
+  const v1::SessionEvent waited = call_done(*a);
+  CHECK(waited.call_id() == 1);
+  CHECK(waited.code() == 0);
+  CHECK(waited.values().empty());
+
+  send_call(server, *a, 3, [&](v1::SessionCall& call) {
+    call.mutable_multi_get()->set_round(round);
+    call.mutable_multi_get()->add_keys("y");
+    call.mutable_multi_get()->add_keys("x");
+    call.mutable_multi_get()->set_timeout_ms(1000);
+  });
+  CHECK(values_of(call_done(*a)) == std::vector<std::string>{"two", std::string("one\0byte", 8)});
+
+  send_call(server, *a, 4, [&](v1::SessionCall& call) {
+    call.mutable_queue_pop()->set_round(round);
+    call.mutable_queue_pop()->set_key("jobs");
+    call.mutable_queue_pop()->set_block(true);
+    call.mutable_queue_pop()->set_timeout_ms(10000);
+  });
+  {
+    grpc::ClientContext context;
+    v1::QueuePushRequest push;
+    server.scope(push.mutable_scope());
+    push.set_round(round);
+    push.set_key("jobs");
+    push.set_value("job-1");
+    v1::QueuePushResponse pushed;
+    REQUIRE(server.stub().QueuePush(&context, push, &pushed).ok());
+  }
+  const v1::SessionEvent popped = call_done(*a);
+  CHECK(popped.call_id() == 4);
+  CHECK(values_of(popped) == std::vector<std::string>{"job-1"});
+
+  // Errors come back as the unary calls' codes, and the stream stays up.
+  send_call(server, *a, 5, [&](v1::SessionCall& call) {
+    call.mutable_get()->set_round(round);
+    call.mutable_get()->set_key("absent");
+    call.mutable_get()->set_timeout_ms(50);
+  });
+  const v1::SessionEvent timed_out = call_done(*a);
+  CHECK(timed_out.code() == int(Code::DEADLINE_EXCEEDED));
+  CHECK(timed_out.values().empty());
+  send_call(server, *a, 6, [&](v1::SessionCall& call) {
+    call.mutable_wait()->set_round(round);
+    call.mutable_wait()->set_timeout_ms(50);
+    server.scope(call.mutable_wait()->mutable_scope());
+    call.mutable_wait()->mutable_scope()->set_token("wrong");
+  });
+  CHECK(call_done(*a).code() == int(Code::PERMISSION_DENIED));
+  send_call(server, *a, 7, [](v1::SessionCall&) {});  // no operation
+  const v1::SessionEvent empty = call_done(*a);
+  CHECK(empty.code() == int(Code::INVALID_ARGUMENT));
+  CHECK_THAT(empty.detail(), Catch::Contains("needs an operation"));
+  send_barrier(server, *a, 8, round, "solo", 1, 1000);
+  CHECK(call_done(*a).code() == 0);
+  a->context.TryCancel();
+  finish(*a);
 }
 
 TEST_CASE("status: features are advertised, and daemon_only leaves the rendezvous out", "[server]") {
@@ -233,7 +354,7 @@ TEST_CASE("status: features are advertised, and daemon_only leaves the rendezvou
   CHECK(brief.mode() == "step");
   CHECK(brief.rendezvous().empty());
   CHECK(std::vector<std::string>(brief.features().begin(), brief.features().end()) ==
-        std::vector<std::string>{"session-join", "session-barrier"});
+        std::vector<std::string>{"session-join", "session-calls"});
   const auto full = status_of(server, false);
   CHECK(full.rendezvous_size() == 1);
   CHECK(full.features_size() == 2);

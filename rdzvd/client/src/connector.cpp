@@ -79,7 +79,7 @@ Features features_of(llmrdzv::v1::Rendezvous::Stub& stub, const Options& options
   if (!stub.Status(&context, request, &response).ok()) return features;
   for (const auto& feature : response.features()) {
     if (feature == "session-join") features.session_join = true;
-    if (feature == "session-barrier") features.session_barrier = true;
+    if (feature == "session-calls") features.session_calls = true;
   }
   return features;
 }

@@ -15,7 +15,7 @@ namespace llmrdzv::client::detail {
 // The optional protocol parts the daemon advertised (StatusResponse.features).
 struct Features {
   bool session_join = false;     // SessionOpen may carry the Join
-  bool session_barrier = false;  // barriers may travel on the Session stream
+  bool session_calls = false;    // store calls that block may travel on the Session stream
 };
 
 struct Connection {

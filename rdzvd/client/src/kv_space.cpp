@@ -1,6 +1,8 @@
 // The key-value calls of one round's space. Reads, set-like writes and deletes are idempotent
 // and retried on UNAVAILABLE; add, append, compare_set, barrier and queue ops are not (a retry
-// could apply them twice).
+// could apply them twice). Calls that block (get and multi_get with a timeout, wait, barrier,
+// blocking queue_pop) ride on the member's Session stream when the daemon takes them there, so
+// a member keeps one live gRPC call however many waits it has open.
 #include "client_impl.hpp"
 
 namespace llmrdzv::client {
@@ -35,6 +37,22 @@ void add_keys(google::protobuf::RepeatedPtrField<std::string>* out, const std::v
   for (const auto& key : keys) *out->Add() = key;
 }
 
+// Runs `call` on the member's Session stream and returns its values, or nullopt when the daemon
+// does not take calls there or no open session can carry it (the caller then makes the unary
+// call). Errors throw, as the unary call's would.
+std::optional<std::vector<std::string>> on_session(const Client::Impl& impl, std::string_view op,
+                                                   std::chrono::milliseconds timeout, llmrdzv::v1::SessionCall call) {
+  const auto session = impl.connection.features.session_calls ? impl.current_session() : nullptr;
+  if (!session) return std::nullopt;
+  auto result = session->call(std::move(call), impl.options.call_deadline + timeout);
+  if (!result) return std::nullopt;
+  if (!result->status.ok()) throw detail::to_error(result->status, op, impl.connection.endpoint);
+  return std::move(result->values);
+}
+
+// The first value of a call that returns one (get, queue_pop).
+Bytes single(std::vector<std::string>&& values) { return values.empty() ? Bytes() : std::move(values.front()); }
+
 }  // namespace
 
 void KvSpace::set(const std::string& key, const Bytes& value) const {
@@ -50,6 +68,11 @@ Bytes KvSpace::get(const std::string& key, std::chrono::milliseconds timeout) co
   auto request = scoped<llmrdzv::v1::GetRequest>(impl, round_);
   request.set_key(key);
   request.set_timeout_ms(detail::wire_timeout(timeout, "get"));
+  if (timeout > kNonBlocking) {
+    llmrdzv::v1::SessionCall call;
+    *call.mutable_get() = request;
+    if (auto values = on_session(impl, "get", timeout, std::move(call))) return single(std::move(*values));
+  }
   return unary(impl, "get", Idempotent::yes, timeout, request, &Stub::Get).value();
 }
 
@@ -82,6 +105,9 @@ void KvSpace::wait(const std::vector<std::string>& keys, std::chrono::millisecon
   auto request = scoped<llmrdzv::v1::WaitRequest>(impl, round_);
   add_keys(request.mutable_keys(), keys);
   request.set_timeout_ms(detail::wire_timeout(timeout, "wait"));
+  llmrdzv::v1::SessionCall call;
+  *call.mutable_wait() = request;
+  if (on_session(impl, "wait", timeout, std::move(call))) return;
   unary(impl, "wait", Idempotent::yes, timeout, request, &Stub::Wait);
 }
 
@@ -118,6 +144,11 @@ std::vector<Bytes> KvSpace::multi_get(const std::vector<std::string>& keys, std:
   auto request = scoped<llmrdzv::v1::MultiGetRequest>(impl, round_);
   add_keys(request.mutable_keys(), keys);
   request.set_timeout_ms(detail::wire_timeout(timeout, "multi_get"));
+  if (timeout > kNonBlocking) {
+    llmrdzv::v1::SessionCall call;
+    *call.mutable_multi_get() = request;
+    if (auto values = on_session(impl, "multi_get", timeout, std::move(call))) return std::move(*values);
+  }
   const auto response = unary(impl, "multi_get", Idempotent::yes, timeout, request, &Stub::MultiGet);
   return {response.values().begin(), response.values().end()};
 }
@@ -139,13 +170,9 @@ void KvSpace::barrier(const std::string& key, std::int64_t world_size, std::chro
   request.set_key(key);
   request.set_world_size(world_size);
   request.set_timeout_ms(detail::wire_timeout(timeout, "barrier"));
-  // On the session stream when the daemon takes barriers there: no call of its own to keep open.
-  if (const auto session = impl.connection.features.session_barrier ? impl.current_session() : nullptr) {
-    if (const auto status = session->barrier(request, impl.options.call_deadline + timeout)) {
-      if (!status->ok()) throw detail::to_error(*status, "barrier", impl.connection.endpoint);
-      return;
-    }
-  }
+  llmrdzv::v1::SessionCall call;
+  *call.mutable_barrier() = request;
+  if (on_session(impl, "barrier", timeout, std::move(call))) return;
   unary(impl, "barrier", Idempotent::no, timeout, request, &Stub::Barrier);
 }
 
@@ -163,6 +190,11 @@ std::optional<Bytes> KvSpace::queue_pop(const std::string& key, bool block, std:
   request.set_key(key);
   request.set_block(block);
   request.set_timeout_ms(detail::wire_timeout(timeout, "queue_pop"));
+  if (block) {
+    llmrdzv::v1::SessionCall call;
+    *call.mutable_queue_pop() = request;
+    if (auto values = on_session(impl, "queue_pop", timeout, std::move(call))) return single(std::move(*values));
+  }
   try {
     return unary(impl, "queue_pop", Idempotent::no, block ? timeout : kNonBlocking, request, &Stub::QueuePop)
         .value();

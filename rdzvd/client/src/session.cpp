@@ -1,5 +1,5 @@
 // Session stream handling (see session.hpp). The sync gRPC stream allows one reader and one
-// writer at a time: the reader thread only reads; writes (heartbeats, barriers) take turns under
+// writer at a time: the reader thread only reads; writes (heartbeats, calls) take turns under
 // write_mutex_, and the heartbeat thread, or a failed opened(), makes the final Finish().
 #include "session.hpp"
 
@@ -97,30 +97,30 @@ grpc::Status Session::finish_after_cancel(std::unique_lock<std::mutex>& lock) {
   return stream_->Finish();
 }
 
-std::optional<grpc::Status> Session::barrier(const llmrdzv::v1::BarrierRequest& request,
-                                             std::chrono::milliseconds wait) {
+std::optional<Session::CallResult> Session::call(llmrdzv::v1::SessionCall call, std::chrono::milliseconds wait) {
   llmrdzv::v1::SessionRequest message;
   {
     std::lock_guard lock(mutex_);
     if (!opened_ || reads_done_ || closing_) return std::nullopt;
-    message.mutable_barrier()->set_id(next_barrier_id_++);
-    barriers_.emplace(message.barrier().id(), std::nullopt);
+    call.set_id(next_call_id_++);
+    calls_.emplace(call.id(), std::nullopt);
   }
-  const std::uint64_t id = message.barrier().id();
-  *message.mutable_barrier()->mutable_request() = request;
+  const std::uint64_t id = call.id();
+  *message.mutable_call() = std::move(call);
   const bool written = write(message);
   std::unique_lock lock(mutex_);
   const bool answered = written && changed_.wait_for(lock, wait, [&] {
-    return barriers_.at(id).has_value() || reads_done_ || closing_;
+    return calls_.at(id).has_value() || reads_done_ || closing_;
   });
-  const std::optional<grpc::Status> answer = barriers_.at(id);
-  barriers_.erase(id);
-  if (answer) return *answer;
+  std::optional<CallResult> answer = std::move(calls_.at(id));
+  calls_.erase(id);
+  if (answer) return answer;
   if (written && !answered) {
-    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                        "no answer to the barrier within " + std::to_string(wait.count()) + " ms");
+    return CallResult{grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   "no answer on the session stream within " + std::to_string(wait.count()) + " ms"),
+                      {}};
   }
-  return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the session stream ended before the barrier's answer");
+  return CallResult{grpc::Status(grpc::StatusCode::UNAVAILABLE, "the session stream ended before the answer"), {}};
 }
 
 void Session::read_events() {
@@ -134,10 +134,12 @@ void Session::read_events() {
       changed_.notify_all();
       continue;
     }
-    if (wire.kind() == llmrdzv::v1::SessionEvent::BARRIER_DONE) {
+    if (wire.kind() == llmrdzv::v1::SessionEvent::CALL_DONE) {
       std::lock_guard lock(mutex_);
-      if (auto it = barriers_.find(wire.barrier_id()); it != barriers_.end()) {
-        it->second = grpc::Status(grpc::StatusCode(wire.code()), wire.detail());
+      if (auto it = calls_.find(wire.call_id()); it != calls_.end()) {
+        auto& values = *wire.mutable_values();
+        it->second = CallResult{grpc::Status(grpc::StatusCode(wire.code()), wire.detail()),
+                                {std::make_move_iterator(values.begin()), std::make_move_iterator(values.end())}};
         changed_.notify_all();
       }
       continue;

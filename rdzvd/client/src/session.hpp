@@ -1,7 +1,7 @@
 // The member's Session stream: opens it for a round (or, with a daemon that speaks
 // "session-join", joins and opens in one), sends heartbeats from one thread, reads events on
-// another and hands them to the user's callback, carries barriers ("session-barrier"), and
-// reports a lost stream. Private.
+// another and hands them to the user's callback, carries the store calls that block
+// ("session-calls"), and reports a lost stream. Private.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
@@ -46,10 +47,16 @@ class Session {
   std::uint64_t round() const { return round_; }
   const llmrdzv::v1::JoinResponse& assignment() const { return assignment_; }
 
-  // Runs a barrier on the stream and waits up to `wait` for its answer: the Barrier RPC's status,
-  // UNAVAILABLE if the stream ended meanwhile, DEADLINE_EXCEEDED if no answer came. nullopt
-  // when the stream is already over and nothing was sent (the caller may use the RPC instead).
-  std::optional<grpc::Status> barrier(const llmrdzv::v1::BarrierRequest& request, std::chrono::milliseconds wait);
+  // What a SessionCall came back with: the unary call's status, and its values when OK.
+  struct CallResult {
+    grpc::Status status;
+    std::vector<std::string> values;
+  };
+  // Runs `call` (its operation set, its id chosen here) on the stream and waits up to `wait` for
+  // its answer: the CALL_DONE, UNAVAILABLE if the stream ended meanwhile, DEADLINE_EXCEEDED if no
+  // answer came. nullopt when the stream is already over and nothing was sent (the caller may use
+  // the unary call instead). Safe from several threads at once.
+  std::optional<CallResult> call(llmrdzv::v1::SessionCall call, std::chrono::milliseconds wait);
 
   // A newer session of this member may replace this one in the daemon (a retried join of the
   // same round): its stream then ends with ABORTED, which is not a loss to report.
@@ -83,8 +90,8 @@ class Session {
   bool replacement_expected_ = false;
   std::uint64_t round_ = 0;
   llmrdzv::v1::JoinResponse assignment_;
-  std::uint64_t next_barrier_id_ = 1;
-  std::unordered_map<std::uint64_t, std::optional<grpc::Status>> barriers_;  // sent, by id: the answer
+  std::uint64_t next_call_id_ = 1;
+  std::unordered_map<std::uint64_t, std::optional<CallResult>> calls_;  // sent, by id: the answer
   std::thread reader_;
   std::thread heartbeater_;
 };
