@@ -1,6 +1,7 @@
 // Session stream reactor (see session_reactor.hpp).
 #include "session_reactor.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -77,6 +78,12 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
     };
     auto waiter = start(core, call, std::move(done));
     if (waiter.id != 0) calls_.emplace_back(id, std::move(waiter));
+  }
+
+  // Gives up the call `id` if it is still blocked; its callback then answers CANCELLED.
+  void cancel_call(core::Core& core, std::uint64_t id) {
+    const auto it = std::find_if(calls_.begin(), calls_.end(), [id](const auto& entry) { return entry.first == id; });
+    if (it != calls_.end()) core.cancel(it->second);  // the callback erases the entry
   }
 
   void heartbeat(core::Core& core) const { core.heartbeat(session_id_); }
@@ -172,9 +179,11 @@ void SessionReactor::OnReadDone(bool ok) {
     host_.run([this](core::Core& core) { link_->heartbeat(core); });
   } else if (request_.has_call()) {
     host_.run([this](core::Core& core) { link_->call(core, request_.call()); });
+  } else if (request_.kind_case() == llmrdzv::v1::SessionRequest::kCancel) {
+    host_.run([this](core::Core& core) { link_->cancel_call(core, request_.cancel()); });
   } else {
     end(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                     "after SessionOpen a Session carries only heartbeats and calls"));
+                     "after SessionOpen a Session carries only heartbeats, calls and cancels"));
     return;
   }
   read_next();

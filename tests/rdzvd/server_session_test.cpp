@@ -333,6 +333,23 @@ TEST_CASE("session calls: get, wait, multi_get and queue_pop answer on the strea
   CHECK_THAT(empty.detail(), Catch::Contains("needs an operation"));
   send_barrier(server, *a, 8, round, "solo", 1, 1000);
   CHECK(call_done(*a).code() == 0);
+
+  // A cancel ends a blocked call at once; one for an unknown id changes nothing.
+  send_call(server, *a, 9, [&](v1::SessionCall& call) {
+    call.mutable_wait()->set_round(round);
+    call.mutable_wait()->add_keys("never");
+    call.mutable_wait()->set_timeout_ms(60000);
+  });
+  v1::SessionRequest cancel;
+  cancel.set_cancel(99);
+  REQUIRE(a->rw->Write(cancel));
+  cancel.set_cancel(9);
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  REQUIRE(a->rw->Write(cancel));
+  const v1::SessionEvent cancelled = call_done(*a);
+  CHECK(std::chrono::steady_clock::now() - cancelled_at < std::chrono::seconds(30));
+  CHECK(cancelled.call_id() == 9);
+  CHECK(cancelled.code() == int(Code::CANCELLED));
   a->context.TryCancel();
   finish(*a);
 }

@@ -116,6 +116,10 @@ std::optional<Session::CallResult> Session::call(llmrdzv::v1::SessionCall call, 
   calls_.erase(id);
   if (answer) return answer;
   if (written && !answered) {
+    lock.unlock();
+    llmrdzv::v1::SessionRequest cancel;  // no waiter left behind in the daemon
+    cancel.set_cancel(id);
+    write(cancel);
     return CallResult{grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                    "no answer on the session stream within " + std::to_string(wait.count()) + " ms"),
                       {}};

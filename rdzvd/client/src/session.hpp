@@ -54,7 +54,7 @@ class Session {
   };
   // Runs `call` (its operation set, its id chosen here) on the stream and waits up to `wait` for
   // its answer: the CALL_DONE, UNAVAILABLE if the stream ended meanwhile, DEADLINE_EXCEEDED if no
-  // answer came. nullopt when the stream is already over and nothing was sent (the caller may use
+  // answer came (the call is then cancelled in the daemon). nullopt when the stream is already over and nothing was sent (the caller may use
   // the unary call instead). Safe from several threads at once.
   std::optional<CallResult> call(llmrdzv::v1::SessionCall call, std::chrono::milliseconds wait);
 
