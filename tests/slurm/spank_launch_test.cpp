@@ -10,45 +10,30 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "rdzvd_launch.hpp"
+#include "scratch_dir.hpp"
 #include "site_secret.hpp"
 
 using namespace llmrdzv;
 using namespace llmrdzv::spank;
+using llmrdzv::testing::read_file;
+using llmrdzv::testing::ScratchDir;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char pattern[] = "/tmp/spank-launch-test-XXXXXX";
-    path = mkdtemp(pattern);
-    chmod(path.c_str(), 0777);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
-
-LaunchSpec shell_daemon(const TempDir& dir, const std::string& script) {
+LaunchSpec shell_daemon(const ScratchDir& dir, const std::string& script) {
   LaunchSpec spec;
   spec.program = "/bin/sh";
   spec.args = {"-c", script, "sh"};
   spec.token = "secret-token";
   spec.user = {getuid(), getgid(), {}};
-  spec.port_file = (dir.path / "port").string();
-  spec.log_path = (dir.path / "daemon.log").string();
+  spec.port_file = dir.file("port");
+  spec.log_path = dir.file("daemon.log");
   spec.start_timeout = std::chrono::milliseconds(3000);
   return spec;
-}
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::string status_field(pid_t pid, const std::string& field) {
@@ -65,7 +50,7 @@ bool running(pid_t pid) { return kill(pid, 0) == 0; }
 }  // namespace
 
 TEST_CASE("the daemon counts as started once its port file names a port") {
-  TempDir dir;
+  ScratchDir dir("spank-launch");
   LaunchSpec spec = shell_daemon(dir, "sleep 0.2; printf '0.0.0.0:' > \"$PORT_FILE\"; sleep 0.2; "
                                       "echo 20123 >> \"$PORT_FILE\"; echo \"token=$LLM_RDZV_TOKEN\"; exec sleep 30");
   spec.args[1] = "PORT_FILE=" + spec.port_file + "; " + spec.args[1];
@@ -78,15 +63,16 @@ TEST_CASE("the daemon counts as started once its port file names a port") {
   CHECK(args.find("secret-token") == std::string::npos);
   stop_daemon(daemon, std::chrono::milliseconds(2000));
   CHECK_FALSE(running(daemon.pid));
-  CHECK(read_text(dir.path / "daemon.log") == "token=secret-token\n");
+  CHECK(read_file(dir / "daemon.log") == "token=secret-token\n");
 }
 
 TEST_CASE("the daemon runs as the job's user, not as root") {
   if (getuid() != 0) return;  // only root can switch users; the Slurm suite runs as root
   const passwd* nobody = getpwnam("nobody");
   REQUIRE(nobody != nullptr);
-  TempDir dir;
-  LaunchSpec spec = shell_daemon(dir, "echo 20001 > " + (dir.path / "port").string() + "; exec sleep 30");
+  ScratchDir dir("spank-launch");
+  fs::permissions(dir.path(), fs::perms::all);  // the daemon, as nobody, writes its port file and log here
+  LaunchSpec spec = shell_daemon(dir, "echo 20001 > " + dir.file("port") + "; exec sleep 30");
   spec.user = {nobody->pw_uid, nobody->pw_gid, {}};
   const RunningDaemon daemon = start_daemon(spec);
   const std::string uids = status_field(daemon.pid, "Uid");
@@ -98,8 +84,8 @@ TEST_CASE("the daemon runs as the job's user, not as root") {
 }
 
 TEST_CASE("a daemon that ignores SIGTERM is killed after the grace period") {
-  TempDir dir;
-  LaunchSpec spec = shell_daemon(dir, "trap '' TERM; echo 20002 > " + (dir.path / "port").string() +
+  ScratchDir dir("spank-launch");
+  LaunchSpec spec = shell_daemon(dir, "trap '' TERM; echo 20002 > " + dir.file("port") +
                                           "; while :; do sleep 0.05; done");
   const RunningDaemon daemon = start_daemon(spec);
   const auto start = std::chrono::steady_clock::now();
@@ -109,27 +95,27 @@ TEST_CASE("a daemon that ignores SIGTERM is killed after the grace period") {
 }
 
 TEST_CASE("start failures say why") {
-  TempDir dir;
+  ScratchDir dir("spank-launch");
   SECTION("missing program") {
     LaunchSpec spec = shell_daemon(dir, "");
-    spec.program = (dir.path / "no-rdzvd").string();
+    spec.program = dir.file("no-rdzvd");
     CHECK_THROWS_WITH(start_daemon(spec), Contains("rdzvd could not be executed (" + spec.program));
   }
   SECTION("early exit") {
     CHECK_THROWS_WITH(start_daemon(shell_daemon(dir, "echo bind failed >&2; exit 3")),
-                      Contains("rdzvd exited with status 3 (see " + (dir.path / "daemon.log").string()));
-    CHECK(read_text(dir.path / "daemon.log") == "bind failed\n");
+                      Contains("rdzvd exited with status 3 (see " + dir.file("daemon.log")));
+    CHECK(read_file(dir / "daemon.log") == "bind failed\n");
   }
   SECTION("no port within the start timeout") {
-    LaunchSpec spec = shell_daemon(dir, "echo $$ > " + (dir.path / "pid").string() + "; exec sleep 30");
+    LaunchSpec spec = shell_daemon(dir, "echo $$ > " + dir.file("pid") + "; exec sleep 30");
     spec.start_timeout = std::chrono::milliseconds(300);
     CHECK_THROWS_WITH(start_daemon(spec), Contains("rdzvd did not report a listening port within 300 ms"));
-    const pid_t pid = std::stoi(read_text(dir.path / "pid"));
+    const pid_t pid = std::stoi(read_file(dir / "pid"));
     CHECK_FALSE(running(pid));
   }
   SECTION("unwritable log") {
     LaunchSpec spec = shell_daemon(dir, "exit 0");
-    spec.log_path = (dir.path / "missing-dir" / "log").string();
+    spec.log_path = dir.file("missing-dir/log");
     CHECK_THROWS_WITH(start_daemon(spec), Contains("could not open its log file " + spec.log_path));
   }
 }
@@ -150,8 +136,8 @@ TEST_CASE("rdzvd's command line carries the step and the site's timings") {
 }
 
 TEST_CASE("the site secret must be private to its owner") {
-  TempDir dir;
-  const auto path = (dir.path / "secret").string();
+  ScratchDir dir("spank-launch");
+  const auto path = dir.file("secret");
   { std::ofstream(path) << "s3cret \t\n"; }
   chmod(path.c_str(), 0600);
   CHECK(read_site_secret(path, getuid()) == "s3cret");
@@ -159,7 +145,7 @@ TEST_CASE("the site secret must be private to its owner") {
   CHECK_THROWS_WITH(read_site_secret(path, getuid()), Contains("no group or other permissions"));
   chmod(path.c_str(), 0600);
   CHECK_THROWS_WITH(read_site_secret(path, getuid() + 1), Contains("must be owned by uid"));
-  CHECK_THROWS_WITH(read_site_secret((dir.path / "none").string(), getuid()), Contains("No such file"));
+  CHECK_THROWS_WITH(read_site_secret(dir.file("none"), getuid()), Contains("No such file"));
   { std::ofstream(path) << "\n"; }
   CHECK_THROWS_WITH(read_site_secret(path, getuid()), Contains("empty"));
 }

@@ -12,7 +12,7 @@
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "llmrdzv/train/generate.hpp"
-#include "test_files.hpp"
+#include "scratch_dir.hpp"
 
 using namespace llmrdzv;
 using namespace llmrdzv::train;
@@ -65,14 +65,14 @@ void require_same_parameters(model::Gpt2LmHeadModel& a, model::Gpt2LmHeadModel& 
 }  // namespace
 
 TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[checkpoint]") {
-  trainer_test::TempDir dir;
+  testing::ScratchDir dir("checkpoint");
   Trainee original(1);
   original.attach();
   original.step();
   original.step();
   const LoopState saved{2, "sampler state text", 9.25};
   const fs::path written = save_training_checkpoint(dir.path(), original.model, *original.engine, saved, 0);
-  CHECK(written == fs::path(dir.path()) / "checkpoint-2");
+  CHECK(written == dir / "checkpoint-2");
   std::vector<torch::Tensor> at_checkpoint;  // no model built here: that would reseed the RNG
   for (const auto& p : original.model->parameters()) at_checkpoint.push_back(p.detach().clone());
   torch::NoGradGuard no_grad;
@@ -105,7 +105,7 @@ TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[c
 }
 
 TEST_CASE("checkpoints of another model or with damaged files are refused", "[checkpoint][errors]") {
-  trainer_test::TempDir dir;
+  testing::ScratchDir dir("checkpoint");
   Trainee original(1);
   original.attach();
   original.step();
@@ -113,28 +113,29 @@ TEST_CASE("checkpoints of another model or with damaged files are refused", "[ch
   save_training_checkpoint(dir.path(), original.model, *original.engine, {2, "s", 2.0}, 0);
 
   Trainee wider(1, tiny_config(32));
-  const VerifiedCheckpoint checkpoint = open_training_checkpoint(fs::path(dir.path()) / "checkpoint-2");
+  const VerifiedCheckpoint checkpoint = open_training_checkpoint(dir / "checkpoint-2");
   CHECK_THROWS_WITH(restore_model(checkpoint, wider.model), Catch::Contains("checkpoint-2") &&
                                                                 Catch::Contains("another model configuration"));
 
-  const std::string optimizer_file = dir / "checkpoint-2/optimizer.safetensors";
+  const fs::path optimizer_file = dir / "checkpoint-2/optimizer.safetensors";
   fs::resize_file(optimizer_file, fs::file_size(optimizer_file) - 3);
-  CHECK_THROWS_WITH(open_training_checkpoint(fs::path(dir.path()) / "checkpoint-2"),
+  CHECK_THROWS_WITH(open_training_checkpoint(dir / "checkpoint-2"),
                     Catch::Contains("checkpoint-2") && Catch::Contains("optimizer.safetensors"));
-  CHECK(resolve_checkpoint("latest", dir.path(), 0) == fs::path(dir.path()) / "checkpoint-1");
+  CHECK(resolve_checkpoint("latest", dir.path(), 0) == dir / "checkpoint-1");
 
-  CHECK_THROWS_WITH(open_training_checkpoint(fs::path(dir.path()) / "elsewhere"), Catch::Contains("not a checkpoint-<step> directory"));
-  trainer_test::TempDir empty;
-  CHECK_THROWS_WITH(resolve_checkpoint("latest", empty.path(), 0), Catch::Contains("no valid checkpoint in " + empty.path()));
+  CHECK_THROWS_WITH(open_training_checkpoint(dir / "elsewhere"), Catch::Contains("not a checkpoint-<step> directory"));
+  testing::ScratchDir empty("checkpoint");
+  CHECK_THROWS_WITH(resolve_checkpoint("latest", empty.path(), 0),
+                    Catch::Contains("no valid checkpoint in " + empty.path().string()));
 }
 
 TEST_CASE("generate samples from a saved model reproducibly and names a bad model directory", "[generate]") {
-  trainer_test::TempDir dir;
+  testing::ScratchDir dir("checkpoint");
   Trainee trainee(3);
   io::save_hf_model(trainee.model, dir.path());
   tokenizer::Tokenizer::bytes().save(dir.path());
   GenerateOptions options;
-  options.model = dir.path();
+  options.model = dir.path().string();
   options.prompt = "def f(";
   options.max_new_tokens = 6;
   options.temperature = 0.8;
@@ -146,6 +147,6 @@ TEST_CASE("generate samples from a saved model reproducibly and names a bad mode
   CHECK(first.size() > options.prompt.size());
   CHECK(generate_text(options) == first);
 
-  options.model = dir / "missing";
-  CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir / "missing"));
+  options.model = dir.file("missing");
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir.file("missing")));
 }

@@ -17,14 +17,14 @@
 #include <thread>
 
 #include "llmrdzv/io/json.hpp"
+#include "scratch_dir.hpp"
 #include "trainer_process.hpp"
 
-using trainer_test::read_file;
+using llmrdzv::testing::read_file;
+using llmrdzv::testing::ScratchDir;
 using trainer_test::run_trainer;
 using trainer_test::RunResult;
-using trainer_test::TempDir;
 using trainer_test::TrainerProcess;
-using trainer_test::write_file;
 
 namespace {
 
@@ -40,10 +40,10 @@ std::string corpus() {
   return text;
 }
 
-std::vector<std::string> run_args(const TempDir& dir, const std::string& out, int per_device, int accumulation,
+std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out, int per_device, int accumulation,
                                   const std::string& offload) {
-  return {"--do_train", "--train_file", dir / "corpus.txt", "--validation_split_percentage", "0",
-          "--output_dir", out, "--cache_dir", dir / ("cache-" + out.substr(out.size() - 6)),
+  return {"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
+          "--output_dir", out, "--cache_dir", dir.file("cache-" + out.substr(out.size() - 6)),
           "--config_overrides", "n_layer=2,n_head=2,n_embd=32,n_positions=32,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
           "--block_size", "16", "--per_device_train_batch_size", std::to_string(per_device),
           "--gradient_accumulation_steps", std::to_string(accumulation), "--learning_rate", "3e-3",
@@ -104,22 +104,22 @@ std::string command_line(int pid) {
 
 TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offload none and optimizer)",
           "[train][distributed]") {
-  TempDir dir;
-  write_file(dir / "corpus.txt", corpus());
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", corpus());
   for (const std::string offload : {"none", "optimizer"}) {
     DYNAMIC_SECTION("offload " << offload) {
       // One process (with --offload optimizer a world of one through the same launcher).
-      const RunResult single = run_trainer(run_args(dir, dir / ("runs-" + offload + "-1rank"), 4, 2, offload));
+      const RunResult single = run_trainer(run_args(dir, dir.file("runs-" + offload + "-1rank"), 4, 2, offload));
       expect_ok(single);
       CHECK((offload == "optimizer") == (single.err.find("standalone: 1 rank ") != std::string::npos));
-      const auto reference = losses(dir / ("runs-" + offload + "-1rank/metrics.jsonl"));
+      const auto reference = losses(dir.file("runs-" + offload + "-1rank/metrics.jsonl"));
       REQUIRE(reference.size() == 20);
       CHECK(reference.back() < reference.front() - 1.0);
-      const double single_wait = comm_wait_total(dir / ("runs-" + offload + "-1rank/metrics.jsonl"));
+      const double single_wait = comm_wait_total(dir.file("runs-" + offload + "-1rank/metrics.jsonl"));
       if (offload == "none") CHECK(single_wait == 0);  // one process, no collectives
 
       for (const int world : {2, 4}) {
-        const std::string out = dir / ("runs-" + offload + "-" + std::to_string(world) + "rank");
+        const std::string out = dir.file("runs-" + offload + "-" + std::to_string(world) + "rank");
         auto args = run_args(dir, out, 4 / world, 2, offload);
         args.insert(args.end(), {"--nproc", std::to_string(world)});
         const RunResult run = run_trainer(args);
@@ -138,15 +138,15 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
 }
 
 TEST_CASE("a killed rank stops the standalone run with a message naming it", "[train][distributed][kill]") {
-  TempDir dir;
-  write_file(dir / "corpus.txt", corpus());
-  auto args = run_args(dir, dir / "killed", 2, 1, "none");
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", corpus());
+  auto args = run_args(dir, dir.file("killed"), 2, 1, "none");
   *(std::find(args.begin(), args.end(), "--max_steps") + 1) = "100000";  // far more than the test waits for
   args.insert(args.end(), {"--nproc", "2"});
   TrainerProcess launcher(args);
   // Wait until the ranks train (metrics.jsonl has a record), then kill rank 1 (ranks start in order).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  const std::string metrics = dir / "killed/metrics.jsonl";
+  const std::string metrics = dir.file("killed/metrics.jsonl");
   while (std::chrono::steady_clock::now() < deadline && (!std::filesystem::exists(metrics) ||
                                                           std::filesystem::file_size(metrics) == 0)) {
     REQUIRE(launcher.running());
@@ -165,17 +165,17 @@ TEST_CASE("a killed rank stops the standalone run with a message naming it", "[t
 }
 
 TEST_CASE("trainer --nproc refuses to start inside an existing rendezvous", "[train][distributed][errors]") {
-  TempDir dir;
-  write_file(dir / "corpus.txt", corpus());
-  auto args = run_args(dir, dir / "nested", 2, 1, "none");
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", corpus());
+  auto args = run_args(dir, dir.file("nested"), 2, 1, "none");
   args.insert(args.end(), {"--nproc", "2"});
   ::setenv("RDZV_ENDPOINT", "127.0.0.1:1", 1);
   const RunResult run = run_trainer(args);
   ::unsetenv("RDZV_ENDPOINT");
   CHECK(run.exit_code == 1);
   CHECK_THAT(run.err, Catch::Contains("RDZV_ENDPOINT is already set") && Catch::Contains("drop --nproc"));
-  const RunResult negative = run_trainer({"--do_train", "--train_file", dir / "corpus.txt", "--output_dir",
-                                          dir / "n", "--nproc", "-1"});
+  const RunResult negative = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir",
+                                          dir.file("n"), "--nproc", "-1"});
   CHECK(negative.exit_code == 2);
   CHECK_THAT(negative.err, Catch::Contains("--nproc must be between 0 and 1024"));
 }

@@ -6,17 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <stdexcept>
 
 namespace trainer_test {
 
 TrainerProcess::TrainerProcess(const std::vector<std::string>& args) {
-  char pattern[] = "/tmp/trainer-proc-XXXXXX";
-  if (!mkdtemp(pattern)) throw std::runtime_error("mkdtemp failed");
-  capture_ = pattern;
-  const std::string out_path = capture_ + "/stdout";
-  const std::string err_path = capture_ + "/stderr";
+  // Made here, not only in the child, so that stdout_text() can read them from the start.
+  const std::string out_path = capture_.write("stdout", "");
+  const std::string err_path = capture_.write("stderr", "");
   std::vector<std::string> copies = args;
   copies.insert(copies.begin(), TRAINER_BINARY);
   std::vector<char*> argv;
@@ -34,10 +31,7 @@ TrainerProcess::TrainerProcess(const std::vector<std::string>& args) {
   }
 }
 
-TrainerProcess::~TrainerProcess() {
-  kill_now();
-  std::filesystem::remove_all(capture_);
-}
+TrainerProcess::~TrainerProcess() { kill_now(); }
 
 bool TrainerProcess::running() {
   if (status_ >= 0) return false;
@@ -47,8 +41,8 @@ bool TrainerProcess::running() {
   return false;
 }
 
-std::string TrainerProcess::stdout_text() const { return read_file(capture_ + "/stdout"); }
-std::string TrainerProcess::stderr_text() const { return read_file(capture_ + "/stderr"); }
+std::string TrainerProcess::stdout_text() const { return llmrdzv::testing::read_file(capture_ / "stdout"); }
+std::string TrainerProcess::stderr_text() const { return llmrdzv::testing::read_file(capture_ / "stderr"); }
 
 int TrainerProcess::kill_now() {
   if (running()) kill(pid_, SIGKILL);

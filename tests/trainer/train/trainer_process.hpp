@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "test_files.hpp"
+#include "scratch_dir.hpp"
 
 namespace trainer_test {
 
@@ -35,7 +35,7 @@ class TrainerProcess {
   int wait();
 
  private:
-  std::string capture_;
+  llmrdzv::testing::ScratchDir capture_{"trainer-proc"};  // stdout and stderr
   int pid_ = -1;
   int status_ = -1;
 };

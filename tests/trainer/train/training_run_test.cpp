@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "llmrdzv/io/json.hpp"
+#include "scratch_dir.hpp"
 #include "trainer_process.hpp"
 
-using trainer_test::read_file;
+using llmrdzv::testing::read_file;
+using llmrdzv::testing::ScratchDir;
 using trainer_test::run_trainer;
 using trainer_test::RunResult;
-using trainer_test::TempDir;
-using trainer_test::write_file;
 namespace fs = std::filesystem;
 
 namespace {
@@ -79,9 +79,9 @@ double last_train_loss(const std::string& metrics) {
   return loss;
 }
 
-std::vector<std::string> resume_run_args(const TempDir& dir, const std::string& output) {
-  return {"--do_train", "--do_eval", "--train_file", dir / "corpus.txt", "--validation_file", dir / "valid.txt",
-          "--output_dir", output, "--cache_dir", dir / "cache",
+std::vector<std::string> resume_run_args(const ScratchDir& dir, const std::string& output) {
+  return {"--do_train", "--do_eval", "--train_file", dir.file("corpus.txt"), "--validation_file", dir.file("valid.txt"),
+          "--output_dir", output, "--cache_dir", dir.file("cache"),
           "--config_overrides", kTinyModel + ",resid_pdrop=0.1,embd_pdrop=0.1,attn_pdrop=0.1",
           "--block_size", "16", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
           "--learning_rate", "3e-3", "--weight_decay", "0.1", "--max_grad_norm", "0.5",
@@ -93,20 +93,20 @@ std::vector<std::string> resume_run_args(const TempDir& dir, const std::string& 
 // checkpoints every 6 steps; 19 steps make an epoch, so the run also crosses an epoch boundary.
 struct ReferenceRun {
   ReferenceRun() {
-    write_file(dir / "corpus.txt", word_salad());
-    write_file(dir / "valid.txt", word_salad().substr(0, 600));
-    expect_ok(run_trainer(resume_run_args(dir, dir / "full")));
+    dir.write("corpus.txt", word_salad());
+    dir.write("valid.txt", word_salad().substr(0, 600));
+    expect_ok(run_trainer(resume_run_args(dir, dir.file("full"))));
   }
-  TempDir dir;
+  ScratchDir dir{"train-run"};
 };
 
 }  // namespace
 
 TEST_CASE("a tiny model overfits a tiny corpus, and generate replays what it memorised", "[train][overfit][generate]") {
-  TempDir dir;
-  write_file(dir / "corpus.txt", kMemorise);
-  const std::string out = dir / "out";
-  const RunResult run = run_trainer({"--do_train", "--train_file", dir / "corpus.txt", "--output_dir", out,
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", kMemorise);
+  const std::string out = dir.file("out");
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
                                      "--validation_split_percentage", "0", "--config_overrides",
                                      kTinyModel + ",resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "16",
                                      "--per_device_train_batch_size", "4", "--learning_rate", "1e-2",
@@ -142,15 +142,15 @@ TEST_CASE("a tiny model overfits a tiny corpus, and generate replays what it mem
 
 TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[train][resume]") {
   ReferenceRun reference;
-  const TempDir& dir = reference.dir;
-  std::vector<std::string> args = resume_run_args(dir, dir / "resumed");
-  args.insert(args.end(), {"--resume_from_checkpoint", dir / "full/checkpoint-12"});
+  const ScratchDir& dir = reference.dir;
+  std::vector<std::string> args = resume_run_args(dir, dir.file("resumed"));
+  args.insert(args.end(), {"--resume_from_checkpoint", dir.file("full/checkpoint-12")});
   const RunResult resumed = run_trainer(args);
   expect_ok(resumed);
-  CHECK_THAT(resumed.out, Catch::Contains("resuming from " + (dir / "full/checkpoint-12") + " at step 12"));
+  CHECK_THAT(resumed.out, Catch::Contains("resuming from " + dir.file("full/checkpoint-12") + " at step 12"));
 
-  const auto full = records(dir / "full/metrics.jsonl");
-  const auto again = records(dir / "resumed/metrics.jsonl");
+  const auto full = records(dir.file("full/metrics.jsonl"));
+  const auto again = records(dir.file("resumed/metrics.jsonl"));
   int compared = 0;
   for (const auto& [key, line] : again) {
     INFO(key.first << " step " << key.second);
@@ -159,20 +159,20 @@ TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[
     ++compared;
   }
   CHECK(compared == 12 + 2);  // train steps 13..24, evaluations at 18 and 24
-  CHECK(read_file(dir / "resumed/model.safetensors") == read_file(dir / "full/model.safetensors"));
-  const auto full_results = llmrdzv::json::parse(read_file(dir / "full/all_results.json"));
-  const auto resumed_results = llmrdzv::json::parse(read_file(dir / "resumed/all_results.json"));
+  CHECK(read_file(dir.file("resumed/model.safetensors")) == read_file(dir.file("full/model.safetensors")));
+  const auto full_results = llmrdzv::json::parse(read_file(dir.file("full/all_results.json")));
+  const auto resumed_results = llmrdzv::json::parse(read_file(dir.file("resumed/all_results.json")));
   CHECK(full_results.find("train_loss")->as_double() == resumed_results.find("train_loss")->as_double());
   CHECK(full_results.find("eval_loss")->as_double() == resumed_results.find("eval_loss")->as_double());
 }
 
 TEST_CASE("a damaged checkpoint is refused and 'latest' falls back to the previous one", "[train][resume][errors]") {
   ReferenceRun reference;
-  const TempDir& dir = reference.dir;
+  const ScratchDir& dir = reference.dir;
   // What a save killed midway through could leave: the newest checkpoint gone, the one before
   // with a short file.
-  const std::string damaged = dir / "damaged";
-  fs::copy(dir / "full", damaged, fs::copy_options::recursive);
+  const std::string damaged = dir.file("damaged");
+  fs::copy(dir.file("full"), damaged, fs::copy_options::recursive);
   fs::remove_all(damaged + "/checkpoint-24");
   fs::resize_file(damaged + "/checkpoint-18/optimizer.safetensors",
                   fs::file_size(damaged + "/checkpoint-18/optimizer.safetensors") / 2);
@@ -189,15 +189,15 @@ TEST_CASE("a damaged checkpoint is refused and 'latest' falls back to the previo
   expect_ok(resumed);
   CHECK_THAT(resumed.err, Catch::Contains("skipping broken checkpoint") && Catch::Contains("checkpoint-18"));
   CHECK_THAT(resumed.out, Catch::Contains("at step 12"));
-  CHECK(records(damaged + "/metrics.jsonl") == records(dir / "full/metrics.jsonl"));
-  CHECK(read_file(damaged + "/model.safetensors") == read_file(dir / "full/model.safetensors"));
+  CHECK(records(damaged + "/metrics.jsonl") == records(dir.file("full/metrics.jsonl")));
+  CHECK(read_file(damaged + "/model.safetensors") == read_file(dir.file("full/model.safetensors")));
 }
 
 TEST_CASE("a run killed at any moment resumes from its latest checkpoint with the same results", "[train][resume][kill]") {
   ReferenceRun reference;
-  const TempDir& dir = reference.dir;
+  const ScratchDir& dir = reference.dir;
   for (const int delay_ms : {0, 7, 23}) {
-    const std::string killed = dir / ("killed-" + std::to_string(delay_ms));
+    const std::string killed = dir.file("killed-" + std::to_string(delay_ms));
     std::vector<std::string> args = resume_run_args(dir, killed);
     args.insert(args.end(), {"--save_steps", "1"});  // a save after every step: kills land in saves often
     trainer_test::TrainerProcess process(args);
@@ -215,17 +215,17 @@ TEST_CASE("a run killed at any moment resumes from its latest checkpoint with th
     const RunResult resumed = run_trainer(resume);
     expect_ok(resumed);
     INFO("killed after " << delay_ms << " ms; resumed run said:\n" << resumed.out);
-    CHECK(records(killed + "/metrics.jsonl") == records(dir / "full/metrics.jsonl"));
-    CHECK(read_file(killed + "/model.safetensors") == read_file(dir / "full/model.safetensors"));
+    CHECK(records(killed + "/metrics.jsonl") == records(dir.file("full/metrics.jsonl")));
+    CHECK(read_file(killed + "/model.safetensors") == read_file(dir.file("full/model.safetensors")));
   }
 }
 
 TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors]") {
-  TempDir dir;
-  write_file(dir / "corpus.txt", word_salad());
-  const std::vector<std::string> base = {"--do_train", "--train_file", dir / "corpus.txt", "--output_dir", dir / "out",
-                                         "--config_overrides", kTinyModel, "--block_size", "16", "--max_steps", "2",
-                                         "--threads", "1"};
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", word_salad());
+  const std::vector<std::string> base = {"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir",
+                                         dir.file("out"), "--config_overrides", kTinyModel, "--block_size", "16",
+                                         "--max_steps", "2", "--threads", "1"};
   const auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -236,9 +236,10 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   CHECK(typo.exit_code == 2);
   CHECK_THAT(typo.err, Catch::Contains("trainer: error: unknown option '--lerning_rate' (did you mean --learning_rate?)"));
 
-  const RunResult no_corpus = run_trainer({"--do_train", "--train_file", dir / "missing.txt", "--output_dir", dir / "o2"});
+  const RunResult no_corpus =
+      run_trainer({"--do_train", "--train_file", dir.file("missing.txt"), "--output_dir", dir.file("o2")});
   CHECK(no_corpus.exit_code == 1);
-  CHECK_THAT(no_corpus.err, Catch::Contains(dir / "missing.txt"));
+  CHECK_THAT(no_corpus.err, Catch::Contains(dir.file("missing.txt")));
 
   const RunResult long_block = with({"--block_size", "64"});
   CHECK(long_block.exit_code == 1);
@@ -254,11 +255,12 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   CHECK_THAT(again.err, Catch::Contains("already holds a training run") && Catch::Contains("--overwrite_output_dir"));
   expect_ok(with({"--overwrite_output_dir"}));
 
-  const RunResult no_model = run_trainer({"generate", "--model", dir / "nowhere", "--prompt", "x"});
+  const RunResult no_model = run_trainer({"generate", "--model", dir.file("nowhere"), "--prompt", "x"});
   CHECK(no_model.exit_code == 1);
-  CHECK_THAT(no_model.err, Catch::Contains(dir / "nowhere"));
+  CHECK_THAT(no_model.err, Catch::Contains(dir.file("nowhere")));
 
-  const RunResult no_checkpoint = with({"--overwrite_output_dir", "--resume_from_checkpoint", dir / "out/checkpoint-99"});
+  const RunResult no_checkpoint =
+      with({"--overwrite_output_dir", "--resume_from_checkpoint", dir.file("out/checkpoint-99")});
   CHECK(no_checkpoint.exit_code == 1);
   CHECK_THAT(no_checkpoint.err, Catch::Contains("checkpoint-99"));
 }
