@@ -12,8 +12,8 @@ std::uint64_t age_ms(TimePoint now, TimePoint since) {
   return std::uint64_t(std::chrono::duration_cast<Millis>(now - since).count());
 }
 
-RendezvousInfo summarise(const Rendezvous& rdzv, TimePoint now) {
-  RendezvousInfo info;
+RendezvousStatus summarise(const Rendezvous& rdzv, TimePoint now) {
+  RendezvousStatus info;
   info.rdzv_id = rdzv.id;
   info.round = rdzv.round;
   info.state = rdzv.round_active() ? "complete"
@@ -52,7 +52,7 @@ Result<DaemonInfo> Core::status(const std::optional<Scope>& scope) const {
   auto found = find(*scope);
   if (!found.ok()) return found.status();
   const Rendezvous& rdzv = *found.value();
-  RendezvousInfo info = summarise(rdzv, now);
+  RendezvousStatus info = summarise(rdzv, now);
   for (const auto& [participant_id, member] : rdzv.members) {
     info.member_details.push_back({participant_id, member.assignment.rank, member.host, member.assignment.local_rank,
                                    age_ms(now, member.last_heartbeat), member.session_id != 0});

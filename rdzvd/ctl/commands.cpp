@@ -43,7 +43,7 @@ std::string printable(const std::string& bytes) {
   return out;
 }
 
-void print_rendezvous_table(const std::vector<client::RendezvousStatus>& all, std::ostream& out) {
+void print_rendezvous_table(const std::vector<RendezvousStatus>& all, std::ostream& out) {
   out << std::left << std::setw(24) << "ID" << std::setw(7) << "ROUND" << std::setw(11) << "STATE" << std::setw(12)
       << "MIN:MAX" << std::setw(8) << "JOINED" << std::setw(9) << "MEMBERS" << std::setw(9) << "WAITING" << std::setw(8)
       << "KEYS" << std::setw(11) << "KV_BYTES" << "AGE_S\n";

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llmrdzv/common/rendezvous_status.hpp"
+
 namespace llmrdzv::client {
 
 struct Assignment {
@@ -41,30 +43,7 @@ struct SessionEvent {
 // "member_failed", "member_left", ...
 std::string_view event_kind_name(SessionEvent::Kind kind);
 
-struct MemberStatus {
-  std::string participant_id;
-  std::int32_t rank = -1;
-  std::string host;
-  std::int32_t local_rank = -1;
-  std::uint64_t last_heartbeat_age_ms = 0;
-  bool session_open = false;
-};
-
-struct RendezvousStatus {
-  std::string rdzv_id;
-  std::uint64_t round = 0;
-  std::string state;
-  std::int32_t min_participants = 0;
-  std::int32_t max_participants = 0;
-  std::int32_t joined = 0;
-  std::int32_t members = 0;
-  std::int32_t waiting = 0;
-  std::int64_t num_keys = 0;
-  std::int64_t kv_bytes = 0;
-  std::uint64_t age_ms = 0;
-  std::vector<MemberStatus> member_details;
-};
-
+// The daemon's Status reply (RendezvousStatus: llmrdzv/common/rendezvous_status.hpp, shared with rdzvd's core).
 struct DaemonStatus {
   std::string version;
   std::uint64_t uptime_ms = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/common/rendezvous_status.hpp"
 #include "llmrdzv/core/status.hpp"
 
 namespace llmrdzv::core {
@@ -73,34 +74,11 @@ struct WaiterRef {
   std::uint64_t id = 0;  // 0: the call completed before returning, nothing to cancel
 };
 
-struct MemberInfo {
-  std::string participant_id;
-  std::int32_t rank = -1;
-  std::string host;
-  std::int32_t local_rank = -1;
-  std::uint64_t last_heartbeat_age_ms = 0;
-  bool session_open = false;
-};
-
-struct RendezvousInfo {
-  std::string rdzv_id;
-  std::uint64_t round = 0;
-  std::string state;  // gathering | last_call | complete | closed
-  std::int32_t min_participants = 0;
-  std::int32_t max_participants = 0;
-  std::int32_t joined = 0;
-  std::int32_t members = 0;
-  std::int32_t waiting = 0;
-  std::int64_t num_keys = 0;
-  std::int64_t kv_bytes = 0;
-  std::uint64_t age_ms = 0;
-  std::vector<MemberInfo> member_details;
-};
-
+// The core's part of a Status reply (the server adds its version and features).
 struct DaemonInfo {
   std::uint64_t uptime_ms = 0;
   std::string mode;
-  std::vector<RendezvousInfo> rendezvous;
+  std::vector<RendezvousStatus> rendezvous;
 };
 
 }  // namespace llmrdzv::core

@@ -1,0 +1,35 @@
+// What rdzvd's Status call reports about a rendezvous and its members: one plain definition for the
+// core, which fills it, and the client library, which returns it (no protobuf, no core state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmrdzv {
+
+struct MemberStatus {
+  std::string participant_id;
+  std::int32_t rank = -1;
+  std::string host;
+  std::int32_t local_rank = -1;
+  std::uint64_t last_heartbeat_age_ms = 0;
+  bool session_open = false;
+};
+
+struct RendezvousStatus {
+  std::string rdzv_id;
+  std::uint64_t round = 0;
+  std::string state;  // gathering | last_call | complete | closed
+  std::int32_t min_participants = 0;
+  std::int32_t max_participants = 0;
+  std::int32_t joined = 0;
+  std::int32_t members = 0;
+  std::int32_t waiting = 0;
+  std::int64_t num_keys = 0;
+  std::int64_t kv_bytes = 0;
+  std::uint64_t age_ms = 0;
+  std::vector<MemberStatus> member_details;  // only in a reply to a Status call with a valid scope
+};
+
+}  // namespace llmrdzv
