@@ -328,10 +328,12 @@ void Core::check_heartbeat(const std::string& rdzv_key, const std::string& parti
   if (!rdzv.round_open || rdzv.round != round) return;
   const auto member = rdzv.members.find(participant_id);
   if (member == rdzv.members.end()) return;
-  const TimePoint due = member->second.last_heartbeat + settings_.heartbeat_timeout;
+  // The timeout the member was told when its round completed: a SIGHUP that changes the setting
+  // applies to later rounds, never to members heart-beating at the old interval.
+  const Millis timeout{member->second.assignment.heartbeat_timeout_ms};
+  const TimePoint due = member->second.last_heartbeat + timeout;
   if (clock_.now() >= due) {
-    fail_member(rdzv, participant_id,
-                "no heartbeat for " + std::to_string(settings_.heartbeat_timeout.count()) + " ms");
+    fail_member(rdzv, participant_id, "no heartbeat for " + std::to_string(timeout.count()) + " ms");
     return;
   }
   member->second.heartbeat_timer = timers_.schedule(due, [this, rdzv_key, participant_id, round] {

@@ -258,6 +258,11 @@ std::uint64_t KvSpace::barrier(const std::string& key, std::int64_t world_size, 
     done(error(Code::invalid_argument, "barrier world_size must be >= 1"), {});
     return 0;
   }
+  // A barrier that could not wait must not count as an arrival.
+  if (auto status = check_waiter_limits(timeout); !status.ok()) {
+    done(status, {});
+    return 0;
+  }
   const auto added = add(key, 1);
   if (!added.ok()) {
     done(added.status(), {});
@@ -307,15 +312,17 @@ std::uint64_t KvSpace::queue_pop(const std::string& key, bool block, Millis time
   return register_waiter(std::move(waiter), timeout, "queue " + quoted(key));
 }
 
+Status KvSpace::check_waiter_limits(Millis timeout) const {
+  if (ctx_.usage.waiters >= ctx_.limits.max_waiters)
+    return limit_exceeded("max_waiters", ctx_.limits.max_waiters, "too many blocked calls on this rendezvous");
+  if (timeout.count() > std::int64_t(ctx_.limits.max_timeout_ms))
+    return limit_exceeded("max_timeout_ms", ctx_.limits.max_timeout_ms, "timeout_ms=" + std::to_string(timeout.count()));
+  return Status::Ok();
+}
+
 std::uint64_t KvSpace::register_waiter(Waiter waiter, Millis timeout, const std::string& what) {
-  if (ctx_.usage.waiters >= ctx_.limits.max_waiters) {
-    waiter.done(limit_exceeded("max_waiters", ctx_.limits.max_waiters,
-                               "too many blocked calls on this rendezvous"), {});
-    return 0;
-  }
-  if (timeout.count() > std::int64_t(ctx_.limits.max_timeout_ms)) {
-    waiter.done(limit_exceeded("max_timeout_ms", ctx_.limits.max_timeout_ms,
-                               "timeout_ms=" + std::to_string(timeout.count())), {});
+  if (auto status = check_waiter_limits(timeout); !status.ok()) {
+    waiter.done(status, {});
     return 0;
   }
   const std::uint64_t id = ctx_.next_waiter_id++;

@@ -2,6 +2,7 @@
 #include "core_host.hpp"
 
 #include <boost/asio/post.hpp>
+#include <memory>
 
 namespace llmrdzv::server {
 
@@ -21,6 +22,13 @@ CoreHost::Scope::~Scope() {
 void CoreHost::finish(Deferred& deferred) {
   for (auto& action : deferred.actions) action();
   if (deferred.rearm) boost::asio::post(io_, [this] { arm(); });
+}
+
+void CoreHost::run_after(std::chrono::milliseconds delay, std::function<void()> action) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_, delay);
+  timer->async_wait([timer, action = std::move(action)](const boost::system::error_code& ec) {
+    if (!ec) action();
+  });
 }
 
 void CoreHost::arm() {

@@ -6,6 +6,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,9 @@ class CoreHost {
 
   // Only from inside run(): queue an action for after the lock is released.
   void defer(std::function<void()> action) { current_->actions.push_back(std::move(action)); }
+
+  // Runs `action` on the io thread after `delay` (not under the lock). From any thread.
+  void run_after(std::chrono::milliseconds delay, std::function<void()> action);
 
  private:
   struct Deferred {

@@ -93,9 +93,10 @@ class Daemon {
   int run() {
     BoundServer bound = bind_first_free(options_, host_, log_);
     server_ = bound.server.get();
-    if (!options_.port_file.empty()) write_port_file(options_.port_file, bound.port);
+    // stdout first: whoever sees the port file can rely on stdout holding the port too.
     std::printf("%d\n", bound.port);
     std::fflush(stdout);
+    if (!options_.port_file.empty()) write_port_file(options_.port_file, bound.port);
     log_.info("listening on " + bound.address.substr(0, bound.address.rfind(':')) + ":" + std::to_string(bound.port) +
               " mode=" + core::mode_name(options_.mode) +
               (options_.mode == core::Mode::step ? " rdzv=" + options_.rdzv_id : std::string()));
@@ -137,14 +138,14 @@ class Daemon {
     }
   }
 
+  // Ticks every second even with no idle timeout, so a SIGHUP can turn it on or off (0 = never).
   void watch_idle() {
-    if (options_.idle_timeout_s == 0) return;
     idle_timer_.expires_after(std::chrono::seconds(1));
     idle_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       const auto idle = std::chrono::steady_clock::now() -
                         host_.run([](core::Core& core) { return core.last_activity(); });
-      if (idle >= std::chrono::seconds(options_.idle_timeout_s)) {
+      if (options_.idle_timeout_s != 0 && idle >= std::chrono::seconds(options_.idle_timeout_s)) {
         stop("no rendezvous activity for " + std::to_string(options_.idle_timeout_s) + " s");
         return;
       }

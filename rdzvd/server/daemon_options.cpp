@@ -193,6 +193,15 @@ void validate(const DaemonOptions& o) {
     throw OptionsError("heartbeat_interval_ms (" + std::to_string(o.core.heartbeat_interval.count()) +
                        ") must be below heartbeat_timeout_ms (" + std::to_string(o.core.heartbeat_timeout.count()) + ")");
   if (o.port_probes == 0) throw OptionsError("port_probes: must be at least 1");
+  // gRPC takes an int; a value must also fit in one message with its key.
+  constexpr std::uint64_t kMessageMax = std::numeric_limits<int>::max();
+  if (o.max_message_bytes < 4096 || o.max_message_bytes > kMessageMax)
+    throw OptionsError("max_message_bytes: " + std::to_string(o.max_message_bytes) + " is outside 4096.." +
+                       std::to_string(kMessageMax));
+  if (o.max_message_bytes <= o.core.limits.max_value_size)
+    throw OptionsError("max_message_bytes (" + std::to_string(o.max_message_bytes) +
+                       ") must exceed limits.max_value_size (" + std::to_string(o.core.limits.max_value_size) +
+                       "), or no value that size could be sent");
   if (o.mode == core::Mode::step && o.rdzv_id.empty())
     throw OptionsError("--rdzv-id is required in step mode");
   if (o.mode == core::Mode::site && o.site_secret_file.empty())
@@ -321,7 +330,7 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --port-probes N                sequence within LO-HI, N candidates in all (default 8)
   --mode step|site             step: one rendezvous, one token; site: HMAC site tokens
   --rdzv-id ID                 (step) the rendezvous this daemon serves
-  --token-file FILE            (step) its token; else env LLM_RDZV_TOKEN (kept out of ps)
+  --token-file FILE            (step) its token; else env LLM_RDZV_TOKEN (not on the command line)
   --site-secret-file FILE      (site) the secret site tokens are HMACs under
   --exit-with-parent           exit when the parent process dies (or is already gone)
   --idle-timeout SECONDS       exit after that long without rendezvous activity (0 = never)

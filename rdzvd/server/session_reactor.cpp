@@ -2,6 +2,9 @@
 #include "session_reactor.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -102,6 +105,19 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
     reactor_ = nullptr;
   }
 
+  // The read side saw the SessionOpen (any thread).
+  void open_received() { open_received_ = true; }
+
+  // From the io thread, `limit` after the stream started: ends it if no SessionOpen came.
+  void expire_unopened(std::chrono::milliseconds limit) {
+    if (open_received_) return;
+    std::lock_guard lock(mutex_);
+    if (reactor_)
+      reactor_->end(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                 "no SessionOpen within " + std::to_string(limit.count()) +
+                                     " ms (the heartbeat timeout) of the Session stream's start"));
+  }
+
  private:
   static core::WaiterRef start(core::Core& core, const llmrdzv::v1::SessionCall& call, core::KvCallback done) {
     using Call = llmrdzv::v1::SessionCall;
@@ -154,9 +170,15 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   std::vector<std::pair<std::uint64_t, core::WaiterRef>> calls_;  // still blocked, by call id
   std::optional<core::Assignment> joined_;
   bool closed_ = false;
+  std::atomic<bool> open_received_{false};
 };
 
 SessionReactor::SessionReactor(CoreHost& host) : host_(host), link_(std::make_shared<Link>(host, this)) {
+  const core::CoreSettings settings = host_.run([](core::Core& core) { return core.settings(); });
+  max_queued_events_ = settings.limits.max_waiters;
+  max_queued_bytes_ = settings.limits.max_bytes;
+  host_.run_after(settings.heartbeat_timeout,
+                  [link = link_, limit = settings.heartbeat_timeout] { link->expire_unopened(limit); });
   StartRead(&request_);
 }
 
@@ -172,6 +194,7 @@ void SessionReactor::OnReadDone(bool ok) {
       return;
     }
     opened_ = true;
+    link_->open_received();
     open(request_.open());
     return;
   }
@@ -213,6 +236,20 @@ void SessionReactor::read_next() {
 void SessionReactor::enqueue(llmrdzv::v1::SessionEvent event) {
   std::lock_guard lock(write_mutex_);
   if (finished_ || finish_after_writes_) return;
+  const std::size_t bytes = event.ByteSizeLong();
+  if (!queue_.empty() && (queue_.size() >= max_queued_events_ || queued_bytes_ + bytes > max_queued_bytes_)) {
+    // The client sends calls but does not read their answers: keep only the write in flight and
+    // end the stream after it (the member then fails: it can no longer hear its rendezvous).
+    queue_.resize(1);
+    queued_bytes_ = queue_.front().ByteSizeLong();
+    finish_after_writes_ = grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        "the client does not read its Session stream: over " + std::to_string(max_queued_events_) +
+            " events (limits.max_waiters) or " + std::to_string(max_queued_bytes_) +
+            " bytes (limits.max_bytes) wait to be written");
+    return;
+  }
+  queued_bytes_ += bytes;
   queue_.push_back(std::move(event));
   if (!writing_) {
     writing_ = true;
@@ -222,8 +259,12 @@ void SessionReactor::enqueue(llmrdzv::v1::SessionEvent event) {
 
 void SessionReactor::OnWriteDone(bool ok) {
   std::lock_guard lock(write_mutex_);
+  queued_bytes_ -= queue_.front().ByteSizeLong();
   queue_.pop_front();
-  if (!ok) queue_.clear();  // the client is gone; the read side reports it
+  if (!ok) {  // the client is gone; the read side reports it
+    queue_.clear();
+    queued_bytes_ = 0;
+  }
   if (!queue_.empty()) {
     StartWrite(&queue_.front());
     return;

@@ -3,10 +3,16 @@
 // Join, SessionOpen and blocking store calls use; writes the events the core sends, one write in
 // flight at a time. The stream ending without a Leave is reported to the core, which counts it
 // as the member's failure; a join or calls still blocked then are cancelled.
+//
+// Two bounds keep a stream from holding the daemon's resources: a stream that sends no
+// SessionOpen within the heartbeat timeout is ended (DEADLINE_EXCEEDED; it needs no token to be
+// opened), and one whose client stops reading while its answers pile up is ended once they pass
+// max_waiters events or max_bytes bytes (RESOURCE_EXHAUSTED; the member then fails).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <cstddef>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -42,6 +48,9 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   // Events waiting to be written, the front one in flight. A list, not a deque: most sessions
   // only ever hold OPENED, and an empty deque already costs ~600 bytes (x thousands of members).
   std::list<llmrdzv::v1::SessionEvent> queue_;
+  std::size_t queued_bytes_ = 0;
+  std::size_t max_queued_events_ = 0;  // from the limits when the stream started
+  std::size_t max_queued_bytes_ = 0;
   bool writing_ = false;
   bool finished_ = false;
   std::optional<grpc::Status> finish_after_writes_;

@@ -3,6 +3,7 @@
 // round closes under a blocked call, and the status view.
 #include <catch2/catch.hpp>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "llmrdzv/client/client.hpp"
@@ -73,6 +74,9 @@ TEST_CASE("every key-value operation behaves as c10d expects") {
   CHECK(std::find(keys.begin(), keys.end(), "m1") == keys.end());
 
   kv.barrier("solo-barrier", 1, 1s);
+  // Waiting calls need a limit the client can wait for too (0 would mean the daemon's default).
+  CHECK(error_of([&] { kv.barrier("zero-barrier", 1, 0ms); }) == ErrorCode::invalid_argument);
+  CHECK(error_of([&] { kv.queue_pop("q", true, 0ms); }) == ErrorCode::invalid_argument);
 
   CHECK(kv.queue_len("q") == 0);
   CHECK_FALSE(kv.queue_pop("q", false, 0ms).has_value());
@@ -169,4 +173,52 @@ TEST_CASE("status lists the rendezvous and, with the token, its members") {
   const auto summary = client.status(false);
   REQUIRE(summary.rendezvous.size() == 1);
   CHECK(summary.rendezvous.front().member_details.empty());
+}
+
+TEST_CASE("values as large as the daemon stores travel both ways, also on the session stream") {
+  // gRPC's default receive cap is 4 MiB; rdzvd's max_value_size is 16 MiB. A blocking get's
+  // answer rides on the member's Session stream, where a too-large message would have broken the
+  // stream and failed the member.
+  ScratchDir dir;
+  RdzvdProcess rdzvd(dir);
+  auto options = rdzvd.client_options(2);
+  options.participant_id = "big-writer";
+  Client writer(options);
+  options.participant_id = "big-reader";
+  Client reader(options);
+  std::vector<llmrdzv::client::SessionEvent> reader_events;
+  std::mutex events_mutex;
+  auto reader_join = std::async(std::launch::async, [&] {
+    return reader.join([&](const llmrdzv::client::SessionEvent& event) {
+      std::lock_guard lock(events_mutex);
+      reader_events.push_back(event);
+    });
+  });
+  const auto round = writer.join().round;
+  REQUIRE(reader_join.get().round == round);
+  const auto writer_kv = writer.kv(round);
+  const auto reader_kv = reader.kv(round);
+
+  std::string big(12u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = char(i * 131 + (i >> 16));
+  auto waiting = std::async(std::launch::async, [&] { return reader_kv.get("big", 30s); });
+  std::this_thread::sleep_for(100ms);
+  writer_kv.set("big", big);
+  REQUIRE(waiting.wait_for(30s) == std::future_status::ready);
+  CHECK(waiting.get() == big);                        // blocking get: answered on the Session stream
+  CHECK(reader_kv.get("big", 0ms) == big);            // plain get
+  writer_kv.set("big2", big.substr(1));
+  const auto both = reader_kv.multi_get({"big", "big2"}, 5s);  // 24 MiB in one answer
+  REQUIRE(both.size() == 2);
+  CHECK(both[0] == big);
+  CHECK(both[1] == big.substr(1));
+
+  // The session survived: the reader is still a member and the writer heard of no failure.
+  auto reader_barrier = std::async(std::launch::async, [&] { reader_kv.barrier("after-big", 2, 10s); });
+  writer_kv.barrier("after-big", 2, 10s);
+  reader_barrier.get();
+  reader.leave();
+  writer.leave();
+  std::lock_guard lock(events_mutex);
+  for (const auto& event : reader_events) CHECK(event.kind != llmrdzv::client::SessionEvent::Kind::stream_lost);
 }

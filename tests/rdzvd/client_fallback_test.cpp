@@ -122,3 +122,20 @@ TEST_CASE("client library: same results with and without the server's one-stream
   for (auto& client : clients) client->leave();
   CHECK(lost == 0);
 }
+
+TEST_CASE("client library: a daemon slower than the probe deadline is still found", "[server][client]") {
+  auto config = server_test_config();
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(5000);  // over the delay, for the session
+  InProcessServer server(config);
+  server.delay_calls(std::chrono::milliseconds(1500));  // every answer comes after 1.5 s
+  auto options = options_for(server, "patient", 1);
+  options.probe_deadline = std::chrono::milliseconds(500);
+  options.connect_timeout = std::chrono::seconds(20);
+  // With the probe deadline fixed at 0.5 s no probe could ever be answered; it doubles for a peer
+  // whose HTTP/2 connection is up (1, then 2 s) and keeps that connection.
+  const auto started = std::chrono::steady_clock::now();
+  Client client(options);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
+  CHECK(client.endpoint() == server.endpoint());
+  CHECK(client.join().world_size == 1);  // and it serves this client as any other
+}

@@ -167,6 +167,15 @@ TEST_CASE("barrier releases everyone when the last participant arrives", "[core]
   f.core.barrier(f.scope(), 1, "other", 2, 1000, CoreFixture::record(timed_out));
   f.advance(Millis(1000));
   CHECK(timed_out->status.code == Code::deadline_exceeded);
+
+  // A barrier refused for a limit is no arrival: the counter stays where it was.
+  auto too_long = std::make_shared<KvOutcome>();
+  f.core.barrier(f.scope(), 1, "refused", 2, f.core.settings().limits.max_timeout_ms + 1, CoreFixture::record(too_long));
+  REQUIRE(too_long->done);
+  CHECK(too_long->status.code == Code::resource_exhausted);
+  auto counter = std::make_shared<KvOutcome>();
+  f.core.get(f.scope(), 1, "refused", 0, CoreFixture::record(counter));
+  CHECK(counter->status.code == Code::not_found);
 }
 
 TEST_CASE("queues are FIFO and a blocked pop takes the next push", "[core][kv]") {

@@ -185,3 +185,33 @@ TEST_CASE("status reports counters, and members only with a valid scope", "[core
   CHECK(alone.uptime_ms == summary.value().uptime_ms);
   CHECK(alone.rendezvous.empty());
 }
+
+TEST_CASE("a reloaded heartbeat timeout applies to later rounds, not to members already told", "[core][liveness]") {
+  CoreFixture f;  // heartbeat timeout 5 s
+  f.join_all(2);
+  std::uint64_t s0_id = 0;
+  auto s0 = f.open("p0", 1, &s0_id);
+  auto s1 = f.open("p1", 1);
+  auto settings = f.core.settings();
+  settings.heartbeat_timeout = Millis(1500);
+  f.core.reconfigure(settings);
+  for (int i = 0; i < 4; ++i) {  // p1 silent for 4 s: past the new 1.5 s, within the 5 s it was told
+    f.advance(Millis(1000));
+    f.core.heartbeat(s0_id);
+  }
+  CHECK_FALSE(s0->saw(EventKind::member_failed));
+  f.advance(Millis(1500));  // 5.5 s of silence: the timeout it was told
+  REQUIRE(s0->saw(EventKind::member_failed));
+  CHECK_THAT(s0->events.back().detail, Catch::Contains("no heartbeat for 5000 ms"));
+
+  auto next = f.join_all(2);  // round 2 is told, and held to, the new timeout
+  REQUIRE(next[0]->done);
+  CHECK(next[0]->assignment.heartbeat_timeout_ms == 1500);
+  std::uint64_t n0_id = 0;
+  auto n0 = f.open("p0", 2, &n0_id);
+  f.open("p1", 2);
+  f.advance(Millis(1000));
+  f.core.heartbeat(n0_id);
+  f.advance(Millis(600));  // p1 silent for 1.6 s
+  CHECK(n0->saw(EventKind::member_failed));
+}

@@ -81,6 +81,9 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect(step_args(dir, {"--log-level", "loud"}), "--log-level: 'loud'");
   expect(step_args(dir, {"--port-range", "900-100"}), "--port-range: '900-100'");
   expect(step_args(dir, {"--max-value-size", "0"}), "--max-value-size: must be at least 1");
+  expect(step_args(dir, {"--max-message-bytes", "3000000000"}), "max_message_bytes: 3000000000 is outside");
+  expect(step_args(dir, {"--max-message-bytes", "0"}), "max_message_bytes: 0 is outside");
+  expect(step_args(dir, {"--max-message-bytes", "1048576"}), "must exceed limits.max_value_size");
   expect(step_args(dir, {"--listen", "127.0.0.1:70000"}), "--listen: '127.0.0.1:70000'");
   expect(step_args(dir, {"--port-file", dir.file("no/such/dir/port")}), "--port-file: cannot write");
   expect({"--listen", "127.0.0.1:0"}, "--rdzv-id is required in step mode");
@@ -166,6 +169,21 @@ TEST_CASE("rdzvd --idle-timeout exits after that long without activity", "[daemo
   ScratchDir dir;
   DaemonProcess rdzvd(step_args(dir, {"--idle-timeout", "1"}), dir.file("rdzvd.log"));
   rdzvd.port(dir.file("port"));
+  REQUIRE(rdzvd.wait(10s) == 0);
+  CHECK_THAT(rdzvd.log(), Catch::Contains("no rendezvous activity for 1 s"));
+}
+
+TEST_CASE("SIGHUP turns the idle timeout off and on", "[daemon]") {
+  ScratchDir dir;
+  const std::string config = dir.write("rdzvd.yaml", "idle_timeout_s: 60\n");
+  DaemonProcess rdzvd(step_args(dir, {"--config", config}), dir.file("rdzvd.log"));
+  rdzvd.port(dir.file("port"));
+  dir.write("rdzvd.yaml", "idle_timeout_s: 0\n");  // 0 = never, not "idle for 0 s"
+  rdzvd.signal(SIGHUP);
+  REQUIRE(rdzvd.log_contains("idle_timeout_s: 60 -> 0", 5s));
+  CHECK_FALSE(rdzvd.wait(2500ms));
+  dir.write("rdzvd.yaml", "idle_timeout_s: 1\n");  // from never to 1 s: the watch must be running
+  rdzvd.signal(SIGHUP);
   REQUIRE(rdzvd.wait(10s) == 0);
   CHECK_THAT(rdzvd.log(), Catch::Contains("no rendezvous activity for 1 s"));
 }

@@ -8,6 +8,8 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,9 +32,12 @@ inline core::CoreConfig server_test_config() {
   return config;
 }
 
-// Counts the calls a server receives, by method name ("Join", "Wait", ...).
+// Counts the calls a server receives, by method name ("Join", "Wait", ...), and can hold each
+// call for a while before the service sees it (a daemon too busy to answer promptly).
 class MethodCounter {
  public:
+  std::atomic<int> delay_ms{0};
+
   void add(const std::string& method) {
     std::lock_guard lock(mutex_);
     ++counts_[method.substr(method.rfind('/') + 1)];
@@ -48,12 +53,18 @@ class MethodCounter {
     explicit Factory(MethodCounter& counter) : counter_(counter) {}
     grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
       counter_.add(info->method());
-      return new PassThrough;
+      return new PassThrough(counter_);
     }
 
    private:
     struct PassThrough final : grpc::experimental::Interceptor {
-      void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override { methods->Proceed(); }
+      explicit PassThrough(MethodCounter& counter) : counter_(counter) {}
+      void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+        if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::POST_RECV_MESSAGE))
+          std::this_thread::sleep_for(std::chrono::milliseconds(counter_.delay_ms.load()));
+        methods->Proceed();
+      }
+      MethodCounter& counter_;
     };
     MethodCounter& counter_;
   };
@@ -92,6 +103,8 @@ class InProcessServer {
   llmrdzv::v1::Rendezvous::Stub& stub() { return *stub_; }
   // How many calls of `method` ("Join", "Wait", ...) the server has received.
   int calls_of(const std::string& method) const { return calls_.count(method); }
+  // Every call's request waits this long before the service handles it.
+  void delay_calls(std::chrono::milliseconds delay) { calls_.delay_ms = int(delay.count()); }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   CoreHost& host() { return host_; }
   void scope(llmrdzv::v1::Scope* scope) const {

@@ -381,3 +381,46 @@ TEST_CASE("status: features are advertised, and daemon_only leaves the rendezvou
   InProcessServer plain(server_test_config(), {});
   CHECK(status_of(plain, true).features().empty());
 }
+
+TEST_CASE("session bounds: a stream that never sends SessionOpen is ended after the heartbeat timeout",
+          "[server][session-bounds]") {
+  InProcessServer server;  // heartbeat timeout 1 s
+  Stream stream;
+  stream.context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  const auto started = std::chrono::steady_clock::now();
+  stream.rw = server.stub().Session(&stream.context);
+  const grpc::Status status = finish(stream);
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(status.error_code() == Code::DEADLINE_EXCEEDED);
+  CHECK_THAT(status.error_message(), Catch::Contains("no SessionOpen within 1000 ms"));
+  CHECK(took >= std::chrono::milliseconds(900));
+  CHECK(took < std::chrono::seconds(20));  // the stream's own deadline would say 30 s
+}
+
+TEST_CASE("session bounds: a client that sends calls but never reads their answers is cut off",
+          "[server][session-bounds]") {
+  auto config = server_test_config();
+  config.settings.limits.max_value_size = 64u << 10;
+  config.settings.limits.max_bytes = 1u << 20;  // also the bound on answers waiting to be written
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(60000);  // no heartbeats are sent here
+  InProcessServer server(config);
+  auto stream = start_join(server, server.join_request("p0", 1));
+  const std::uint64_t round = opened_assignment(*stream).round();
+  set_key(server, round, "v", std::string(60u << 10, 'x'));
+  constexpr int kCalls = 600;  // 36 MiB of answers, far more than any HTTP/2 window
+  for (int id = 1; id <= kCalls; ++id) {
+    send_call(server, *stream, std::uint64_t(id), [&](v1::SessionCall& call) {
+      call.mutable_get()->set_round(round);
+      call.mutable_get()->set_key("v");
+    });
+  }
+  int answered = 0;
+  v1::SessionEvent event;
+  while (stream->rw->Read(&event))
+    if (event.kind() == v1::SessionEvent::CALL_DONE) ++answered;
+  const grpc::Status status = stream->rw->Finish();
+  CHECK(status.error_code() == Code::RESOURCE_EXHAUSTED);
+  CHECK_THAT(status.error_message(), Catch::Contains("does not read its Session stream"));
+  CHECK(answered > 0);
+  CHECK(answered < kCalls);
+}

@@ -12,6 +12,13 @@ using detail::Idempotent;
 using Stub = llmrdzv::v1::Rendezvous::Stub;
 constexpr std::chrono::milliseconds kNonBlocking{0};
 
+// On the wire a barrier or blocking queue pop with timeout 0 waits for the daemon's
+// wait_timeout, which the client does not know and so could not wait for: it asks for a limit.
+void require_wait_limit(std::chrono::milliseconds timeout, const char* op) {
+  if (timeout <= kNonBlocking)
+    throw RdzvError(ErrorCode::invalid_argument, std::string(op) + ": the timeout must be > 0 ms (it waits)");
+}
+
 template <class Request, class Response>
 using StubMethod = grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Response*);
 
@@ -165,6 +172,7 @@ void KvSpace::multi_set(const std::vector<std::pair<std::string, Bytes>>& entrie
 }
 
 void KvSpace::barrier(const std::string& key, std::int64_t world_size, std::chrono::milliseconds timeout) const {
+  require_wait_limit(timeout, "barrier");
   const auto& impl = *client_->impl_;
   auto request = scoped<llmrdzv::v1::BarrierRequest>(impl, round_);
   request.set_key(key);
@@ -185,6 +193,7 @@ void KvSpace::queue_push(const std::string& key, const Bytes& value) const {
 }
 
 std::optional<Bytes> KvSpace::queue_pop(const std::string& key, bool block, std::chrono::milliseconds timeout) const {
+  if (block) require_wait_limit(timeout, "queue_pop");
   const auto& impl = *client_->impl_;
   auto request = scoped<llmrdzv::v1::QueuePopRequest>(impl, round_);
   request.set_key(key);

@@ -78,6 +78,23 @@ TEST_CASE("RdzvStore get blocks until another member sets the key") {
   m.store(m.a)->wait({"late"});
 }
 
+TEST_CASE("RdzvStore with c10d's kNoTimeout waits instead of failing at once") {
+  TwoMembers m;
+  auto writer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    m.store(m.b)->set("late", bytes("here"));
+    m.store(m.b)->queuePush("queue", bytes("item"));
+  });
+  auto s = m.store(m.a, c10d::Store::kNoTimeout);
+  CHECK(text(s->get("late")) == "here");
+  s->wait({"late"});
+  CHECK(text(s->queuePop("queue", true)) == "item");
+  auto other = std::async(std::launch::async, [&] { m.store(m.b)->barrier("b", 2, c10d::Store::kNoTimeout); });
+  s->barrier("b", 2, c10d::Store::kNoTimeout);
+  other.get();
+  writer.get();
+}
+
 TEST_CASE("RdzvStore timeouts throw c10d errors naming the key and the limit") {
   TwoMembers m;
   auto s = m.store(m.a, 300ms);

@@ -71,7 +71,7 @@ std::vector<std::uint8_t> RdzvStore::compareSet(const std::string& key,
 std::vector<std::uint8_t> RdzvStore::get(const std::string& key) {
   return to_bytes(translated(
       "get '" + key + "' (timeout " + std::to_string(timeout_.count()) + " ms)",
-      [&] { return space().get(full(key), timeout_); }));
+      [&] { return space().get(full(key), blocking(timeout_)); }));
 }
 
 std::int64_t RdzvStore::add(const std::string& key, std::int64_t value) {
@@ -94,7 +94,7 @@ void RdzvStore::wait(const std::vector<std::string>& keys) { wait(keys, timeout_
 
 void RdzvStore::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
   translated("wait " + describe_keys(keys) + " (timeout " + std::to_string(timeout.count()) + " ms)",
-             [&] { space().wait(full(keys), timeout); });
+             [&] { space().wait(full(keys), blocking(timeout)); });
 }
 
 void RdzvStore::append(const std::string& key, const std::vector<std::uint8_t>& value) {
@@ -104,7 +104,7 @@ void RdzvStore::append(const std::string& key, const std::vector<std::uint8_t>& 
 std::vector<std::vector<std::uint8_t>> RdzvStore::multiGet(const std::vector<std::string>& keys) {
   const auto values =
       translated("multiGet " + describe_keys(keys) + " (timeout " + std::to_string(timeout_.count()) + " ms)",
-                 [&] { return space().multi_get(full(keys), timeout_); });
+                 [&] { return space().multi_get(full(keys), blocking(timeout_)); });
   std::vector<std::vector<std::uint8_t>> out;
   out.reserve(values.size());
   for (const auto& value : values) out.push_back(to_bytes(value));
@@ -129,7 +129,7 @@ void RdzvStore::queuePush(const std::string& key, const std::vector<std::uint8_t
 
 std::vector<std::uint8_t> RdzvStore::queuePop(const std::string& key, bool block) {
   const auto value = translated("queuePop '" + key + "'",
-                                [&] { return space().queue_pop(full(key), block, timeout_); });
+                                [&] { return space().queue_pop(full(key), block, blocking(timeout_)); });
   if (!value) C10_THROW_ERROR(DistQueueEmptyError, "rdzv store: queue '" + key + "' is empty");
   return to_bytes(*value);
 }
@@ -151,7 +151,7 @@ void RdzvStore::barrier(const std::string& key, std::int64_t world_size,
                         const std::chrono::milliseconds& timeout) {
   translated("barrier '" + key + "' of " + std::to_string(world_size) + " (timeout " +
                  std::to_string(timeout.count()) + " ms)",
-             [&] { space().barrier(full(key), world_size, timeout); });
+             [&] { space().barrier(full(key), world_size, blocking(timeout)); });
 }
 
 }  // namespace llmrdzv::dist

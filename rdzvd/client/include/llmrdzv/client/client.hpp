@@ -47,10 +47,10 @@ class KvSpace {
   std::vector<Bytes> multi_get(const std::vector<std::string>& keys,
                                std::chrono::milliseconds timeout) const;
   void multi_set(const std::vector<std::pair<std::string, Bytes>>& entries) const;
-  // Adds 1 to key and waits until it reaches world_size.
+  // Adds 1 to key and waits until it reaches world_size (timeout > 0: invalid_argument otherwise).
   void barrier(const std::string& key, std::int64_t world_size, std::chrono::milliseconds timeout) const;
   void queue_push(const std::string& key, const Bytes& value) const;
-  // Oldest value; without block, nullopt when empty. With block, waits up to timeout.
+  // Oldest value; without block, nullopt when empty. With block, waits up to timeout (> 0).
   std::optional<Bytes> queue_pop(const std::string& key, bool block, std::chrono::milliseconds timeout) const;
   std::int64_t queue_len(const std::string& key) const;
 

@@ -45,7 +45,9 @@ struct Options {
   std::chrono::milliseconds retry_budget{2'000};
   std::chrono::milliseconds backoff_initial{20};
   std::chrono::milliseconds backoff_max{1'000};
-  // How long one port-probe call may take before the candidate counts as "not an rdzvd".
+  // How long one port-probe call may take before the candidate counts as "not an rdzvd". For a
+  // candidate that speaks gRPC but answered too slowly it doubles each round (up to 16x), so a
+  // daemon busy with thousands of connecting ranks still gets through.
   std::chrono::milliseconds probe_deadline{1'000};
 
   // Reads RDZV_ENDPOINT, RDZV_ID, RDZV_TOKEN (required); LLM_RDZV_PORT_RANGE ("LO-HI", enables

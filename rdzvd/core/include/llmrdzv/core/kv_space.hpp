@@ -97,6 +97,7 @@ class KvSpace {
 
   std::uint64_t block_on_keys(WaitKind kind, const std::vector<std::string>& keys, Millis timeout,
                               KvCallback done);
+  Status check_waiter_limits(Millis timeout) const;  // max_waiters, max_timeout_ms
   std::uint64_t register_waiter(Waiter waiter, Millis timeout, const std::string& what);
   // Counts the distinct missing keys of the waiter and watches each; 0 means all present.
   std::size_t watch_missing(std::uint64_t id, Waiter& waiter);

@@ -55,6 +55,12 @@ class RdzvStore final : public c10d::Store {
   const std::string& prefix() const { return prefix_; }
 
  private:
+  // c10d's Store::kNoTimeout (0) means "wait as long as it takes"; rdzvd caps every wait at its
+  // max_timeout_ms (default one hour), so that is what "no timeout" asks for.
+  static constexpr std::chrono::milliseconds kLongestWait{3'600'000};
+  static std::chrono::milliseconds blocking(std::chrono::milliseconds timeout) {
+    return timeout == kNoTimeout ? kLongestWait : timeout;
+  }
   std::string full(const std::string& key) const { return prefix_ + key; }
   std::vector<std::string> full(const std::vector<std::string>& keys) const;
   client::KvSpace space() const { return client_->kv(round_); }
