@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "llmrdzv/data/corpus.hpp"
+#include "llmrdzv/tokenizer/safe_cut.hpp"
 #include "scratch_dir.hpp"
 
 using namespace llmrdzv::data;
@@ -121,31 +122,43 @@ TEST_CASE("the validation split takes p% of the non-empty documents, spread even
                     Catch::Contains("between 1 and 99"));
 }
 
-TEST_CASE("long documents arrive in chunks cut only after a newline before printable ASCII") {
+TEST_CASE("long documents arrive in chunks cut only at safe places, or at a character boundary in a huge word") {
   ScratchDir dir("corpus");
   std::string text;
   for (int i = 0; i < 400; ++i) {
-    text += (i % 7 == 0 ? "\n\n  indented " : i % 5 == 0 ? "\n\xc3\xa9t\xc3\xa9 " : "\nline ") + std::to_string(i);
+    text += (i % 7 == 0 ? "\n\n  indented " : i % 5 == 0 ? "\n\xc3\xa9t\xc3\xa9 " : i % 3 == 0 ? " \n\nline " : "\nline ") +
+            std::to_string(i);
   }
-  text += std::string(3000, 'x');  // a long stretch with no cut point
+  text += std::string(3000, 'x');  // a long stretch with no safe place
+  std::string huge_word;
+  for (int i = 0; i < 12000; ++i) huge_word += "\xc3\xa9";  // 24000 bytes without whitespace
+  text += " " + huge_word;
   const SourceList sources = list_sources(dir.write("long.txt", text));
 
-  DocumentReader reader(sources, {}, 256);
+  DocumentReader reader(sources, {}, 256);  // a forced cut after 64 * 256 bytes without a safe place
   DocumentReader::Chunk chunk;
   std::string joined;
-  std::size_t chunks = 0;
+  std::size_t chunks = 0, forced = 0;
   while (reader.next(chunk)) {
     ++chunks;
     REQUIRE(!chunk.text.empty());
+    const std::size_t end = joined.size() + chunk.text.size();
     if (!chunk.ends_document) {
-      CHECK(chunk.text.back() == '\n');
-      const auto next = static_cast<unsigned char>(text[joined.size() + chunk.text.size()]);
-      CHECK((next > 0x20 && next < 0x7F));
+      if (end > text.size() - huge_word.size()) {
+        ++forced;  // inside the huge word: never inside a character
+        CHECK(static_cast<unsigned char>(text[end]) == 0xC3);
+      } else {
+        bool safe = false;  // a reader knowing a few bytes past `end` would cut there too
+        for (std::size_t more = 1; more <= 5 && !safe; ++more)
+          safe = llmrdzv::tokenizer::last_safe_cut(std::string_view(text).substr(0, end + more)) == end;
+        CHECK(safe);
+      }
     }
     joined += chunk.text;
   }
   CHECK(joined == text);
   CHECK(chunks > 10);
+  CHECK(forced >= 1);
 }
 
 TEST_CASE("source fingerprints change with contents, file set and selection, and only then") {

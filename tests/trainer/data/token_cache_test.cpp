@@ -41,12 +41,23 @@ std::vector<TokenId> store_all(const TokenStore& store) {
 
 TEST_CASE("chunked stream encoding equals HF's encoding of each whole document, EOS after each") {
   ScratchDir dir("stream");
-  const auto train_corpus = dir.write("train-vocab.txt", corpus_text(1, 3000));
-  const std::vector<std::string> docs = {corpus_text(2, 400), corpus_text(3, 50), "short doc"};
+  // Whitespace runs before line breaks, CRLF, tabs and Unicode spaces: where a cut after any
+  // line break would change the pieces.
+  std::string ragged;
+  for (int i = 0; i < 120; ++i) {
+    ragged += (i % 4 == 0 ? "end of line \n\n\nNext" : i % 4 == 1 ? "crlf\r\nline" : i % 4 == 2 ? "tab\t\tx  \n y"
+                                                                                        : "\xe3\x80\x80wide \xc2\xa0nbsp\n");
+    ragged += std::to_string(i) + (i % 9 == 0 ? "\n" : " ");
+  }
+  const std::vector<std::string> docs = {corpus_text(2, 400), corpus_text(3, 50), "short doc", ragged};
+  // The vocabulary learns those whitespace runs, so a wrong cut would change the ids, not only the pieces.
+  const auto train_corpus = dir.write("train-vocab.txt", corpus_text(1, 3000) + ragged + ragged);
   dir.write("docs/0.txt", docs[0]);
   dir.write("docs/1.txt", docs[1]);
   dir.write("docs/2.txt", docs[2]);
-  const auto oracle = llmrdzv::test::hf_encode(dir / "vocab", docs, llmrdzv::test::OracleTraining{train_corpus, 600});
+  dir.write("docs/3.txt", docs[3]);
+  const auto oracle =
+      llmrdzv::test::hf_encode(dir / "vocab", docs, llmrdzv::test::OracleTraining{train_corpus, 600, true, true});
   const Tokenizer tokenizer = Tokenizer::from_directory(dir / "vocab");
   REQUIRE(tokenizer.eos_id() == oracle.eos);
 

@@ -37,6 +37,7 @@ OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::
   if (training) {
     command += " --train " + quoted(training->corpus) + " --vocab-size " + std::to_string(training->vocab_size);
     if (!training->with_eos) command += " --no-eos";
+    if (training->keep_newlines) command += " --keep-newlines";
   }
   if (std::system(command.c_str()) != 0) throw std::runtime_error("HF oracle failed: " + command);
 
@@ -50,9 +51,12 @@ OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::
     for (std::uint32_t id; fields >> id;) ids.push_back(id);
     result.ids.push_back(std::move(ids));
   }
-  if (!std::getline(in, line) || std::sscanf(line.c_str(), "eos=%u vocab=%zu", &result.eos, &result.vocab_size) != 2) {
-    throw std::runtime_error("HF oracle output lacks its eos/vocab line");
+  char loader[128] = {};
+  if (!std::getline(in, line) ||
+      std::sscanf(line.c_str(), "eos=%u vocab=%zu loader=%127s", &result.eos, &result.vocab_size, loader) != 3) {
+    throw std::runtime_error("HF oracle output lacks its eos/vocab/loader line");
   }
+  result.loader = loader;
   std::filesystem::remove(cases_file);
   std::filesystem::remove(out_file);
   return result;

@@ -14,12 +14,14 @@ struct OracleTraining {
   std::filesystem::path corpus;
   int vocab_size = 1000;
   bool with_eos = true;
+  bool keep_newlines = false;  // train on the corpus as one text: merges of line breaks too
 };
 
 struct OracleResult {
   std::vector<std::vector<std::uint32_t>> ids;  // one per case
   std::uint32_t eos = 0;
   std::size_t vocab_size = 0;
+  std::string loader;  // the transformers class that loaded the directory
 };
 
 // Encodes every case with HF's tokenizer loaded from dir (training a vocabulary into dir first

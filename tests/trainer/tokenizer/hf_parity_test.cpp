@@ -155,14 +155,30 @@ TEST_CASE("a vocabulary without <|endoftext|> gets EOS as the next id, as in HF"
   expect_same(ours, cases, theirs.ids);
 }
 
-TEST_CASE("the byte tokenizer's exported files encode the same in HF", "[tokenizer][hf]") {
+TEST_CASE("the byte tokenizer's exported files encode the same in HF's AutoTokenizer", "[tokenizer][hf]") {
   ScratchDir scratch("tok-hf-bytes");
   const Tokenizer bytes = Tokenizer::bytes();
   bytes.save(scratch / "vocab");
   std::vector<std::string> cases = hard_cases();
   for (std::string& c : random_cases(300, 99)) cases.push_back(std::move(c));
   const auto theirs = hf_encode(scratch / "vocab", cases);
+  CHECK_THAT(theirs.loader, Catch::StartsWith("GPT2Tokenizer"));  // AutoTokenizer, from our tokenizer_config.json
   CHECK(theirs.eos == 256);
   CHECK(theirs.vocab_size == 257);
   expect_same(bytes, cases, theirs.ids);
+}
+
+TEST_CASE("a trained vocabulary saved by us loads in AutoTokenizer with the same encoding and EOS",
+          "[tokenizer][hf]") {
+  ScratchDir scratch("tok-hf-resave");
+  std::vector<std::string> cases = hard_cases();
+  for (std::string& c : random_cases(300, 7)) cases.push_back(std::move(c));
+  hf_encode(scratch / "trained", {"x"}, OracleTraining{scratch.write("corpus.txt", training_text()), 500, true});
+  const Tokenizer ours = Tokenizer::from_directory(scratch / "trained");
+  ours.save(scratch / "exported");
+  const auto theirs = hf_encode(scratch / "exported", cases);
+  CHECK_THAT(theirs.loader, Catch::StartsWith("GPT2Tokenizer"));
+  CHECK(theirs.eos == ours.eos_id());
+  CHECK(theirs.vocab_size == ours.vocab_size());
+  expect_same(ours, cases, theirs.ids);
 }

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The reference the tokenizer tests compare with: Hugging Face's GPT-2 tokenizer.
 
-    hf_tokenizer_oracle.py DIR CASES OUT [--train CORPUS --vocab-size N [--no-eos]]
+    hf_tokenizer_oracle.py DIR CASES OUT [--train CORPUS --vocab-size N [--no-eos] [--keep-newlines]]
 
 With --train, first trains a byte-level BPE vocabulary on CORPUS (tokenizers'
-ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless --no-eos) and saves
-DIR/vocab.json + DIR/merges.txt. Then loads DIR with transformers' GPT2TokenizerFast (as a user
-loads an exported model) and encodes every case: CASES has one hex-encoded byte string per line,
-OUT gets one line of space-separated ids per case, then a last line "eos=<id> vocab=<n>".
+ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless --no-eos; line by line, or as
+one text with --keep-newlines so that merges of line breaks and spaces are learned) and saves
+DIR/vocab.json + DIR/merges.txt. Then loads DIR as a user loads an exported model (transformers'
+AutoTokenizer when DIR has a tokenizer_config.json, else GPT2TokenizerFast) and encodes every
+case: CASES has one hex-encoded byte string per line, OUT gets one line of space-separated ids per
+case, then a last line "eos=<id> vocab=<n> loader=<class>".
 
 Byte strings that are not valid UTF-8 follow the project's documented rule, applied here
 independently with Python's strict decoder: the valid runs are encoded as separate texts and
@@ -51,22 +53,27 @@ def main():
     parser.add_argument("--train")
     parser.add_argument("--vocab-size", type=int, default=1000)
     parser.add_argument("--no-eos", action="store_true")
+    parser.add_argument("--keep-newlines", action="store_true")
     args = parser.parse_args()
 
     if args.train:
         from tokenizers import ByteLevelBPETokenizer
 
         with open(args.train, encoding="utf-8", errors="replace") as f:
-            lines = f.read().split("\n")
+            text = f.read()
+            lines = [text] if args.keep_newlines else text.split("\n")
         trainer = ByteLevelBPETokenizer()
         trainer.train_from_iterator(lines, vocab_size=args.vocab_size, min_frequency=2,
                                     special_tokens=[] if args.no_eos else ["<|endoftext|>"])
         os.makedirs(args.dir, exist_ok=True)
         trainer.save_model(args.dir)
 
-    from transformers import GPT2TokenizerFast
+    from transformers import AutoTokenizer, GPT2TokenizerFast
 
-    tokenizer = GPT2TokenizerFast.from_pretrained(args.dir)
+    if os.path.exists(os.path.join(args.dir, "tokenizer_config.json")):
+        tokenizer = AutoTokenizer.from_pretrained(args.dir)
+    else:
+        tokenizer = GPT2TokenizerFast.from_pretrained(args.dir)
     vocab = tokenizer.get_vocab()
     byte_ids = {b: vocab[c] for b, c in bytes_to_unicode().items()}
     with open(args.cases) as f:
@@ -74,7 +81,7 @@ def main():
     with open(args.out, "w") as f:
         for data in cases:
             f.write(" ".join(map(str, encode_bytes(tokenizer, byte_ids, data))) + "\n")
-        f.write("eos=%d vocab=%d\n" % (tokenizer.eos_token_id, len(tokenizer)))
+        f.write("eos=%d vocab=%d loader=%s\n" % (tokenizer.eos_token_id, len(tokenizer), type(tokenizer).__name__))
 
 
 if __name__ == "__main__":

@@ -62,7 +62,55 @@ void require_same_parameters(model::Gpt2LmHeadModel& a, model::Gpt2LmHeadModel& 
   }
 }
 
+// One rank of a larger world as far as checkpoints are concerned: identity from here, the rest
+// from a one-process engine.
+class RankOf final : public TrainingEngine {
+ public:
+  RankOf(TrainingEngine& inner, int rank, int world) : inner_(inner), rank_(rank), world_(world) {}
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  c10::Device device() const override { return inner_.device(); }
+  void attach(std::vector<NamedParameter> p, const AdamWSettings& s) override { inner_.attach(std::move(p), s); }
+  void begin_micro_step(bool last) override { inner_.begin_micro_step(last); }
+  double finish_gradients(double max_norm) override { return inner_.finish_gradients(max_norm); }
+  void optimizer_step(double lr) override { inner_.optimizer_step(lr); }
+  std::vector<double> all_reduce_sum(std::vector<double> v) override { return v; }
+  void barrier() override {}
+  TensorMap optimizer_state() const override { return inner_.optimizer_state(); }
+  void load_optimizer_state(const TensorMap& state) override { inner_.load_optimizer_state(state); }
+
+ private:
+  TrainingEngine& inner_;
+  int rank_, world_;
+};
+
 }  // namespace
+
+TEST_CASE("a rank dying mid-save leaves the previous complete checkpoint; older ones go after all saved",
+          "[checkpoint]") {
+  testing::ScratchDir dir("checkpoint");
+  Trainee trainee(1);
+  trainee.attach();
+  trainee.step();
+  RankOf rank0(*trainee.engine, 0, 2), rank1(*trainee.engine, 1, 2);
+  const auto save_all = [&](std::int64_t step, std::vector<RankOf*> ranks) {
+    for (RankOf* rank : ranks) save_training_checkpoint(dir.path(), trainee.model, *rank, {step, "s", 1.0});
+  };
+  const auto prune_all = [&] {  // what each rank does after the barrier, --save_total_limit 1
+    for (int rank : {0, 1}) prune_training_checkpoints(dir.path(), rank, 1);
+  };
+  save_all(5, {&rank0, &rank1});
+  prune_all();
+  save_all(10, {&rank0});  // rank 1 dies before its part of checkpoint-10 is complete
+  CHECK(fs::exists(dir / "checkpoint-5"));
+  CHECK(latest_complete_checkpoint(dir.path(), true) == dir / "checkpoint-5");
+
+  save_all(10, {&rank1});  // ...or it finishes: after the barrier both prune
+  prune_all();
+  CHECK_FALSE(fs::exists(dir / "checkpoint-5"));
+  CHECK_FALSE(fs::exists(dir / "rank-1" / "checkpoint-5"));
+  CHECK(latest_complete_checkpoint(dir.path(), true) == dir / "checkpoint-10");
+}
 
 TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[checkpoint]") {
   testing::ScratchDir dir("checkpoint");
@@ -71,7 +119,7 @@ TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[c
   original.step();
   original.step();
   const LoopState saved{2, "sampler state text", 9.25};
-  const fs::path written = save_training_checkpoint(dir.path(), original.model, *original.engine, saved, 0);
+  const fs::path written = save_training_checkpoint(dir.path(), original.model, *original.engine, saved);
   CHECK(written == dir / "checkpoint-2");
   std::vector<torch::Tensor> at_checkpoint;  // no model built here: that would reseed the RNG
   for (const auto& p : original.model->parameters()) at_checkpoint.push_back(p.detach().clone());
@@ -109,8 +157,8 @@ TEST_CASE("checkpoints of another model or with damaged files are refused", "[ch
   Trainee original(1);
   original.attach();
   original.step();
-  save_training_checkpoint(dir.path(), original.model, *original.engine, {1, "s", 1.0}, 0);
-  save_training_checkpoint(dir.path(), original.model, *original.engine, {2, "s", 2.0}, 0);
+  save_training_checkpoint(dir.path(), original.model, *original.engine, {1, "s", 1.0});
+  save_training_checkpoint(dir.path(), original.model, *original.engine, {2, "s", 2.0});
 
   Trainee wider(1, tiny_config(32));
   const VerifiedCheckpoint checkpoint = open_training_checkpoint(dir / "checkpoint-2");

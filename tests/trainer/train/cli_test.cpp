@@ -122,7 +122,7 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   CHECK_THROWS_WITH(parse({"--do_train", "--train_file", "x"}), "--output_dir is required");
   CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o"}), "--do_train needs --train_file");
   CHECK_THROWS_WITH(parse(minimal_plus({"--lr_scheduler_type", "step"})),
-                    "--lr_scheduler_type must be linear, cosine or constant, got 'step'");
+                    "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got 'step'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--per_device_train_batch_size", "0"})),
                     "--per_device_train_batch_size must be at least 1");
   CHECK_THROWS_WITH(parse(minimal_plus({"--adam_beta2", "1"})), "--adam_beta2 must be in [0, 1)");

@@ -34,11 +34,19 @@ TEST_CASE("cosine schedule follows half a cosine after warmup", "[schedule]") {
   CHECK(s.at(100) == Approx(0.0).margin(1e-12));
 }
 
-TEST_CASE("constant schedule keeps the peak after warmup", "[schedule]") {
-  const LrSchedule s{ScheduleKind::constant, 0.5, 4, 100};
-  CHECK(s.at(2) == Approx(0.25));
-  CHECK(s.at(4) == 0.5);
-  CHECK(s.at(99) == 0.5);
+TEST_CASE("constant_with_warmup keeps the peak after warmup; constant ignores warmup as transformers does",
+          "[schedule]") {
+  const LrSchedule warm{ScheduleKind::constant_with_warmup, 0.5, 4, 100};
+  CHECK(warm.at(0) == 0.0);
+  CHECK(warm.at(2) == Approx(0.25));
+  CHECK(warm.at(4) == 0.5);
+  CHECK(warm.at(99) == 0.5);
+  const LrSchedule flat{ScheduleKind::constant, 0.5, 4, 100};  // get_constant_schedule: no warmup
+  CHECK(flat.at(0) == 0.5);
+  CHECK(flat.at(2) == 0.5);
+  CHECK(flat.at(99) == 0.5);
+  CHECK(parse_schedule_kind("constant_with_warmup") == ScheduleKind::constant_with_warmup);
+  CHECK_THROWS_AS(parse_schedule_kind("step"), std::invalid_argument);
 }
 
 TEST_CASE("warmup steps win over the ratio, which rounds up", "[schedule]") {

@@ -4,6 +4,7 @@
 // fails with messages naming it.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -208,7 +209,7 @@ TEST_CASE("a run killed at any moment resumes from its latest checkpoint with th
       usleep(1000);
     }
     usleep(delay_ms * 1000);
-    process.kill_now();
+    REQUIRE(process.kill_now() == 128 + SIGKILL);  // killed mid-run, not already finished
 
     std::vector<std::string> resume = resume_run_args(dir, killed);
     resume.insert(resume.end(), {"--resume_from_checkpoint", "latest"});
@@ -258,6 +259,15 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   const RunResult no_model = run_trainer({"generate", "--model", dir.file("nowhere"), "--prompt", "x"});
   CHECK(no_model.exit_code == 1);
   CHECK_THAT(no_model.err, Catch::Contains(dir.file("nowhere")));
+
+  // A folder with a binary file: the text trains, and the user is told what was left out.
+  dir.write("folder/notes.txt", word_salad());
+  dir.write("folder/blob.bin", std::string("\x7f" "ELF\0\0\0", 7) + word_salad());
+  const RunResult folder = run_trainer({"--do_train", "--train_file", dir.file("folder"), "--output_dir",
+                                        dir.file("folder-out"), "--config_overrides", kTinyModel, "--block_size", "16",
+                                        "--max_steps", "1", "--threads", "1"});
+  expect_ok(folder);
+  CHECK_THAT(folder.err, Catch::Contains("skipped 1 binary file(s)") && Catch::Contains(dir.file("folder/blob.bin")));
 
   const RunResult no_checkpoint =
       with({"--overwrite_output_dir", "--resume_from_checkpoint", dir.file("out/checkpoint-99")});

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "llmrdzv/tokenizer/json_cursor.hpp"
+#include "llmrdzv/tokenizer/safe_cut.hpp"
 #include "llmrdzv/io/sha256.hpp"
 
 namespace llmrdzv::data {
@@ -83,14 +84,24 @@ bool in_validation(std::uint64_t index, unsigned percentage) {
   return (index + 1) * percentage / 100 > index * percentage / 100;
 }
 
-// Where a chunk of text may end: just after a '\n' that is followed by a printable ASCII
-// character. GPT-2's pre-tokeniser never puts such a '\n' and the next character in one piece.
-std::size_t last_cut(std::string_view text) {
-  for (std::size_t p = text.size() - 1; p > 0; --p) {
-    const auto next = static_cast<unsigned char>(text[p]);
-    if (text[p - 1] == '\n' && next > 0x20 && next < 0x7F) return p;
+// A document with no safe cut in this many chunks' worth of text (one huge "word": minified
+// code, text without spaces or line breaks) is cut at the last character boundary instead, so
+// memory stays bounded; only there can ids differ from whole-document encoding.
+constexpr std::size_t kForcedCutChunks = 64;
+
+// The end of the last complete UTF-8 character (or invalid byte) of text, never 0 for text that
+// holds one: a forced cut never splits a character.
+std::size_t last_character_boundary(std::string_view text) {
+  std::size_t end = text.size();
+  for (std::size_t back = 1; back <= 3 && back < text.size(); ++back) {
+    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
+    if ((byte & 0xC0) != 0x80) {  // the last lead byte: is its sequence complete?
+      const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+      if (length > back) end = text.size() - back;
+      break;
+    }
   }
-  return 0;
+  return end > 0 ? end : text.size();
 }
 
 }  // namespace
@@ -272,7 +283,8 @@ struct DocumentReader::State {
           return;
         }
       }
-      const std::size_t cut = last_cut(buffer);
+      std::size_t cut = tokenizer::last_safe_cut(buffer);
+      if (cut == 0 && buffer.size() >= chunk_bytes * kForcedCutChunks) cut = last_character_boundary(buffer);
       if (cut > 0) {
         chunk.text = std::string_view(buffer).substr(0, cut);
         chunk.ends_document = false;

@@ -6,6 +6,7 @@
 #include "llmrdzv/dist/distributed_engine.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,6 +32,7 @@
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/dist/gradient_buckets.hpp"
 #include "llmrdzv/dist/offload_optimizer.hpp"
+#include "llmrdzv/dist/rank_resources.hpp"
 #include "llmrdzv/dist/rdzv_store.hpp"
 
 namespace llmrdzv::dist {
@@ -303,7 +305,8 @@ class DistributedEngine final : public train::TrainingEngine {
           std::move(offloaded), buckets_->slots(), backend_,
           optim::AdamWHyperparams{.lr = 0, .beta1 = settings.beta1, .beta2 = settings.beta2,
                                   .eps = settings.epsilon, .weight_decay = settings.weight_decay},
-          optim::KernelOptions{.threads = static_cast<unsigned>(std::max<std::int64_t>(0, options_.threads))},
+          // As the one-process engine: torch's thread count (this rank's share of the node).
+          optim::KernelOptions{.threads = static_cast<unsigned>(std::max(1, at::get_num_threads()))},
           (options_.offload_chunk_mb << 20) / static_cast<std::int64_t>(sizeof(float)));
     } else {
       train::TrainOptions local = options_;
@@ -396,10 +399,17 @@ std::unique_ptr<train::TrainingEngine> join_and_build(const train::TrainOptions&
         std::to_string(assignment.round) + " as rank " + std::to_string(assignment.rank) + " of " +
         std::to_string(assignment.world_size) + " (" + restart_count_text(restarted->done, restarted->max) + ")");
   }
-  const bool cuda = !options.use_cpu && torch::cuda::is_available();
-  const c10::Device device =
-      cuda ? c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(std::max(0, assignment.local_rank)))
-           : c10::Device(c10::kCPU);
+  c10::Device device(c10::kCPU);
+  if (!options.use_cpu && torch::cuda::is_available()) {
+    const int visible = static_cast<int>(torch::cuda::device_count());
+    const int index = cuda_device_for(assignment.local_rank, visible);
+    device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+    if (assignment.rank == 0) say("trainer: rank 0 trains on " + describe_cuda_binding(index, visible));
+  }
+  // Ranks sharing a node share its cores, unless the user or the launcher said how many to use.
+  if (options.threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr && assignment.local_world_size > 1) {
+    at::set_num_threads(threads_per_rank(available_cpus(), node_cpus(), assignment.local_world_size));
+  }
   auto store = c10::make_intrusive<RdzvStore>(client, assignment.round, "pg/", settings.timeout);
   c10::intrusive_ptr<c10d::Backend> backend;
   try {

@@ -70,23 +70,39 @@ void atomic_write(const std::filesystem::path& path, std::string_view contents) 
   atomic_write(path, [&](const ChunkSink& sink) { sink(std::as_bytes(std::span(contents.data(), contents.size()))); });
 }
 
-std::string read_file(const std::filesystem::path& path) {
+namespace {
+
+// A whole file into `Buffer` (std::string or std::vector<std::byte>), sized once from fstat so
+// the peak is the file's size, not the doubling a growing buffer goes through.
+template <class Buffer>
+Buffer read_whole(const std::filesystem::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) fail_errno("open", path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail_errno("stat", path, errno);
   if (!S_ISREG(st.st_mode)) throw IoError("cannot read " + path.string() + ": not a regular file");
-  std::string contents;
-  char buffer[1 << 16];
+  Buffer contents(static_cast<std::size_t>(st.st_size), typename Buffer::value_type{});
+  std::size_t filled = 0;
   while (true) {
-    ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (filled == contents.size()) contents.resize(filled + (1 << 16));  // the file grew meanwhile
+    const ssize_t n = ::read(fd.get(), reinterpret_cast<char*>(contents.data()) + filled, contents.size() - filled);
     if (n < 0) {
       if (errno == EINTR) continue;
       fail_errno("read", path, errno);
     }
-    if (n == 0) return contents;
-    contents.append(buffer, static_cast<std::size_t>(n));
+    if (n == 0) break;
+    filled += static_cast<std::size_t>(n);
   }
+  contents.resize(filled);
+  return contents;
+}
+
+}  // namespace
+
+std::string read_file(const std::filesystem::path& path) { return read_whole<std::string>(path); }
+
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& path) {
+  return read_whole<std::vector<std::byte>>(path);
 }
 
 }  // namespace llmrdzv::io

@@ -226,20 +226,25 @@ fs::path save_checkpoint(const fs::path& root, std::int64_t step, const Checkpoi
   }
   remove_tree(staging);  // the previous checkpoint-<step> after a swap; nothing otherwise
 
-  if (keep_last > 0) {
-    std::vector<CheckpointInfo> all = list_checkpoints(root);
-    const std::size_t excess = all.size() > static_cast<std::size_t>(keep_last) ? all.size() - keep_last : 0;
-    for (std::size_t i = 0, removed = 0; i < all.size() && removed < excess; ++i) {
-      if (all[i].step == step) continue;
-      // Rename first so a crash mid-delete leaves a hidden directory, not a half checkpoint.
-      const fs::path doomed = root / (std::string(kTempPrefix) + std::to_string(::getpid()) + "-rm-" + std::to_string(all[i].step));
-      fs::rename(all[i].dir, doomed, ec);
-      remove_tree(ec ? all[i].dir : doomed);
-      ++removed;
-    }
-    fsync_directory(root);
-  }
+  if (keep_last > 0) prune_checkpoints(root, keep_last, step);
   return final_dir;
+}
+
+void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protected_step) {
+  if (keep_last <= 0) throw CheckpointError("keep_last must be > 0 to prune, got " + std::to_string(keep_last));
+  std::vector<CheckpointInfo> all = list_checkpoints(root);
+  const std::size_t excess = all.size() > static_cast<std::size_t>(keep_last) ? all.size() - keep_last : 0;
+  if (excess == 0) return;
+  std::error_code ec;
+  for (std::size_t i = 0, removed = 0; i < all.size() && removed < excess; ++i) {
+    if (all[i].step == protected_step) continue;
+    // Rename first so a crash mid-delete leaves a hidden directory, not a half checkpoint.
+    const fs::path doomed = root / (std::string(kTempPrefix) + std::to_string(::getpid()) + "-rm-" + std::to_string(all[i].step));
+    fs::rename(all[i].dir, doomed, ec);
+    remove_tree(ec ? all[i].dir : doomed);
+    ++removed;
+  }
+  fsync_directory(root);
 }
 
 void verify_checkpoint(const fs::path& dir) {

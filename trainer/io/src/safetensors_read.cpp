@@ -46,14 +46,12 @@ std::uint64_t TensorInfo::numel() const {
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path, Mode mode) {
   if (mode == Mode::read) {
-    std::string contents;
+    std::vector<std::byte> bytes;
     try {
-      contents = read_file(path);
+      bytes = read_file_bytes(path);
     } catch (const IoError& e) {
       throw SafetensorsError(e.what());
     }
-    std::vector<std::byte> bytes(contents.size());
-    std::memcpy(bytes.data(), contents.data(), contents.size());
     return from_bytes(std::move(bytes), path.string());
   }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -203,6 +203,7 @@ void Tokenizer::save(const std::filesystem::path& dir) const {
   if (ec) throw TokenizerError("cannot create " + dir.string() + ": " + ec.message());
   write_vocab_json(dir / "vocab.json", model_->tokens);
   write_merges_txt(dir / "merges.txt", model_->tokens, model_->merges);
+  write_tokenizer_config(dir, model_->eos);
 }
 
 std::string replace_invalid_utf8(std::string_view bytes) {

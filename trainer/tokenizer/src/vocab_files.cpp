@@ -159,4 +159,24 @@ void write_merges_txt(const std::filesystem::path& path, const std::vector<std::
   write_text(path, text);
 }
 
+void write_tokenizer_config(const std::filesystem::path& dir, std::uint32_t eos) {
+  const std::string eot = "\"<|endoftext|>\"";
+  write_text(dir / "tokenizer_config.json",
+             "{\n"
+             "  \"tokenizer_class\": \"GPT2Tokenizer\",\n"
+             "  \"add_prefix_space\": false,\n"
+             "  \"add_bos_token\": false,\n"
+             "  \"errors\": \"replace\",\n"
+             "  \"clean_up_tokenization_spaces\": false,\n"
+             "  \"bos_token\": " + eot + ",\n  \"eos_token\": " + eot + ",\n  \"unk_token\": " + eot + ",\n"
+             "  \"added_tokens_decoder\": {\n"
+             "    \"" + std::to_string(eos) + "\": {\"content\": " + eot +
+             ", \"lstrip\": false, \"normalized\": true, \"rstrip\": false, \"single_word\": false, "
+             "\"special\": true}\n"
+             "  }\n"
+             "}\n");
+  write_text(dir / "special_tokens_map.json",
+             "{\"bos_token\": " + eot + ", \"eos_token\": " + eot + ", \"unk_token\": " + eot + "}\n");
+}
+
 }  // namespace llmrdzv::tokenizer

@@ -26,4 +26,9 @@ void write_vocab_json(const std::filesystem::path& path, const std::vector<std::
 void write_merges_txt(const std::filesystem::path& path, const std::vector<std::string>& tokens,
                       const std::vector<MergeRule>& merges);
 
+// dir/tokenizer_config.json and dir/special_tokens_map.json as GPT-2's own: GPT2Tokenizer with
+// "<|endoftext|>" (id `eos`) as its bos, eos and unk special token, no prefix space, so
+// transformers' AutoTokenizer.from_pretrained(dir) loads the tokenizer and knows its EOS.
+void write_tokenizer_config(const std::filesystem::path& dir, std::uint32_t eos);
+
 }  // namespace llmrdzv::tokenizer

@@ -197,8 +197,7 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 }
 
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::Gpt2LmHeadModel& model,
-                                               const TrainingEngine& engine, const LoopState& state,
-                                               std::int64_t keep_last) {
+                                               const TrainingEngine& engine, const LoopState& state) {
   io::CheckpointData data;
   if (engine.is_main()) {
     data.tensor_files[kModelFile] = io::to_hf_state_dict(model);
@@ -219,8 +218,11 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
   };
   data.blobs[kStateFile] = json::write(trainer_state, 2);
   data.metadata["global_step"] = std::to_string(state.global_step);
-  return io::save_checkpoint(checkpoint_root(output_dir, engine.rank()), state.global_step, data,
-                             static_cast<int>(keep_last));
+  return io::save_checkpoint(checkpoint_root(output_dir, engine.rank()), state.global_step, data);
+}
+
+void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last) {
+  if (keep_last > 0) io::prune_checkpoints(checkpoint_root(output_dir, rank), static_cast<int>(keep_last));
 }
 
 std::optional<std::filesystem::path> latest_complete_checkpoint(const std::filesystem::path& output_dir, bool verify,

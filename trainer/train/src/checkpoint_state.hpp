@@ -30,10 +30,14 @@ struct LoopState {
 // Where `rank` keeps its checkpoints.
 std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, int rank);
 
-// Writes this rank's checkpoint for state.global_step, keeping the newest keep_last (0 = all).
+// Writes this rank's checkpoint for state.global_step. It removes nothing: older checkpoints go
+// (prune_training_checkpoints) only once every rank has finished this one, so a rank that dies
+// mid-save always leaves a complete checkpoint behind.
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::Gpt2LmHeadModel& model,
-                                               const TrainingEngine& engine, const LoopState& state,
-                                               std::int64_t keep_last);
+                                               const TrainingEngine& engine, const LoopState& state);
+
+// Keeps this rank's newest keep_last checkpoints (0 = all); call after all ranks saved.
+void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last);
 
 // The newest checkpoint-N in output_dir that every rank which wrote it finished: rank 0's
 // checkpoint-N verifies (with `verify`; else its manifest exists) and rank-1..W-1/checkpoint-N

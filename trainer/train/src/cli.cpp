@@ -18,7 +18,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"config_name", &T::config_name, "config.json (or a directory holding one) for a fresh model; empty = GPT-2's defaults"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
     {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt (GPT-2 BPE); empty = the model directory's, else the byte-level tokenizer"},
-    {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory"},
+    {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
     {"train_file", &T::train_file, "training text: a text file, a .jsonl file (its \"text\" members) or a folder of them (recursive; hidden and binary files skipped)"},
     {"validation_file", &T::validation_file, "validation text; empty = split off --validation_split_percentage of the training text"},
@@ -39,7 +39,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"max_grad_norm", &T::max_grad_norm, "clip the global gradient norm to this; 0 = no clipping"},
     {"num_train_epochs", &T::num_train_epochs, "passes over the training blocks (may be fractional)"},
     {"max_steps", &T::max_steps, "optimizer steps to run; > 0 overrides --num_train_epochs"},
-    {"lr_scheduler_type", &T::lr_scheduler_type, "learning-rate schedule after warmup: linear | cosine | constant"},
+    {"lr_scheduler_type", &T::lr_scheduler_type, "learning-rate schedule: linear | cosine | constant_with_warmup (warmup, then decay or none) | constant (no warmup)"},
     {"warmup_steps", &T::warmup_steps, "linear warmup steps; > 0 overrides --warmup_ratio"},
     {"warmup_ratio", &T::warmup_ratio, "warmup as a fraction of the total steps"},
     {"seed", &T::seed, "seed for initial weights, dropout and data order"},
@@ -53,7 +53,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
     {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine, as torchrun's standalone mode does; 0 = one process, or the rank given by the rendezvous environment (srun with the llm-rdzv option)"},
-    {"threads", &T::threads, "CPU threads for torch; 0 = torch's default"},
+    {"threads", &T::threads, "CPU threads for torch; 0 = torch's default, or with several ranks on a node an equal share of its cores (a task's own cores when Slurm binds tasks)"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of the shard per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
@@ -210,8 +210,9 @@ void validate(const TrainOptions& o) {
   require(o.model_name_or_path.empty() || (o.config_name.empty() && o.config_overrides.empty()),
           "--config_name and --config_overrides make a fresh model; they cannot be combined with --model_name_or_path");
   require(o.lr_scheduler_type == "linear" || o.lr_scheduler_type == "cosine" ||
-              o.lr_scheduler_type == "constant",
-          "--lr_scheduler_type must be linear, cosine or constant, got '" + o.lr_scheduler_type + "'");
+              o.lr_scheduler_type == "constant" || o.lr_scheduler_type == "constant_with_warmup",
+          "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got '" +
+              o.lr_scheduler_type + "'");
   require(o.offload == "none" || o.offload == "optimizer",
           "--offload must be none or optimizer, got '" + o.offload + "'");
   require(o.per_device_train_batch_size >= 1, "--per_device_train_batch_size must be at least 1");

@@ -170,8 +170,6 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
   std::vector<std::string> argv = {self_executable().string()};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--nproc", "0"});
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::string threads_per_rank = std::to_string(std::max(1u, cores / static_cast<unsigned>(nproc)));
   std::vector<pid_t> ranks;
   for (int rank = 0; rank < nproc; ++rank) {
     std::vector<std::pair<std::string, std::string>> env = {
@@ -179,8 +177,6 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
         {"WORLD_SIZE", std::to_string(nproc)},  {"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(rank)},
         {"LOCAL_WORLD_SIZE", std::to_string(nproc)}, {"NODE_RANK", "0"}, {"GROUP_RANK", "0"}, {"NNODES", "1"},
         {"MASTER_ADDR", "127.0.0.1"}};
-    // As torchrun: share the cores instead of every rank taking them all.
-    if (!std::getenv("OMP_NUM_THREADS")) env.emplace_back("OMP_NUM_THREADS", threads_per_rank);
     ranks.push_back(spawn(argv, env));
   }
 

@@ -183,8 +183,9 @@ void record_eval(TrainContext& c, std::int64_t step, double loss) {
 
 void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   state.data_state = batches.state();
-  const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state, c.o.save_total_limit);
-  c.engine.barrier();
+  const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state);
+  c.engine.barrier();  // every rank's part is complete: older checkpoints may go
+  prune_training_checkpoints(c.o.output_dir, c.engine.rank(), c.o.save_total_limit);
   c.reporter.message("saved " + dir.string());
 }
 
@@ -337,7 +338,7 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
   resume.reset();  // release the checkpoint's memory maps
 
   std::unique_ptr<EvalBlocks> eval_blocks;
-  if (o.do_eval) eval_blocks = open_in_rank_order(engine, [&] { return open_eval_blocks(o, tokenizer, block_size); });
+  if (o.do_eval) eval_blocks = open_in_rank_order(engine, [&] { return open_eval_blocks(o, tokenizer, block_size, engine.is_main()); });
   if (eval_blocks && eval_blocks->count() == 0) {  // found before training, not after it
     throw std::invalid_argument(
         "--do_eval: the validation text holds no full block of " + std::to_string(block_size) + " tokens" +

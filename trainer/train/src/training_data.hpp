@@ -50,7 +50,8 @@ struct DataPlan {
 std::unique_ptr<TrainBatches> open_train_batches(const TrainOptions& options, const tokenizer::Tokenizer& tokenizer,
                                                  const DataPlan& plan);
 // The validation file, or the held-out percentage of the training text; nullptr when neither.
+// Rank 0 (plan.rank 0 above, `report` here) names the binary files a folder listing skipped.
 std::unique_ptr<EvalBlocks> open_eval_blocks(const TrainOptions& options, const tokenizer::Tokenizer& tokenizer,
-                                             std::uint64_t block_size);
+                                             std::uint64_t block_size, bool report);
 
 }  // namespace llmrdzv::train

@@ -8,9 +8,11 @@
 //  - --validation_split_percentage p (1..99) puts document i (0-based over the whole list) in the
 //    validation part when floor((i+1)p/100) > floor(i p/100): p% of the documents, spread evenly,
 //    the same on every run and every rank.
-// Documents reach the tokenizer in chunks cut only where GPT-2's pre-tokeniser has a piece
-// boundary anyway (after '\n' when the next character is not whitespace), so chunked encoding
-// equals whole-document encoding while memory stays bounded by the chunk size.
+// Documents reach the tokenizer in chunks cut only where GPT-2's pre-tokeniser ends a piece
+// whatever surrounds it (tokenizer::last_safe_cut: a lone line break or a lone space between
+// non-whitespace characters), so chunked encoding equals whole-document encoding while memory
+// stays bounded by the chunk size. Text with no such place in 64 chunks' worth (one huge "word")
+// is cut at a character boundary there; only such a cut can change the ids.
 #pragma once
 
 #include <cstdint>

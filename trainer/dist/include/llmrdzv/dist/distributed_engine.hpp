@@ -72,8 +72,9 @@ class RejoinError : public std::runtime_error {
 void yield_to_failure_watch();
 
 // From the env contract (client::Options::from_env: RDZV_ENDPOINT, RDZV_ID, RDZV_TOKEN, RANK /
-// SLURM_PROCID, WORLD_SIZE, LOCAL_RANK, ...). Device: cuda:<local rank> when CUDA is available
-// and not options.use_cpu, else the CPU. Throws client::RdzvError / std::runtime_error naming
+// SLURM_PROCID, WORLD_SIZE, LOCAL_RANK, ...). Device: when CUDA is available and not
+// options.use_cpu, the visible GPU cuda_device_for(local rank) picks (rank_resources.hpp), else
+// the CPU. With --threads 0 and no OMP_NUM_THREADS, ranks sharing a node share its cores. Throws client::RdzvError / std::runtime_error naming
 // the problem when the env is incomplete or the rendezvous fails.
 std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
                                                                const ProcessGroupSettings& settings = {});

@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 namespace llmrdzv::io {
 
@@ -30,5 +31,6 @@ void fsync_directory(const std::filesystem::path& dir);
 
 // Reads a whole file; IoError naming the path when it cannot.
 std::string read_file(const std::filesystem::path& path);
+std::vector<std::byte> read_file_bytes(const std::filesystem::path& path);
 
 }  // namespace llmrdzv::io

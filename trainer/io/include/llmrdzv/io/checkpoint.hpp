@@ -57,6 +57,12 @@ CheckpointData load_checkpoint(const std::filesystem::path& dir, bool alias = fa
 // Every directory named checkpoint-<N> under root, by increasing step (valid or not).
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& root);
 
+// Removes the oldest checkpoints under root so that keep_last (> 0) remain, never the one of
+// `protected_step`. Each is renamed to a hidden name first, so a crash mid-delete leaves no
+// half checkpoint. Writers that must agree first (the ranks of one run) save with keep_last 0
+// and prune once all of them have saved.
+void prune_checkpoints(const std::filesystem::path& root, int keep_last, std::int64_t protected_step = -1);
+
 // The newest checkpoint that verifies; the reasons the newer ones failed go to `rejected`
 // ("<dir>: <problem>") so the caller can report them. nullopt when none verifies.
 std::optional<CheckpointInfo> latest_valid_checkpoint(const std::filesystem::path& root,

@@ -78,7 +78,8 @@ class Tokenizer {
   const std::string& fingerprint() const;
 
   // Writes dir/vocab.json and dir/merges.txt in HF's format (the byte tokenizer too: its 257
-  // entries and no merges), so GPT2TokenizerFast(vocab_file, merges_file) encodes the same.
+  // entries and no merges), and tokenizer_config.json + special_tokens_map.json naming
+  // "<|endoftext|>" the special token, so AutoTokenizer.from_pretrained(dir) encodes the same.
   void save(const std::filesystem::path& dir) const;
 
   struct Model;

@@ -1,5 +1,7 @@
 // Learning rate per optimizer step: linear warmup, then linear decay to 0, half-cosine decay to 0,
-// or constant — the same multipliers as transformers' get_{linear,cosine,constant}_schedule*.
+// or constant; or constant throughout (no warmup) — the multipliers of transformers'
+// get_linear_schedule_with_warmup, get_cosine_schedule_with_warmup,
+// get_constant_schedule_with_warmup and get_constant_schedule, under run_clm's names.
 // A pure function of the step, so resuming needs only the step count.
 #pragma once
 
@@ -8,9 +10,9 @@
 
 namespace llmrdzv::train {
 
-enum class ScheduleKind { linear, cosine, constant };
+enum class ScheduleKind { linear, cosine, constant, constant_with_warmup };
 
-// "linear" | "cosine" | "constant"; throws std::invalid_argument otherwise.
+// "linear" | "cosine" | "constant" | "constant_with_warmup"; throws std::invalid_argument otherwise.
 ScheduleKind parse_schedule_kind(std::string_view name);
 
 // warmup_steps when positive, else ceil(warmup_ratio * total_steps) (transformers' rule).

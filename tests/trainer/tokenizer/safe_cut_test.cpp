@@ -1,0 +1,75 @@
+// last_safe_cut: every place it offers splits the text into parts whose GPT-2 pieces, one part
+// after the other, are exactly the pieces of the whole text (so their ids are too), checked on
+// random text rich in whitespace runs, line endings, Unicode spaces, letters, digits, contractions
+// and invalid UTF-8; and the places it must refuse.
+#include "llmrdzv/tokenizer/safe_cut.hpp"
+
+#include <catch2/catch.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pretokenizer.hpp"
+
+using llmrdzv::tokenizer::last_safe_cut;
+using llmrdzv::tokenizer::PieceScanner;
+
+namespace {
+
+std::vector<std::string> pieces(std::string_view text) {
+  std::vector<std::string> out;
+  PieceScanner scanner(text);
+  for (std::string_view piece; scanner.next(piece);) out.emplace_back(piece);
+  return out;
+}
+
+std::string random_text(std::mt19937& rng) {
+  static const char* const kFragments[] = {
+      "a", "word", "\xc3\xa9t\xc3\xa9", "\xe4\xb8\xad\xe6\x96\x87", "42", "3.14", "!?", "'s", "'ll", " ", "  ", "   ",
+      "\n", "\n\n", "\r\n", "\t", " \n", "\n ", "\t\t", "\xe3\x80\x80" /* U+3000 */, "\xc2\xa0" /* NBSP */,
+      "\xc2\x85" /* NEL */, "\xff", "\xe4\xb8" /* truncated */, "\xcc\x81" /* combining acute */, "x\ny", "a b"};
+  std::uniform_int_distribution<std::size_t> pick(0, std::size(kFragments) - 1);
+  std::uniform_int_distribution<int> length(1, 40);
+  std::string text;
+  for (int i = length(rng); i > 0; --i) text += kFragments[pick(rng)];
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("every safe cut keeps the pre-tokeniser's pieces", "[tokenizer][safe-cut]") {
+  std::mt19937 rng(2024);
+  std::size_t cuts = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const std::string text = random_text(rng);
+    const auto whole = pieces(text);
+    // As a chunked reader sees it: only a prefix of the text is known when it looks for a cut.
+    for (std::size_t known = 1; known <= text.size(); ++known) {
+      const std::size_t p = last_safe_cut(std::string_view(text).substr(0, known));
+      if (p == 0) continue;
+      ++cuts;
+      REQUIRE(p < known);
+      auto parts = pieces(std::string_view(text).substr(0, p));
+      const auto rest = pieces(std::string_view(text).substr(p));
+      parts.insert(parts.end(), rest.begin(), rest.end());
+      INFO("text (" << text.size() << " bytes) cut at " << p << " of " << known << " known");
+      REQUIRE(parts == whole);
+    }
+  }
+  CHECK(cuts > 10000);  // the rule is not vacuous
+}
+
+TEST_CASE("safe cuts are where a lone line break or space sits between non-whitespace", "[tokenizer][safe-cut]") {
+  CHECK(last_safe_cut("a\nb") == 2);
+  CHECK(last_safe_cut("ab cd") == 2);
+  CHECK(last_safe_cut("first line\nsecond") == 11);
+  CHECK(last_safe_cut("\xe4\xb8\xad\n\xe6\x96\x87") == 4);  // CJK lines
+  // A run of whitespace ends differently at the end of a text than before a word: no cut in it.
+  CHECK(last_safe_cut("a  \nX") == 0);
+  CHECK(last_safe_cut("a \n\nX") == 0);
+  CHECK(last_safe_cut("a\r\nb") == 0);
+  CHECK(last_safe_cut("a \xe3\x80\x80" "b") == 0);  // U+3000 after the space
+  CHECK(last_safe_cut("nospaceatall") == 0);
+  CHECK(last_safe_cut("a\n\xe4\xb8") == 0);  // the next character is cut off: unknown
+  CHECK(last_safe_cut("\xff\n\xff") == 2);    // invalid bytes are pieces of their own
+}

@@ -1,0 +1,58 @@
+// Chunk boundaries that keep GPT-2 pre-tokenisation unchanged (see safe_cut.hpp).
+#include "llmrdzv/tokenizer/safe_cut.hpp"
+
+#include "unicode_class.hpp"
+#include "utf8.hpp"
+
+namespace llmrdzv::tokenizer {
+namespace {
+
+enum class Side { space, other, unknown };
+
+const unsigned char* bytes_of(std::string_view text) { return reinterpret_cast<const unsigned char*>(text.data()); }
+
+// The character starting at `at`.
+Side starting_at(std::string_view text, std::size_t at) {
+  if (at >= text.size()) return Side::unknown;
+  char32_t cp = 0;
+  const std::size_t avail = text.size() - at;
+  if (decode_utf8(bytes_of(text) + at, avail, cp) == 0) {
+    // Invalid, or a sequence the end of the text cut off (its lead byte says how long it is).
+    const unsigned lead = bytes_of(text)[at];
+    const std::size_t wanted = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3
+                               : lead >= 0xC2 && lead <= 0xDF ? 2 : 1;
+    return avail < wanted ? Side::unknown : Side::other;
+  }
+  return classify(cp) == CodePointClass::kSpace ? Side::space : Side::other;
+}
+
+// The character ending just before `end` (end > 0).
+Side ending_before(std::string_view text, std::size_t end) {
+  for (std::size_t length = 1; length <= 4 && length <= end; ++length) {
+    const std::size_t start = end - length;
+    char32_t cp = 0;
+    if (decode_utf8(bytes_of(text) + start, text.size() - start, cp) == length) {
+      return classify(cp) == CodePointClass::kSpace ? Side::space : Side::other;
+    }
+    if ((bytes_of(text)[start] & 0xC0) != 0x80) break;  // a lead byte that starts no sequence here
+  }
+  return Side::other;  // an invalid byte: a piece of its own
+}
+
+bool lone_non_space_whitespace(char c) { return c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+}  // namespace
+
+std::size_t last_safe_cut(std::string_view text) {
+  for (std::size_t p = text.size(); p-- > 1;) {
+    const char before = text[p - 1];
+    if (lone_non_space_whitespace(before)) {  // cut after it
+      if (starting_at(text, p) == Side::other && (p == 1 || ending_before(text, p - 1) == Side::other)) return p;
+    } else if (text[p] == ' ') {  // cut before it
+      if (starting_at(text, p + 1) == Side::other && ending_before(text, p) == Side::other) return p;
+    }
+  }
+  return 0;
+}
+
+}  // namespace llmrdzv::tokenizer
