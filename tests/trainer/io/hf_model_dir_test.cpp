@@ -1,6 +1,6 @@
 // Hugging Face interoperability with real transformers (the venv's python): an HF-made
-// GPT2LMHeadModel loads and gives the same logits and loss, in both the modern and the legacy
-// layout; a model we save loads in AutoModelForCausalLM with the same logits; bad directories
+// GPT2LMHeadModel loads and gives the same logits, loss and gradients, in both the modern and
+// the legacy layout; a model we save loads in AutoModelForCausalLM with the same logits; bad directories
 // and weight files are rejected naming the file and the tensor.
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/equal.h>
@@ -66,6 +66,33 @@ TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][pyt
       CHECK(std::abs(out.loss.item<double>() - named(ref, "loss").item<double>()) < 1e-5);
     }
   }
+}
+
+TEST_CASE("gradients equal HF's for every parameter on the same weights and batch", "[hf][python]") {
+  // The forward parity above does not cover backward: ours runs its own oneDNN linear backward on
+  // the CPU and SDPA's, where HF runs eager attention through autograd.
+  testing::ScratchDir dir;
+  REQUIRE(run_python("make " + dir.path().string() + " 9") == 0);
+  const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
+  model::Gpt2LmHeadModel m = io::load_hf_model(dir / "hf");
+  m->eval();  // dropout off, as on the HF side; gradients still flow
+  m->forward(named(ref, "input_ids"), named(ref, "labels")).loss.backward();
+  std::size_t compared = 0;
+  for (const auto& item : m->named_parameters()) {
+    INFO(item.key());
+    at::Tensor theirs = named(ref, "grad/" + item.key());
+    const at::Tensor& ours = item.value().grad();
+    REQUIRE(ours.defined());
+    const std::string& name = item.key();
+    if (name.ends_with("c_attn.weight") || name.ends_with("c_proj.weight") || name.ends_with("c_fc.weight")) {
+      theirs = theirs.t();  // HF's Conv1D [in, out] (attn.c_proj is square: go by name, not shape)
+    }
+    const double scale = theirs.abs().max().item<double>();
+    const double diff = (ours - theirs).abs().max().item<double>();
+    CHECK(diff <= 1e-5 * std::max(1.0, scale));
+    ++compared;
+  }
+  CHECK(compared == m->parameters().size());
 }
 
 TEST_CASE("a saved model loads in transformers with the same logits", "[hf][python]") {

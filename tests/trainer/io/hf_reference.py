@@ -4,7 +4,8 @@ make DIR SEED     writes DIR/hf (a random tiny GPT2LMHeadModel via save_pretrain
                   (the same in ~40 KB shards with model.safetensors.index.json), DIR/hf_legacy
                   (the same weights without the "transformer." prefix, with the old attn.bias mask
                   buffers and an explicit tied lm_head.weight) and DIR/reference.safetensors
-                  (input_ids, labels, and GPT2LMHeadModel's logits and loss on them, eager attention).
+                  (input_ids, labels, and GPT2LMHeadModel's logits and loss on them, eager attention,
+                  and "grad/<name>": the loss's gradient for every parameter, dropout off).
 check DIR FILE    loads DIR with AutoModelForCausalLM.from_pretrained and compares its logits and
                   loss on FILE's input_ids/labels with FILE's logits/loss; exit 1 when they differ.
 """
@@ -51,8 +52,12 @@ def make(root, seed):
     labels[0, 5:9] = -100
     labels[2, -1] = -100
     logits, loss = forward(model, ids, labels)
-    save_file({"input_ids": ids, "labels": labels, "logits": logits, "loss": loss.reshape(1)},
-              os.path.join(root, "reference.safetensors"))
+    reference = {"input_ids": ids, "labels": labels, "logits": logits, "loss": loss.reshape(1)}
+    model.zero_grad()
+    model(input_ids=ids, labels=labels).loss.backward()  # eval mode: no dropout
+    for name, p in model.named_parameters():  # the tied lm_head is wte: listed once
+        reference["grad/" + name] = p.grad.detach().clone().contiguous()
+    save_file(reference, os.path.join(root, "reference.safetensors"))
 
 
 def check(model_dir, reference_file):

@@ -1,14 +1,17 @@
 // Training checkpoints through the real model, engine and io: a restored model, optimizer, RNG and
 // loop state equal what was saved; checkpoints of another model shape or with damaged files are
-// refused naming the checkpoint; `latest` skips broken ones. And generate on a saved model.
+// refused naming the checkpoint; `latest` skips broken ones; ranks prune only after all saved.
+// And generate (greedy, top-k sampling) and the optimizer's decay groups.
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
 
 #include <filesystem>
+#include <set>
 
 #include "checkpoint_state.hpp"
+#include "model_setup.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "llmrdzv/train/generate.hpp"
@@ -197,4 +200,40 @@ TEST_CASE("generate samples from a saved model reproducibly and names a bad mode
 
   options.model = dir.file("missing");
   CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir.file("missing")));
+}
+
+TEST_CASE("sampling: temperature 0 is greedy and top-k draws only among the k likeliest ids", "[generate]") {
+  const torch::Tensor logits = torch::tensor({0.1f, 3.0f, 2.0f, -1.0f, 2.5f});
+  at::Generator generator = at::detail::createCPUGenerator(7);
+  CHECK(sample_next_token(logits, 0.0, 0, generator) == 1);
+  const auto draws = [&](double temperature, std::int64_t top_k) {
+    std::set<std::int64_t> seen;
+    for (int i = 0; i < 2000; ++i) seen.insert(sample_next_token(logits, temperature, top_k, generator));
+    return seen;
+  };
+  CHECK(draws(5.0, 1) == std::set<std::int64_t>{1});
+  CHECK(draws(5.0, 2) == std::set<std::int64_t>{1, 4});  // hot enough that both are drawn
+  CHECK(draws(5.0, 3) == std::set<std::int64_t>{1, 2, 4});
+  CHECK(draws(5.0, 0) == std::set<std::int64_t>{0, 1, 2, 3, 4});  // no top-k: every id
+  at::Generator a = at::detail::createCPUGenerator(11), b = at::detail::createCPUGenerator(11);
+  for (int i = 0; i < 50; ++i) CHECK(sample_next_token(logits, 1.5, 3, a) == sample_next_token(logits, 1.5, 3, b));
+}
+
+TEST_CASE("biases and LayerNorm weights are not decayed; weights and embeddings are", "[checkpoint][decay]") {
+  model::Gpt2Config config = tiny_config();
+  config.n_layer = 2;
+  model::Gpt2LmHeadModel model(config);
+  std::set<std::string> decayed, undecayed;
+  for (const auto& p : trainable_parameters(model)) (p.decay ? decayed : undecayed).insert(p.name);
+  CHECK(decayed == std::set<std::string>{
+                       "transformer.wte.weight", "transformer.wpe.weight",
+                       "transformer.h.0.attn.c_attn.weight", "transformer.h.0.attn.c_proj.weight",
+                       "transformer.h.0.mlp.c_fc.weight", "transformer.h.0.mlp.c_proj.weight",
+                       "transformer.h.1.attn.c_attn.weight", "transformer.h.1.attn.c_proj.weight",
+                       "transformer.h.1.mlp.c_fc.weight", "transformer.h.1.mlp.c_proj.weight"});
+  for (const std::string& name : undecayed) {
+    INFO(name);
+    CHECK((name.ends_with(".bias") || name.find(".ln_") != std::string::npos));
+  }
+  CHECK(undecayed.size() == 2 * (4 + 4) + 2);  // per block: 4 biases, ln_1/ln_2 weight + bias; ln_f
 }

@@ -1,6 +1,7 @@
 // The real trainer on many ranks through `trainer --nproc N` (a private rdzvd, Gloo on the CPU):
-// 2 and 4 ranks give the 1-rank run's losses with the same global batch, with and without
-// optimizer offload (one process with offload is a world of one), and log sane per-step timings; a killed rank stops the run with a clear message; --nproc refuses to run
+// 2 and 4 ranks give the 1-rank run's losses and gradient norms with the same global batch, with
+// and without optimizer offload (one process with offload is a world of one), and log sane
+// per-step timings; a killed rank stops the run with a clear message; --nproc refuses to run
 // inside an existing rendezvous.
 #include <catch2/catch.hpp>
 
@@ -51,15 +52,20 @@ std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out,
           "--logging_steps", "1", "--save_steps", "0", "--threads", "1", "--seed", "3", "--offload", offload};
 }
 
-std::vector<double> losses(const std::string& metrics) {
+// `key` ("loss", "grad_norm") of every training record, by step.
+std::vector<double> series(const std::string& metrics, const char* key) {
   std::vector<double> out;
   std::istringstream lines(read_file(metrics));
   for (std::string line; std::getline(lines, line);) {
     const auto record = llmrdzv::json::parse(line);
-    if (const auto* loss = record.find("loss"); loss && record.find("step")) out.push_back(loss->as_double());
+    if (!record.find("loss") || !record.find("step")) continue;
+    const auto* value = record.find(key);
+    REQUIRE(value);
+    out.push_back(value->as_double());
   }
   return out;
 }
+std::vector<double> losses(const std::string& metrics) { return series(metrics, "loss"); }
 
 // Checks the per-step timings of every training record (each has both; the time rank 0 spent
 // blocked in collectives is part of its step time) and returns the summed blocked time.
@@ -131,6 +137,16 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
         for (std::size_t step = 0; step < got.size(); ++step) {
           INFO("world " << world << " step " << step + 1 << ": " << got[step] << " vs 1 rank " << reference[step]);
           CHECK(std::abs(got[step] - reference[step]) <= 1e-5 * std::abs(reference[step]));
+        }
+        // The global gradient too (its norm before clipping): gradients summed instead of
+        // averaged over ranks would barely move the clipped AdamW losses, but scale this.
+        const auto norms = series(out + "/metrics.jsonl", "grad_norm");
+        const auto reference_norms = series(dir.file("runs-" + offload + "-1rank/metrics.jsonl"), "grad_norm");
+        REQUIRE(norms.size() == reference_norms.size());
+        for (std::size_t step = 0; step < norms.size(); ++step) {
+          INFO("world " << world << " step " << step + 1 << ": grad_norm " << norms[step] << " vs 1 rank "
+                        << reference_norms[step]);
+          CHECK(std::abs(norms[step] - reference_norms[step]) <= 1e-4 * std::abs(reference_norms[step]));
         }
       }
     }

@@ -12,6 +12,17 @@
 
 namespace llmrdzv::train {
 
+std::int64_t sample_next_token(const at::Tensor& logits, double temperature, std::int64_t top_k,
+                               at::Generator& generator) {
+  if (temperature == 0) return logits.argmax().item<std::int64_t>();
+  at::Tensor scaled = logits / temperature;
+  if (top_k > 0 && top_k < scaled.size(0)) {
+    const at::Tensor kth = std::get<0>(scaled.topk(top_k)).index({-1});
+    scaled = scaled.masked_fill(scaled < kth, -INFINITY);
+  }
+  return at::multinomial(scaled.softmax(0), 1, false, generator).item<std::int64_t>();
+}
+
 std::string generate_text(const GenerateOptions& o) {
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model);
@@ -37,18 +48,8 @@ std::string generate_text(const GenerateOptions& o) {
     std::vector<std::int64_t> window(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.end());
     const at::Tensor input = at::tensor(window, at::kLong).unsqueeze(0).to(device);
     // Ids past the tokenizer's vocabulary (padded embeddings) are never sampled.
-    at::Tensor logits = model->forward(input).logits.index({0, -1}).slice(0, 0, vocab).to(at::kCPU, at::kFloat);
-    std::int64_t next = 0;
-    if (o.temperature == 0) {
-      next = logits.argmax().item<std::int64_t>();
-    } else {
-      logits = logits / o.temperature;
-      if (o.top_k > 0 && o.top_k < vocab) {
-        const at::Tensor kth = std::get<0>(logits.topk(o.top_k)).index({-1});
-        logits = logits.masked_fill(logits < kth, -INFINITY);
-      }
-      next = at::multinomial(logits.softmax(0), 1, false, generator).item<std::int64_t>();
-    }
+    const at::Tensor logits = model->forward(input).logits.index({0, -1}).slice(0, 0, vocab).to(at::kCPU, at::kFloat);
+    const std::int64_t next = sample_next_token(logits, o.temperature, o.top_k, generator);
     if (static_cast<tokenizer::TokenId>(next) == tokenizer.eos_id()) break;
     ids.push_back(static_cast<tokenizer::TokenId>(next));
   }

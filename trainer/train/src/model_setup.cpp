@@ -1,6 +1,9 @@
 // Tokenizer and model selection for model_setup.hpp.
 #include "model_setup.hpp"
 
+#include <torch/nn/modules/normalization.h>
+
+#include <set>
 #include <stdexcept>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
@@ -55,6 +58,20 @@ model::Gpt2LmHeadModel build_model(const ModelSource& source, const tokenizer::T
   auto model = io::load_hf_model(source.model_name_or_path, {.low_cpu_mem_usage = source.low_cpu_mem_usage});
   require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
   return model;
+}
+
+std::vector<NamedParameter> trainable_parameters(model::Gpt2LmHeadModel& model) {
+  std::set<const void*> layer_norm;
+  for (const auto& module : model->modules()) {
+    if (!module->as<torch::nn::LayerNorm>()) continue;
+    for (const auto& p : module->parameters()) layer_norm.insert(p.unsafeGetTensorImpl());
+  }
+  std::vector<NamedParameter> parameters;
+  for (const auto& item : model->named_parameters()) {
+    const bool bias = item.key().ends_with("bias");
+    parameters.push_back({item.key(), item.value(), !bias && !layer_norm.contains(item.value().unsafeGetTensorImpl())});
+  }
+  return parameters;
 }
 
 }  // namespace llmrdzv::train

@@ -4,7 +4,6 @@
 #include "llmrdzv/train/train_loop.hpp"
 
 #include <ATen/autocast_mode.h>
-#include <torch/nn/modules/normalization.h>
 #include <torch/utils.h>
 
 #include <malloc.h>
@@ -14,7 +13,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
-#include <set>
 
 #include "checkpoint_state.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
@@ -68,21 +66,6 @@ class AutocastScope {
  private:
   bool enabled_;
 };
-
-// Parameters in model order; biases and LayerNorm weights are not decayed.
-std::vector<NamedParameter> named_parameters(model::Gpt2LmHeadModel& model) {
-  std::set<const void*> layer_norm;
-  for (const auto& module : model->modules()) {
-    if (!module->as<torch::nn::LayerNorm>()) continue;
-    for (const auto& p : module->parameters()) layer_norm.insert(p.unsafeGetTensorImpl());
-  }
-  std::vector<NamedParameter> parameters;
-  for (const auto& item : model->named_parameters()) {
-    const bool bias = item.key().ends_with("bias");
-    parameters.push_back({item.key(), item.value(), !bias && !layer_norm.contains(item.value().unsafeGetTensorImpl())});
-  }
-  return parameters;
-}
 
 std::uint64_t resolve_block_size(const TrainOptions& o, const model::Gpt2Config& config) {
   if (o.block_size == 0) return static_cast<std::uint64_t>(std::min<std::int64_t>(config.n_positions, 1024));
@@ -329,7 +312,7 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
     if (engine.is_main()) restore_model(*resume, model);
   }
   model->to(engine.device());
-  engine.attach(named_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
+  engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
 
