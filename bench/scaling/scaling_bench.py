@@ -6,7 +6,9 @@ backward did not hide. Prints a table and, as its last line, one JSON object.
 Why it exists: issue 5 asks for the scaling benchmark. What it runs: trainer-bench's "default"
 model (4 layers, n_embd 256, byte vocabulary, block 128; 3.3M parameters) with a fixed
 per-device batch, so the global batch grows with N (weak scaling), for --warmup untimed plus
---steps timed steps per run, with --offload none and --offload optimizer. The 1-rank baseline is
+--steps timed steps per run, with --offload none, --offload optimizer (gradients all-reduced, then
+each rank's shard sliced out) and optimizer-reduce (--offload_gradient_sync reduce: each shard's
+part of a bucket reduced to its owner only, ZeRO's reduce-scatter). The 1-rank baseline is
 `--nproc 1` (the same distributed code path, a world of one), measured in the same run; with
 --offload none a plain one-process run (no --nproc) is measured too, to show what the
 distributed path costs at world 1.
@@ -40,11 +42,19 @@ from trainer_bench import SHAPES, loadavg, run_trainer  # noqa: E402  (the same 
 
 PLAIN = 0  # "ranks" of the plain one-process run (no --nproc)
 
+# Trainer flags of each --offload mode of this bench: plain data parallel; optimizer offload with
+# the gradient all-reduced and sliced; and with each shard's gradient reduced to its owner only.
+OFFLOAD_FLAGS = {
+    "none": ["--offload", "none"],
+    "optimizer": ["--offload", "optimizer", "--offload_gradient_sync", "all_reduce"],
+    "optimizer-reduce": ["--offload", "optimizer", "--offload_gradient_sync", "reduce"],
+}
+
 
 def run_config(args, shape, offload, ranks, workdir):
     """One run of a configuration, summarised from its timed steps."""
     world = max(ranks, 1)
-    extra = ["--offload", offload] + (["--nproc", str(ranks)] if ranks != PLAIN else [])
+    extra = OFFLOAD_FLAGS[offload] + (["--nproc", str(ranks)] if ranks != PLAIN else [])
     load_before = loadavg()
     records, _ = run_trainer(args.trainer, shape, args.warmup + args.steps, args.threads_per_rank, workdir, "", extra)
     timed = records[args.warmup:]
@@ -67,7 +77,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trainer", required=True, help="path to the trainer binary (rdzvd next to it)")
     parser.add_argument("--ranks", default="1,2,4", help="comma-separated rank counts; the first is the baseline")
-    parser.add_argument("--offload", default="none,optimizer", help="comma-separated --offload modes")
+    parser.add_argument("--offload", default="none,optimizer,optimizer-reduce",
+                        help="comma-separated modes: " + ", ".join(OFFLOAD_FLAGS))
     parser.add_argument("--batch", type=int, default=SHAPES["default"]["batch"], help="per-device batch")
     parser.add_argument("--threads_per_rank", type=int, default=1, help="torch threads of every rank")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per run")
@@ -76,6 +87,9 @@ def main():
     args = parser.parse_args()
 
     shape = dict(SHAPES["default"], batch=args.batch)
+    for offload in args.offload.split(","):
+        if offload not in OFFLOAD_FLAGS:
+            parser.error(f"--offload: unknown mode '{offload}' (known: {', '.join(OFFLOAD_FLAGS)})")
     rank_counts = [int(n) for n in args.ranks.split(",")]
     configs = [(offload, ranks) for offload in args.offload.split(",")
                for ranks in ([PLAIN] if offload == "none" else []) + rank_counts]
@@ -99,12 +113,12 @@ def main():
     print(f"cores={os.cpu_count()} model=default(4x256, block {shape['block']}) per-device batch={args.batch} "
           f"threads/rank={args.threads_per_rank} warmup={args.warmup} timed_steps={args.steps} rounds={args.rounds} "
           f"(fastest run of each; medians over its timed steps; comm % = total comm wait / total step time)")
-    print(f"{'offload':<10} {'ranks':>6} {'batch':>6} {'tok/s':>9} {'speedup':>8} {'effic.':>7} {'per core':>8} "
+    print(f"{'offload':<16} {'ranks':>6} {'batch':>6} {'tok/s':>9} {'speedup':>8} {'effic.':>7} {'per core':>8} "
           f"{'step ms':>8} {'comm ms':>8} {'comm %':>7} {'load 1m':>11}")
     for offload, rows in results.items():
         for row in rows.values():
             ranks = "1 (1p)" if row["one_process"] else str(row["ranks"])
-            print(f"{offload:<10} {ranks:>6} {row['global_batch']:>6} {row['tokens_per_s']:>9.1f} "
+            print(f"{offload:<16} {ranks:>6} {row['global_batch']:>6} {row['tokens_per_s']:>9.1f} "
                   f"{row['speedup']:>8.3f} {row['efficiency']:>7.3f} {row['per_core_efficiency']:>8.3f} "
                   f"{row['step_ms']:>8.1f} {row['comm_wait_ms']:>8.1f} {100 * row['comm_fraction']:>6.1f}% "
                   f"{row['load'][0]:>5.2f}-{row['load'][1]:<5.2f}")

@@ -112,20 +112,29 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
           "[train][distributed]") {
   ScratchDir dir("train-run");
   dir.write("corpus.txt", corpus());
-  for (const std::string offload : {"none", "optimizer"}) {
-    DYNAMIC_SECTION("offload " << offload) {
+  // --offload optimizer runs with both gradient syncs: all_reduce (the CPU's default) and reduce
+  // to the shard owners (the GPU's default).
+  for (const std::string variant : {"none", "optimizer", "optimizer-reduce"}) {
+    DYNAMIC_SECTION("offload " << variant) {
+      const std::string offload = variant == "none" ? "none" : "optimizer";
+      const auto run_args = [&](const ScratchDir& d, const std::string& out, int per_device, int accumulation,
+                                const std::string& o) {
+        auto args = ::run_args(d, out, per_device, accumulation, o);
+        args.insert(args.end(), {"--offload_gradient_sync", variant == "optimizer-reduce" ? "reduce" : "all_reduce"});
+        return args;
+      };
       // One process (with --offload optimizer a world of one through the same launcher).
-      const RunResult single = run_trainer(run_args(dir, dir.file("runs-" + offload + "-1rank"), 4, 2, offload));
+      const RunResult single = run_trainer(run_args(dir, dir.file("runs-" + variant + "-1rank"), 4, 2, offload));
       expect_ok(single);
       CHECK((offload == "optimizer") == (single.err.find("standalone: 1 rank ") != std::string::npos));
-      const auto reference = losses(dir.file("runs-" + offload + "-1rank/metrics.jsonl"));
+      const auto reference = losses(dir.file("runs-" + variant + "-1rank/metrics.jsonl"));
       REQUIRE(reference.size() == 20);
       CHECK(reference.back() < reference.front() - 1.0);
-      const double single_wait = comm_wait_total(dir.file("runs-" + offload + "-1rank/metrics.jsonl"));
+      const double single_wait = comm_wait_total(dir.file("runs-" + variant + "-1rank/metrics.jsonl"));
       if (offload == "none") CHECK(single_wait == 0);  // one process, no collectives
 
       for (const int world : {2, 4}) {
-        const std::string out = dir.file("runs-" + offload + "-" + std::to_string(world) + "rank");
+        const std::string out = dir.file("runs-" + variant + "-" + std::to_string(world) + "rank");
         auto args = run_args(dir, out, 4 / world, 2, offload);
         args.insert(args.end(), {"--nproc", std::to_string(world)});
         const RunResult run = run_trainer(args);
@@ -141,7 +150,7 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
         // The global gradient too (its norm before clipping): gradients summed instead of
         // averaged over ranks would barely move the clipped AdamW losses, but scale this.
         const auto norms = series(out + "/metrics.jsonl", "grad_norm");
-        const auto reference_norms = series(dir.file("runs-" + offload + "-1rank/metrics.jsonl"), "grad_norm");
+        const auto reference_norms = series(dir.file("runs-" + variant + "-1rank/metrics.jsonl"), "grad_norm");
         REQUIRE(norms.size() == reference_norms.size());
         for (std::size_t step = 0; step < norms.size(); ++step) {
           INFO("world " << world << " step " << step + 1 << ": grad_norm " << norms[step] << " vs 1 rank "

@@ -294,11 +294,9 @@ class DistributedEngine final : public train::TrainingEngine {
     buckets_ = std::make_unique<GradientBuckets>(
         tensors, backend_, static_cast<std::size_t>(options_.ddp_bucket_cap_mb) << 20);
     if (options_.offload == "optimizer") {
-      for (bool decay : {true, false}) {
-        for (std::size_t k = 0; k < parameters.size(); ++k) {
-          if (parameters[k].decay == decay) norm_order_.push_back(k);
-        }
-      }
+      const bool reduce = options_.offload_gradient_sync == "reduce" ||
+                          (options_.offload_gradient_sync == "auto" && device_.is_cuda());
+      if (reduce) buckets_->reduce_to_owners();
       std::vector<OffloadParameter> offloaded;
       for (const auto& p : parameters) offloaded.push_back({p.tensor, p.decay});
       offload_ = std::make_unique<OffloadAdamW>(
@@ -323,14 +321,18 @@ class DistributedEngine final : public train::TrainingEngine {
       buckets_->copy_to_grads();
       return replica_->finish_gradients(max_norm);
     }
-    // torch's clip_grad_norm_ as the one-process engine calls it: the norm of the per-parameter
-    // norms (decayed group first), then scale by max_norm / (norm + 1e-6) when that is below 1.
-    std::vector<at::Tensor> norms;
-    for (std::size_t k : norm_order_) {
-      const FlatSlot& slot = buckets_->slots()[k];
-      norms.push_back(buckets_->flat().narrow(0, slot.offset, slot.numel).norm());
+    // The global norm from the shards (each rank may hold only its own): the sum of every rank's
+    // squared shard, then torch's clip_grad_norm_ rule: scale by max_norm / (norm + 1e-6) when
+    // that is below 1.
+    const ShardLayout shards = buckets_->shards();
+    const at::Tensor own = buckets_->flat().narrow(0, shards.begin(rank()), shards.end(rank()) - shards.begin(rank()));
+    double own_squares = 0;  // in double, a chunk at a time: no float rounding of the sum
+    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    for (std::int64_t from = 0; from < own.numel(); from += kChunk) {
+      const at::Tensor part = own.narrow(0, from, std::min(kChunk, own.numel() - from)).to(at::kDouble);
+      own_squares += at::dot(part, part).item<double>();
     }
-    const double norm = at::stack(norms).norm().item<double>();
+    const double norm = std::sqrt(all_reduce_sum({own_squares})[0]);
     grad_scale_ = 1.0;
     if (max_norm > 0 && std::isfinite(norm)) grad_scale_ = std::min(1.0, max_norm / (norm + 1e-6));
     return norm;
@@ -355,7 +357,6 @@ class DistributedEngine final : public train::TrainingEngine {
   c10::Device device_;
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::vector<at::Tensor> attached_;
-  std::vector<std::size_t> norm_order_;  // parameter indices in clip_grad_norm_'s order
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<OffloadAdamW> offload_;
   std::unique_ptr<train::TrainingEngine> replica_;

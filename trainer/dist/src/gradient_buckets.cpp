@@ -65,6 +65,18 @@ GradientBuckets::~GradientBuckets() {
   for (auto& p : parameters_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
 }
 
+ShardLayout ShardLayout::of(std::int64_t total, int world) {
+  if (world < 1) throw std::invalid_argument("shard layout: world size " + std::to_string(world));
+  return {total, (total + world - 1) / world, world};
+}
+
+ShardLayout GradientBuckets::shards() const { return ShardLayout::of(flat_.numel(), backend_->getSize()); }
+
+void GradientBuckets::reduce_to_owners() {
+  std::lock_guard lock(mutex_);
+  owners_ = shards();
+}
+
 void GradientBuckets::begin_micro_step(bool last_micro_step) {
   std::lock_guard lock(mutex_);
   armed_ = last_micro_step;
@@ -93,9 +105,22 @@ void GradientBuckets::launch_ready_in_order() {
 void GradientBuckets::launch(Bucket& bucket) {
   auto view = flat_.narrow(0, bucket.begin, bucket.end - bucket.begin);
   const int world = backend_->getSize();
-  if (world > 1) view.div_(world);  // all-reduce sums; dividing first gives the mean
-  std::vector<at::Tensor> tensors{view};
-  bucket.work = backend_->allreduce(tensors);
+  if (world > 1) view.div_(world);  // reductions sum; dividing first gives the mean
+  if (!owners_) {
+    std::vector<at::Tensor> tensors{view};
+    bucket.work.push_back(backend_->allreduce(tensors));
+    return;
+  }
+  // Each owner's part of the bucket, in rank order (the same order on every rank).
+  for (int owner = 0; owner < world; ++owner) {
+    const std::int64_t from = std::max(bucket.begin, owners_->begin(owner));
+    const std::int64_t to = std::min(bucket.end, owners_->end(owner));
+    if (from >= to) continue;
+    std::vector<at::Tensor> part{flat_.narrow(0, from, to - from)};
+    c10d::ReduceOptions options;
+    options.rootRank = owner;
+    bucket.work.push_back(backend_->reduce(part, options));
+  }
 }
 
 void GradientBuckets::finish() {
@@ -112,8 +137,8 @@ void GradientBuckets::finish() {
   launch_ready_in_order();
   const auto start = std::chrono::steady_clock::now();
   for (auto& bucket : buckets_) {
-    bucket.work->wait();
-    bucket.work.reset();
+    for (auto& work : bucket.work) work->wait();
+    bucket.work.clear();
     bucket.ready = 0;
   }
   last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -123,6 +148,7 @@ void GradientBuckets::finish() {
 }
 
 void GradientBuckets::copy_to_grads() {
+  if (owners_) throw std::logic_error("gradient buckets: copy_to_grads after reduce_to_owners (only shards are reduced)");
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     auto mean = flat_.narrow(0, slots_[k].offset, slots_[k].numel).view(parameters_[k].sizes());
     auto& grad = parameters_[k].mutable_grad();

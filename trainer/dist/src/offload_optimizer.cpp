@@ -43,10 +43,11 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
   }
   if (chunk_ <= 0) throw std::invalid_argument("offload optimizer: the chunk size must be positive");
   for (const auto& slot : slots_) total_ = std::max(total_, slot.offset + slot.numel);
-  shard_size_ = (total_ + world_ - 1) / world_;
-  shard_begin_ = std::int64_t{rank_} * shard_size_;
-  const std::int64_t shard_end = std::min(total_, shard_begin_ + shard_size_);
-  owned_ = std::max<std::int64_t>(0, shard_end - shard_begin_);
+  const ShardLayout layout = ShardLayout::of(total_, world_);  // GradientBuckets reduces to these
+  shard_size_ = layout.size;
+  shard_begin_ = layout.begin(rank_);
+  const std::int64_t shard_end = layout.end(rank_);
+  owned_ = shard_end - shard_begin_;
 
   const auto device = parameters_.front().tensor.device();
   copies_ = make_offload_copies(device);

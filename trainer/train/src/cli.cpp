@@ -57,6 +57,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of the shard per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
+    {"offload_gradient_sync", &T::offload_gradient_sync, "with --offload optimizer: reduce (each rank receives only its shard's gradient, half the traffic of all_reduce) | all_reduce | auto (reduce on GPUs, all_reduce on the CPU)"},
     {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
 };
 
@@ -246,6 +247,9 @@ void validate(const TrainOptions& o) {
   require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
   require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
+  require(o.offload_gradient_sync == "auto" || o.offload_gradient_sync == "reduce" ||
+              o.offload_gradient_sync == "all_reduce",
+          "--offload_gradient_sync must be auto, reduce or all_reduce, got '" + o.offload_gradient_sync + "'");
 }
 
 void validate(const GenerateOptions& o) {

@@ -5,6 +5,11 @@
 // its all-reduce is launched at once, so communication overlaps the rest of backward. Buckets
 // are launched in index order on every rank, so collectives match. Only the last micro-step of
 // a gradient accumulation is synchronised.
+//
+// For a sharded optimizer (ZeRO) every rank needs only the mean gradient of its own shard:
+// reduce_to_owners() makes each bucket a reduce of each shard's part to the rank that owns it
+// (ZeRO-2's reduce-scatter, at any bucket boundary), half an all-reduce's traffic; elsewhere the
+// flat buffer is then left undefined.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,7 +17,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <algorithm>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 namespace llmrdzv::dist {
@@ -21,6 +28,17 @@ namespace llmrdzv::dist {
 struct FlatSlot {
   std::int64_t offset = 0;
   std::int64_t numel = 0;
+};
+
+// Contiguous shards of a flat buffer of `total` elements, one per rank: rank r owns
+// [r * size, min(total, (r + 1) * size)) with size = ceil(total / world) (the last one padded).
+struct ShardLayout {
+  std::int64_t total = 0;
+  std::int64_t size = 0;
+  int world = 1;
+  static ShardLayout of(std::int64_t total, int world);
+  std::int64_t begin(int rank) const { return std::min(total, std::int64_t{rank} * size); }
+  std::int64_t end(int rank) const { return std::min(total, (std::int64_t{rank} + 1) * size); }
 };
 
 class GradientBuckets {
@@ -33,10 +51,17 @@ class GradientBuckets {
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
 
+  // From now on each rank receives only its shard of the mean gradient (see the header).
+  void reduce_to_owners();
+  bool reduces_to_owners() const { return owners_.has_value(); }
+  // The shards reduce_to_owners() uses (those of the flat buffer at this world size).
+  ShardLayout shards() const;
+
   // Before each micro-batch's backward: hooks act only when `last_micro_step`.
   void begin_micro_step(bool last_micro_step);
   // After the last backward: launches the buckets not launched yet (parameters that got no
-  // gradient count as zero), waits for all, and leaves the mean gradient over ranks in flat().
+  // gradient count as zero), waits for all, and leaves the mean gradient over ranks in flat()
+  // (with reduce_to_owners: in this rank's shard of it).
   void finish();
   // Writes flat()'s mean gradients back into every parameter's .grad.
   void copy_to_grads();
@@ -57,7 +82,7 @@ class GradientBuckets {
     std::int64_t begin = 0, end = 0;  // range of flat_
     std::vector<std::size_t> parameters{};
     std::size_t ready = 0;
-    c10::intrusive_ptr<c10d::Work> work{};
+    std::vector<c10::intrusive_ptr<c10d::Work>> work{};  // one all-reduce, or a reduce per owner
   };
 
   void launch_ready_in_order();  // with mutex_ held
@@ -72,6 +97,7 @@ class GradientBuckets {
   std::vector<Bucket> buckets_;
   std::size_t next_to_launch_ = 0;
   std::size_t launched_by_hooks_ = 0;
+  std::optional<ShardLayout> owners_;
   bool armed_ = false;
   double last_wait_seconds_ = 0;
   std::mutex mutex_;

@@ -64,6 +64,9 @@ struct TrainOptions {
   // Data parallelism (read by the training engine, see training_engine.hpp).
   std::string offload = "none";  // none | optimizer
   std::int64_t offload_chunk_mb = 4;  // --offload optimizer: host<->device pipeline chunk, MiB
+  // --offload optimizer: how each rank gets its shard's gradient: reduce (each shard's part of a
+  // bucket reduced to its owner, ZeRO's reduce-scatter), all_reduce (then sliced), auto.
+  std::string offload_gradient_sync = "auto";
   std::int64_t ddp_bucket_cap_mb = 25;
 
   // The YAML file the values came from, if any (for messages).
