@@ -164,6 +164,34 @@ ensure_test_user() {
     useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$test_user"
   mkdir -p "$dir/rdzvd-logs" "$dir/work"
   chmod 1777 "$dir/rdzvd-logs" "$dir/work"
+  reach_tree "$root"
+  reach_tree "$build"
+}
+
+# Jobs run as the unprivileged test user and use the checkout (build tree, etc/, scripts): a
+# checkout under a private directory (/root is 0700) would be out of its reach. Every directory
+# on the way that the test user cannot search gets a search-only ACL entry for it, recorded in
+# $dir/acl-grants and removed by `down`.
+reach_tree() {
+  local path=$1 d="" part
+  local -a parts
+  IFS=/ read -ra parts <<<"${path#/}"
+  for part in "" "${parts[@]}"; do  # from / down, so each test sees its ancestors searchable
+    d="${d%/}/$part"
+    if ! setpriv --reuid="$test_user" --regid="$test_user" --clear-groups test -x "$d" 2>/dev/null; then
+      command -v setfacl >/dev/null || die "$test_user cannot reach $path (no search permission on $d) and setfacl is missing (apt install acl)"
+      setfacl -m "u:$test_user:x" "$d" || die "cannot give $test_user search permission on $d (file system without ACLs?)"
+      echo "$d" >> "$dir/acl-grants"
+      log "granted $test_user search (x) on $d so jobs reach $path"
+    fi
+  done
+}
+
+revoke_grants() {
+  local d
+  [ -f "$dir/acl-grants" ] || return 0
+  while read -r d; do setfacl -x "u:$test_user" "$d" 2>/dev/null || true; done < "$dir/acl-grants"
+  rm -f "$dir/acl-grants"
 }
 
 start_daemons() {
@@ -230,6 +258,7 @@ cluster_down() {
   done
   ip link del "$bridge" 2>/dev/null || true
   remove_hosts_lines
+  revoke_grants
   id -u "$test_user" >/dev/null 2>&1 && userdel "$test_user" 2>/dev/null || true
   rm -rf "$dir"
   log "down"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The README's main job (scripts/main-job.sh) on the test cluster, shortened: srun --llm-rdzv
+# trains the embedded default (etc/trainer/default.yaml on the Python documentation) for a few
+# steps on 2 nodes, prints progress, eval perplexity and a sample, and leaves an HF model
+# directory owned by root (the job's user goes with the cluster), with the cluster left up.
+source "$(dirname "$0")/lib.sh"
+root=$(cd "$e2e_dir/../../.." && pwd)
+[ -x "$LLMRDZV_BUILD_DIR/bin/trainer" ] || { echo "skipped: no trainer"; exit 77; }
+[ "$LLMRDZV_BUILD_DIR" -ef "$root/build" ] || { echo "skipped: main-job.sh runs build/, not $LLMRDZV_BUILD_DIR"; exit 77; }
+out="$work/main-job"
+log=$("$root/scripts/main-job.sh" --prepared --max_steps 6 --output_dir "$out" -- \
+  --max_eval_samples 64 --logging_steps 2 2>&1) || { echo "$log" >&2; fail "main-job.sh failed"; }
+expect_match "$log" 'srun -N2 -n2 --llm-rdzv trainer' "the job ran through srun"
+expect_match "$log" 'step 6/6 \| loss' "progress"
+expect_match "$log" 'eval_loss [0-9.]+, perplexity [0-9.]+' "eval perplexity"
+expect_match "$log" 'a sample from the trained model' "the sample"
+for f in config.json model.safetensors vocab.json merges.txt tokenizer_config.json metrics.jsonl all_results.json; do
+  [ -f "$out/$f" ] || fail "no $f in the model directory"
+done
+[ "$(stat -c %u "$out/model.safetensors")" = 0 ] || fail "the outputs are not root's after the run"
+scripts_cluster="$root/scripts/slurm/cluster.sh"
+"$scripts_cluster" status >/dev/null || fail "main-job.sh took down the cluster it did not bring up"
+finish
