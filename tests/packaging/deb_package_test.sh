@@ -3,9 +3,10 @@
 # trainer) and lintian via packaging/build-deb.sh, install it on this machine, check the installed
 # files, the system user, the systemd unit (systemd-analyze verify + security score), and run the
 # installed rdzvd in site mode with a secret from the installed llm-rdzv-secret and rdzvctl against
-# it; when the test Slurm cluster is up, run `srun --llm-rdzv` there with the installed plugstack
-# snippet as the cluster's plugstack.conf (installed plugin, installed /usr/sbin/rdzvd); then purge
-# the package and check nothing is left. Needs root.
+# it; on the test Slurm cluster, run `srun --llm-rdzv` with the installed plugstack snippet as the
+# cluster's plugstack.conf (installed plugin, installed /usr/sbin/rdzvd), then the whole Slurm
+# end-to-end suite (tests/slurm/e2e) with the cluster's plugstack line pointing at the installed
+# plugin and rdzvd; then purge the package and check nothing is left. Needs root.
 #   deb_package_test.sh SOURCE_DIR OUT_DIR [BUILD_DIR (for bin/rdzv-test-client)]
 set -euo pipefail
 src=${1:?usage: deb_package_test.sh SOURCE_DIR OUT_DIR [BUILD_DIR]}
@@ -82,23 +83,43 @@ ok "installed rdzvd (site mode) answers installed rdzvctl on port $port"
 kill "$rdzvd_pid"; wait "$rdzvd_pid" 2>/dev/null || true; rdzvd_pid=
 
 client="$build/bin/rdzv-test-client"
-if [ -f "$cluster/env" ] && [ -x "$client" ]; then
-  # shellcheck disable=SC1091
-  source "$cluster/env"
-  cp "$cluster/plugstack.conf" "$work/plugstack.conf.saved"
-  cp /etc/slurm/plugstack.conf.d/llm-rdzv.conf "$cluster/plugstack.conf"
-  chmod 755 "$work"
-  e2e=$(cd / && setpriv --reuid="$LLMRDZV_TEST_USER" --regid="$LLMRDZV_TEST_USER" --init-groups -- \
-          srun -N2 -n4 --llm-rdzv sh -c 'echo "endpoint=$RDZV_ENDPOINT"; exec "$0"' "$client" 2>&1) \
-    || { echo "$e2e"; fail "srun --llm-rdzv with the installed plugin"; }
-  cp "$work/plugstack.conf.saved" "$cluster/plugstack.conf"
-  rm "$work/plugstack.conf.saved"
-  [ "$(grep -c '^barrier rank=[0-3] ok$' <<<"$e2e")" -eq 4 ] || { echo "$e2e"; fail "4 ranks through the installed plugin and rdzvd"; }
-  grep -Eq '^endpoint=lr-node1:29[5-9][0-9][0-9]$' <<<"$e2e" || { echo "$e2e"; fail "endpoint not in the snippet's port range"; }
-  ok "srun -N2 -n4 --llm-rdzv on the test cluster with the installed snippet, plugin and rdzvd"
-else
-  echo "note: no test cluster at $cluster or no $client: Slurm end-to-end part not run"
-fi
+[ -f "$cluster/env" ] || fail "no test cluster at $cluster (this test needs the slurm_cluster fixture)"
+[ -x "$client" ] || fail "no $client (build the tree first)"
+# shellcheck disable=SC1091
+source "$cluster/env"
+cp "$cluster/plugstack.conf" "$work/plugstack.conf.saved"
+cp /etc/slurm/plugstack.conf.d/llm-rdzv.conf "$cluster/plugstack.conf"
+chmod 755 "$work"
+e2e=$(cd / && setpriv --reuid="$LLMRDZV_TEST_USER" --regid="$LLMRDZV_TEST_USER" --init-groups -- \
+        srun -N2 -n4 --llm-rdzv sh -c 'echo "endpoint=$RDZV_ENDPOINT"; exec "$0"' "$client" 2>&1) \
+  || { echo "$e2e"; fail "srun --llm-rdzv with the installed plugin"; }
+[ "$(grep -c '^barrier rank=[0-3] ok$' <<<"$e2e")" -eq 4 ] || { echo "$e2e"; fail "4 ranks through the installed plugin and rdzvd"; }
+grep -Eq '^endpoint=lr-node1:29[5-9][0-9][0-9]$' <<<"$e2e" || { echo "$e2e"; fail "endpoint not in the snippet's port range"; }
+ok "srun -N2 -n4 --llm-rdzv on the test cluster with the installed snippet, plugin and rdzvd"
+
+# The end-to-end suite against the installed plugin and rdzvd: the cluster's own plugstack line
+# (its port range and short heartbeats, which the tests expect) with the installed paths.
+sed -e "s|^required [^ ]*/llm_rdzv\.so |required $plugin_dir/llm_rdzv.so |" \
+    -e "s| rdzvd=[^ ]*| rdzvd=/usr/sbin/rdzvd|" "$work/plugstack.conf.saved" > "$cluster/plugstack.conf"
+grep -q "^required $plugin_dir/llm_rdzv.so .*rdzvd=/usr/sbin/rdzvd" "$cluster/plugstack.conf" ||
+  fail "could not point the cluster's plugstack line at the installed files: $(cat "$cluster/plugstack.conf")"
+passed=0
+for script in "$src"/tests/slurm/e2e/*.sh; do
+  name=$(basename "$script" .sh)
+  case "$name" in lib|trainer_lib) continue ;; esac
+  rc=0
+  LLMRDZV_BUILD_DIR="$build" LLMRDZV_PYTHON="$src/.venv/bin/python" LLMRDZV_E2E_RDZVD=/usr/sbin/rdzvd \
+    bash "$script" >"$work/e2e-$name.log" 2>&1 || rc=$?
+  case "$rc" in
+    0) passed=$((passed + 1)) ;;
+    77) echo "note: e2e $name skipped: $(tail -n1 "$work/e2e-$name.log")" ;;
+    *) cat "$work/e2e-$name.log"; fail "e2e $name with the installed plugin and rdzvd (exit $rc)" ;;
+  esac
+done
+cp "$work/plugstack.conf.saved" "$cluster/plugstack.conf"
+rm "$work/plugstack.conf.saved"
+[ "$passed" -ge 10 ] || fail "only $passed end-to-end scripts passed against the installed files"
+ok "$passed Slurm end-to-end scripts pass with the installed plugin and rdzvd"
 
 dpkg --purge llm-rdzv >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log"; fail "dpkg --purge"; }
 for f in /usr/sbin/rdzvd "$plugin_dir/llm_rdzv.so" /etc/slurm/plugstack.conf.d/llm-rdzv.conf /etc/llm-rdzv; do

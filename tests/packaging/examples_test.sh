@@ -72,6 +72,24 @@ case "$name" in
     submit EXTRA_ARGS="$tiny --per_device_train_batch_size 1"
     expect 'perplexity'
     hf_model_loads
+    # The optimizer state really was offloaded and sharded: each rank's checkpoint holds its own
+    # shard of the fp32 master weights and moments, about half of the model each.
+    "$python" - "$work/out" <<'PY' || fail "the checkpoint does not hold two offloaded optimizer shards"
+import sys
+from safetensors import safe_open
+out = sys.argv[1]
+shards = []
+for part in (f"{out}/checkpoint-4", f"{out}/rank-1/checkpoint-4"):
+    with safe_open(f"{part}/optimizer.safetensors", "pt") as f:
+        keys = set(f.keys())
+        assert {"offload.master", "offload.exp_avg", "offload.exp_avg_sq", "offload.layout"} <= keys, keys
+        layout = f.get_tensor("offload.layout").tolist()  # total, world, rank, shard size
+        shards.append(layout)
+        assert f.get_tensor("offload.master").numel() == layout[3]
+assert [s[1] for s in shards] == [2, 2] and [s[2] for s in shards] == [0, 1], shards
+assert shards[0][3] == (shards[0][0] + 1) // 2, shards
+print(f"offload shards: {shards}", file=sys.stderr)
+PY
     ;;
   finetune-hf-gpt2)
     # A tiny random GPT-2 saved by transformers stands in for a downloaded checkpoint; without
@@ -89,12 +107,38 @@ PY
     hf_model_loads
     ;;
   elastic)
-    submit EXTRA_ARGS="$tiny"
+    # Rank 1 is SIGKILLed once, after rank 0 logged step 5 (checkpoints every 2 steps): rank 0
+    # re-joins a round of its own within the step and resumes from the last checkpoint.
+    cat > "$work/kill_rank1_once.sh" <<'RUN'
+#!/bin/bash
+if [ "$SLURM_PROCID" = 1 ] && [ ! -e "$OUT.killed" ]; then
+  "$REAL_TRAINER" "$@" & pid=$!
+  for _ in $(seq 1200); do
+    step=$(tail -n1 "$OUT/metrics.jsonl" 2>/dev/null | grep -Eo '"step": ?[0-9]+' | grep -Eo '[0-9]+$' || true)
+    [ -n "$step" ] && [ "$step" -ge 5 ] && break
+    sleep 0.05
+  done
+  touch "$OUT.killed"
+  echo "killing rank 1 at step $step"
+  kill -9 $pid; wait $pid; exit 0
+fi
+exec "$REAL_TRAINER" "$@"
+RUN
+    chmod 755 "$work/kill_rank1_once.sh"
+    chown "$LLMRDZV_TEST_USER" "$work/kill_rank1_once.sh"
+    long="${tiny/--max_steps 4/--max_steps 30}"
+    submit EXTRA_ARGS="$long" TRAINER="$work/kill_rank1_once.sh" REAL_TRAINER="$build/bin/trainer"
     expect '^attempt 1 on 2 node\(s\)$'
+    expect '^killing rank 1 at step'
+    expect 'rank 0: rank 1 failed in round 1; re-joining the rendezvous, resuming from checkpoint-'
     expect '^finished on attempt 1$'
-    ls "$work/out"/checkpoint-* >/dev/null 2>&1 || fail "no checkpoint to resume from"
+    "$python" - "$work/out/metrics.jsonl" <<'PY' || fail "the resumed run did not reach step 30 with every step logged"
+import json, sys
+steps = {r["step"] for r in map(json.loads, open(sys.argv[1])) if "loss" in r and "step" in r}
+assert steps == set(range(1, 31)), sorted(set(range(1, 31)) - steps)
+PY
     # The next run of the job finds the checkpoint and resumes from it.
-    submit EXTRA_ARGS="${tiny/--max_steps 4/--max_steps 6}"
+    submit EXTRA_ARGS="${tiny/--max_steps 4/--max_steps 32}"
     expect '^attempt 1 on 2 node\(s\), resuming$'
     expect '^finished on attempt 1$'
     ;;

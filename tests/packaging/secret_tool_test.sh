@@ -23,8 +23,12 @@ check "--rotate kept the old secret" test "$(cat "$secret")" != "$first"
 check "temporary file left behind" test -z "$(find "$dir" -name '.site.secret.*')"
 
 chmod 640 "$secret"
-expect 1 "has mode 640, expected 600" -- "$tool" --file "$secret" --check
-expect 1 "has mode 640, expected 600" -- "$tool" --file "$secret"
+expect 1 "has mode 640: group or others may access it" -- "$tool" --file "$secret" --check
+expect 1 "has mode 640: group or others may access it" -- "$tool" --file "$secret"
+chmod 604 "$secret"
+expect 1 "has mode 604: group or others may access it" -- "$tool" --file "$secret" --check
+chmod 400 "$secret"  # read-only for root is as private as 0600: the plugin takes it too
+expect 0 "is in order" -- "$tool" --file "$secret" --check
 chmod 600 "$secret"; chown nobody "$secret"
 expect 1 "is not owned by root" -- "$tool" --file "$secret" --check
 chown root "$secret"; : >"$secret"

@@ -10,6 +10,9 @@ cluster_dir=${LLMRDZV_CLUSTER_DIR:-/run/llm-rdzv-slurm}
 source "$cluster_dir/env"
 e2e_dir=$(cd "$(dirname "$0")" && pwd)
 test_client="$LLMRDZV_BUILD_DIR/bin/rdzv-test-client"
+# The rdzvd a test starts itself (site mode, port collisions): the build's, or the installed one
+# when the package test runs this suite against the installed files.
+rdzvd_bin=${LLMRDZV_E2E_RDZVD:-$LLMRDZV_BUILD_DIR/bin/rdzvd}
 test_name=$(basename "$0" .sh)
 work=$(mktemp -d "$cluster_dir/work/$test_name.XXXXXX")
 chmod 755 "$work"

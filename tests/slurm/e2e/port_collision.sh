@@ -5,7 +5,7 @@
 # instead of meeting another step's rdzvd.
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
-rdzvd="$LLMRDZV_BUILD_DIR/bin/rdzvd"
+rdzvd="$rdzvd_bin"
 require_file "$rdzvd"
 
 foreign=()

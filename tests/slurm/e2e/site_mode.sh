@@ -6,7 +6,7 @@
 # re-labelled for another uid is refused.
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
-rdzvd="$LLMRDZV_BUILD_DIR/bin/rdzvd"
+rdzvd="$rdzvd_bin"
 require_file "$rdzvd"
 
 conf="$cluster_dir/plugstack.conf"
