@@ -92,9 +92,11 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
   } else {
     throw UsageError("unknown command '" + name + "'");
   }
+  // Inside a step the rendezvous is the step's own (RDZV_ID) unless an ID or --id names another.
+  if (expected == 2 && positional.size() == 1 && args.rdzv_id.empty()) args.rdzv_id = env_or_empty("RDZV_ID");
   const bool id_by_flag = expected == 2 && positional.size() == 1 && !args.rdzv_id.empty();
   if (positional.size() != expected && !id_by_flag) {
-    throw UsageError(name + (expected == 2 ? " needs exactly one rendezvous ID" : " takes no arguments"));
+    throw UsageError(name + (expected == 2 ? " needs exactly one rendezvous ID (or RDZV_ID)" : " takes no arguments"));
   }
   if (expected == 2 && !id_by_flag) args.rdzv_id = positional[1];
   if (round && args.command != Command::kv) throw UsageError("--round only applies to kv");

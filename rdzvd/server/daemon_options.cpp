@@ -132,6 +132,7 @@ const std::vector<Setting>& settings() {
     t.push_back(toggle("syslog", "--syslog", false, &DaemonOptions::syslog));
     t.push_back(number("max_message_bytes", "--max-message-bytes", false, &DaemonOptions::max_message_bytes));
     t.push_back(limit("max_rendezvous", &core::Limits::max_rendezvous));
+    t.push_back(limit("max_rendezvous_per_user", &core::Limits::max_rendezvous_per_user));
     t.push_back(limit("max_participants", &core::Limits::max_participants));
     t.push_back(limit("max_keys", &core::Limits::max_keys));
     t.push_back(limit("max_key_length", &core::Limits::max_key_length));
@@ -340,7 +341,7 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --join-timeout MS            Join with no timeout of its own (default 600000)
   --wait-timeout MS            Barrier / blocking QueuePop with no timeout (default 300000)
   --rendezvous-idle-timeout MS collect a rendezvous untouched this long (default 3600000)
-  --max-rendezvous N, --max-participants N, --max-keys N, --max-key-length N,
+  --max-rendezvous N, --max-rendezvous-per-user N, --max-participants N, --max-keys N, --max-key-length N,
   --max-value-size N, --max-bytes N, --max-id-length N, --max-waiters N,
   --max-timeout-ms N, --max-keys-per-request N     limits (see etc/rdzvd.yaml)
   --max-message-bytes N        largest gRPC message accepted (default 67108864)

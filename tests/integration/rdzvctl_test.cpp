@@ -16,9 +16,11 @@ struct CtlRun {
   std::string err;
 };
 
-CtlRun rdzvctl(const ScratchDir& dir, std::vector<std::string> args) {
+// Runs rdzvctl with RDZV_ENDPOINT/RDZV_ID/RDZV_TOKEN unset unless `env` sets them.
+CtlRun rdzvctl(const ScratchDir& dir, std::vector<std::string> args, EnvChanges env = {}) {
   args.insert(args.begin(), rdzvctl_path());
-  ChildProcess process(args, {{"RDZV_ENDPOINT", std::nullopt}, {"RDZV_TOKEN", std::nullopt}}, dir.file("rdzvctl.err"));
+  for (const char* name : {"RDZV_ENDPOINT", "RDZV_ID", "RDZV_TOKEN"}) env.try_emplace(name, std::nullopt);
+  ChildProcess process(args, env, dir.file("rdzvctl.err"));
   CtlRun run;
   for (const auto& line : process.read_remaining_lines(30s)) run.out += line + "\n";
   run.exit_status = process.wait(10s).value_or(-1);
@@ -97,6 +99,12 @@ TEST_CASE("rdzvctl ping, list, show and kv describe a live rendezvous") {
   const auto round = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--token", rdzvd.token(), "kv", rdzvd.rdzv_id(),
                                    "--round", std::to_string(assignment.round)});
   CHECK_THAT(round.out, Catch::Contains("in-round = r"));
+
+  // Inside a step the env contract is enough: no options, no ID.
+  const auto in_step = rdzvctl(dir, {"show"}, {{"RDZV_ENDPOINT", rdzvd.endpoint()}, {"RDZV_ID", rdzvd.rdzv_id()},
+                                              {"RDZV_TOKEN", rdzvd.token()}});
+  CHECK(in_step.exit_status == 0);
+  CHECK_THAT(in_step.out, Catch::Contains("ctl-member"));
 
   const auto denied = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--token", "wrong", "show", rdzvd.rdzv_id()});
   CHECK(denied.exit_status == 4);

@@ -92,7 +92,8 @@ TEST_CASE("tokens never appear in log lines or error messages", "[core][auth]") 
 TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the limit", "[core][limits]") {
   CoreConfig config = site_config();
   Limits& l = config.settings.limits;
-  l.max_rendezvous = 2;
+  l.max_rendezvous = 3;
+  l.max_rendezvous_per_user = 2;
   l.max_participants = 8;
   l.max_keys = 4;
   l.max_key_length = 8;
@@ -109,7 +110,9 @@ TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the lim
   };
   REQUIRE(f.join(site_join("r1", 1, "a"))->status.ok());
   REQUIRE(f.join(site_join("r2", 1, "a"))->status.ok());
-  expect(f.join(site_join("r3", 1, "a"))->status, "max_rendezvous");
+  expect(f.join(site_join("r3", 1, "a"))->status, "max_rendezvous_per_user");  // uid 1 has two
+  REQUIRE(f.join(site_join("r3", 2, "b"))->status.ok());                     // uid 2 may still
+  expect(f.join(site_join("r4", 3, "c"))->status, "max_rendezvous");           // the daemon is full
   expect(f.join(site_join("r1", 1, "a-participant-id-too-long"))->status, "max_id_length");
   auto many = site_join("r1", 1, "a");
   many.max_participants = 9;

@@ -15,7 +15,7 @@ namespace {
 using T = TrainOptions;
 const OptionSpec<T> kTrainTable[] = {
     {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
-    {"config_name", &T::config_name, "config.json (or a directory holding one) for a fresh model; empty = GPT-2's defaults"},
+    {"config_name", &T::config_name, "config.json (or a directory holding one), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl), for a fresh model; empty = GPT-2's defaults"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
     {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt (GPT-2 BPE); empty = the model directory's, else the byte-level tokenizer"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},

@@ -9,6 +9,7 @@ namespace llmrdzv::core {
 
 struct Limits {
   std::uint32_t max_rendezvous = 1024;          // live rendezvous in the daemon
+  std::uint32_t max_rendezvous_per_user = 64;   // site mode: live rendezvous of one uid
   std::uint32_t max_participants = 16384;       // max_participants a rendezvous may ask for
   std::uint32_t max_keys = 1u << 20;            // keys + queues per rendezvous, all spaces
   std::uint32_t max_key_length = 1024;          // bytes
