@@ -23,6 +23,20 @@ ErrorCode error_of(Call&& call) {
   return rdzv_error_of(std::forward<Call>(call)).code();
 }
 
+llmrdzv::client::Options member_options(const RdzvdProcess& rdzvd, std::int32_t world, const std::string& id) {
+  auto options = rdzvd.client_options(world);
+  options.participant_id = id;
+  return options;
+}
+
+// Joins two members of one fixed-size-2 rendezvous (the second with `on_event`); returns the round.
+std::uint64_t join_two(Client& first, Client& second, llmrdzv::client::SessionCallback on_event = {}) {
+  auto second_join = std::async(std::launch::async, [&] { return second.join(std::move(on_event)); });
+  const auto round = first.join().round;
+  REQUIRE(second_join.get().round == round);
+  return round;
+}
+
 }  // namespace
 
 TEST_CASE("every key-value operation behaves as c10d expects") {
@@ -133,18 +147,13 @@ TEST_CASE("one client is safe to use from many threads at once") {
 TEST_CASE("a call blocked on a round fails with aborted when a member fails") {
   ScratchDir dir;
   RdzvdProcess rdzvd(dir);
-  auto options = rdzvd.client_options(2);
-  options.participant_id = "survivor";
-  Client survivor(options);
-  options.participant_id = "doomed";
-  auto doomed = std::make_unique<Client>(options);
-  auto doomed_join = std::async(std::launch::async, [&] { return doomed->join(); });
-  const auto assignment = survivor.join();
-  doomed_join.get();
+  Client survivor(member_options(rdzvd, 2, "survivor"));
+  auto doomed = std::make_unique<Client>(member_options(rdzvd, 2, "doomed"));
+  const std::uint64_t round = join_two(survivor, *doomed);
 
   auto blocked = std::async(std::launch::async, [&] {
     try {
-      survivor.kv(assignment.round).get("never", 30s);
+      survivor.kv(round).get("never", 30s);
     } catch (const RdzvError& error) {
       return error.code();
     }
@@ -181,21 +190,14 @@ TEST_CASE("values as large as the daemon stores travel both ways, also on the se
   // stream and failed the member.
   ScratchDir dir;
   RdzvdProcess rdzvd(dir);
-  auto options = rdzvd.client_options(2);
-  options.participant_id = "big-writer";
-  Client writer(options);
-  options.participant_id = "big-reader";
-  Client reader(options);
+  Client writer(member_options(rdzvd, 2, "big-writer"));
+  Client reader(member_options(rdzvd, 2, "big-reader"));
   std::vector<llmrdzv::client::SessionEvent> reader_events;
   std::mutex events_mutex;
-  auto reader_join = std::async(std::launch::async, [&] {
-    return reader.join([&](const llmrdzv::client::SessionEvent& event) {
-      std::lock_guard lock(events_mutex);
-      reader_events.push_back(event);
-    });
+  const std::uint64_t round = join_two(writer, reader, [&](const llmrdzv::client::SessionEvent& event) {
+    std::lock_guard lock(events_mutex);
+    reader_events.push_back(event);
   });
-  const auto round = writer.join().round;
-  REQUIRE(reader_join.get().round == round);
   const auto writer_kv = writer.kv(round);
   const auto reader_kv = reader.kv(round);
 

@@ -124,9 +124,7 @@ TEST_CASE("client library: same results with and without the server's one-stream
 }
 
 TEST_CASE("client library: a daemon slower than the probe deadline is still found", "[server][client]") {
-  auto config = server_test_config();
-  config.settings.heartbeat_timeout = llmrdzv::core::Millis(5000);  // over the delay, for the session
-  InProcessServer server(config);
+  InProcessServer server;
   server.delay_calls(std::chrono::milliseconds(1500));  // every answer comes after 1.5 s
   auto options = options_for(server, "patient", 1);
   options.probe_deadline = std::chrono::milliseconds(500);

@@ -28,7 +28,9 @@ inline core::CoreConfig server_test_config() {
   core::CoreConfig config;
   config.auth = {core::Mode::step, "7.0", "server-test-token", ""};
   config.settings.heartbeat_interval = core::Millis(100);
-  config.settings.heartbeat_timeout = core::Millis(1000);
+  // Far above any test's run time: raw-stub tests send no heartbeats, and a loaded machine must
+  // not turn a slow test into a failed member. Tests of the timeout set their own.
+  config.settings.heartbeat_timeout = core::Millis(30000);
   return config;
 }
 

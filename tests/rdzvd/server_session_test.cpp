@@ -384,7 +384,9 @@ TEST_CASE("status: features are advertised, and daemon_only leaves the rendezvou
 
 TEST_CASE("session bounds: a stream that never sends SessionOpen is ended after the heartbeat timeout",
           "[server][session-bounds]") {
-  InProcessServer server;  // heartbeat timeout 1 s
+  auto config = server_test_config();
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(1000);
+  InProcessServer server(config);
   Stream stream;
   stream.context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   const auto started = std::chrono::steady_clock::now();
@@ -402,7 +404,6 @@ TEST_CASE("session bounds: a client that sends calls but never reads their answe
   auto config = server_test_config();
   config.settings.limits.max_value_size = 64u << 10;
   config.settings.limits.max_bytes = 1u << 20;  // also the bound on answers waiting to be written
-  config.settings.heartbeat_timeout = llmrdzv::core::Millis(60000);  // no heartbeats are sent here
   InProcessServer server(config);
   auto stream = start_join(server, server.join_request("p0", 1));
   const std::uint64_t round = opened_assignment(*stream).round();
