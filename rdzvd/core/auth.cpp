@@ -25,4 +25,8 @@ Result<std::string> Authenticator::authorize(const Scope& scope) const {
   return std::to_string(*uid) + "/" + scope.rdzv_id;
 }
 
+std::string Authenticator::owner_of(const std::string& key) const {
+  return config_.mode == Mode::site ? key.substr(0, key.find('/')) : std::string();
+}
+
 }  // namespace llmrdzv::core

@@ -116,14 +116,13 @@ Result<Rendezvous*> Core::create_or_find(const JoinRequest& request) {
   }
   if (registry_.size() >= settings_.limits.max_rendezvous)
     return limit_exceeded("max_rendezvous", settings_.limits.max_rendezvous, "the daemon holds that many rendezvous");
-  if (auth_.mode() == Mode::site) {
-    // Site keys are "<uid>/<id>": one user's rendezvous must not crowd out everybody else's.
-    const std::string owner = key.value().substr(0, key.value().find('/') + 1);
+  if (auth_.mode() == Mode::site) {  // one user's rendezvous must not crowd out everybody else's
+    const std::string owner = auth_.owner_of(key.value());
     const auto owned = std::count_if(registry_.begin(), registry_.end(),
-                                     [&](const auto& entry) { return entry.first.starts_with(owner); });
+                                     [&](const auto& entry) { return auth_.owner_of(entry.first) == owner; });
     if (std::uint32_t(owned) >= settings_.limits.max_rendezvous_per_user)
       return limit_exceeded("max_rendezvous_per_user", settings_.limits.max_rendezvous_per_user,
-                            "uid " + owner.substr(0, owner.size() - 1) + " holds that many rendezvous");
+                            "uid " + owner + " holds that many rendezvous");
   }
   auto rdzv = std::make_unique<Rendezvous>(key.value(), request.scope.rdzv_id, settings_.limits, timers_,
                                            clock_, next_waiter_id_);

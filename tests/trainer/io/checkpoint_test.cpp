@@ -194,6 +194,7 @@ TEST_CASE("checkpoint names and arguments are checked", "[checkpoint]") {
   data.tensor_files["a"] = {};
   CHECK_THROWS_WITH(io::save_checkpoint(root.path(), 1, data), Catch::Contains("\"a\" given twice"));
   CHECK_THROWS_WITH(io::save_checkpoint(root.path(), -1, {}), Catch::Contains("step must be >= 0"));
+  CHECK_THROWS_WITH(io::prune_checkpoints(root.path(), 0), Catch::Contains("keep_last must be > 0 to prune, got 0"));
   CHECK(io::list_checkpoints(root / "nowhere").empty());
   CHECK_FALSE(io::latest_valid_checkpoint(root.path()));
 }

@@ -11,6 +11,7 @@
 
 #include "pretokenizer.hpp"
 
+using llmrdzv::tokenizer::last_character_boundary;
 using llmrdzv::tokenizer::last_safe_cut;
 using llmrdzv::tokenizer::PieceScanner;
 
@@ -72,4 +73,15 @@ TEST_CASE("safe cuts are where a lone line break or space sits between non-white
   CHECK(last_safe_cut("nospaceatall") == 0);
   CHECK(last_safe_cut("a\n\xe4\xb8") == 0);  // the next character is cut off: unknown
   CHECK(last_safe_cut("\xff\n\xff") == 2);    // invalid bytes are pieces of their own
+}
+
+TEST_CASE("a forced cut ends after the last complete character", "[tokenizer][safe-cut]") {
+  CHECK(last_character_boundary("abc") == 3);
+  CHECK(last_character_boundary("ab\xc3\xa9") == 4);          // é complete
+  CHECK(last_character_boundary("ab\xc3") == 2);                // é's lead byte alone
+  CHECK(last_character_boundary("a\xe4\xb8\xad") == 4);       // 中 complete
+  CHECK(last_character_boundary("a\xe4\xb8") == 1);            // 中 cut off
+  CHECK(last_character_boundary("a\xf0\x9f\x98") == 1);       // an emoji cut off
+  CHECK(last_character_boundary("a\xff") == 2);                 // an invalid byte is a character
+  CHECK(last_character_boundary("\x80\x80") == 2);             // stray continuation bytes too
 }

@@ -129,6 +129,8 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   CHECK_THROWS_WITH(parse(minimal_plus({"--warmup_ratio", "1.5"})), "--warmup_ratio must be in [0, 1]");
   CHECK_THROWS_WITH(parse(minimal_plus({"--max_steps", "0"})), Contains("--max_steps must be -1"));
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload", "gpu"})), "--offload must be none or optimizer, got 'gpu'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload_gradient_sync", "scatter"})),
+                    "--offload_gradient_sync must be auto, reduce or all_reduce, got 'scatter'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be at least 1");
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),
                     Contains("--do_eval needs --validation_file"));

@@ -89,21 +89,6 @@ bool in_validation(std::uint64_t index, unsigned percentage) {
 // memory stays bounded; only there can ids differ from whole-document encoding.
 constexpr std::size_t kForcedCutChunks = 64;
 
-// The end of the last complete UTF-8 character (or invalid byte) of text, never 0 for text that
-// holds one: a forced cut never splits a character.
-std::size_t last_character_boundary(std::string_view text) {
-  std::size_t end = text.size();
-  for (std::size_t back = 1; back <= 3 && back < text.size(); ++back) {
-    const auto byte = static_cast<unsigned char>(text[text.size() - back]);
-    if ((byte & 0xC0) != 0x80) {  // the last lead byte: is its sequence complete?
-      const std::size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-      if (length > back) end = text.size() - back;
-      break;
-    }
-  }
-  return end > 0 ? end : text.size();
-}
-
 }  // namespace
 
 SourceList list_sources(const fs::path& input) {
@@ -284,7 +269,7 @@ struct DocumentReader::State {
         }
       }
       std::size_t cut = tokenizer::last_safe_cut(buffer);
-      if (cut == 0 && buffer.size() >= chunk_bytes * kForcedCutChunks) cut = last_character_boundary(buffer);
+      if (cut == 0 && buffer.size() >= chunk_bytes * kForcedCutChunks) cut = tokenizer::last_character_boundary(buffer);
       if (cut > 0) {
         chunk.text = std::string_view(buffer).substr(0, cut);
         chunk.ends_document = false;

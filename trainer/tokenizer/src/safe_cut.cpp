@@ -11,6 +11,11 @@ enum class Side { space, other, unknown };
 
 const unsigned char* bytes_of(std::string_view text) { return reinterpret_cast<const unsigned char*>(text.data()); }
 
+// How long a well-formed sequence starting with `lead` is; 1 for a byte that starts none.
+std::size_t sequence_length(unsigned lead) {
+  return lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3 : lead >= 0xC2 && lead <= 0xDF ? 2 : 1;
+}
+
 // The character starting at `at`.
 Side starting_at(std::string_view text, std::size_t at) {
   if (at >= text.size()) return Side::unknown;
@@ -18,10 +23,7 @@ Side starting_at(std::string_view text, std::size_t at) {
   const std::size_t avail = text.size() - at;
   if (decode_utf8(bytes_of(text) + at, avail, cp) == 0) {
     // Invalid, or a sequence the end of the text cut off (its lead byte says how long it is).
-    const unsigned lead = bytes_of(text)[at];
-    const std::size_t wanted = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead <= 0xEF ? 3
-                               : lead >= 0xC2 && lead <= 0xDF ? 2 : 1;
-    return avail < wanted ? Side::unknown : Side::other;
+    return avail < sequence_length(bytes_of(text)[at]) ? Side::unknown : Side::other;
   }
   return classify(cp) == CodePointClass::kSpace ? Side::space : Side::other;
 }
@@ -53,6 +55,16 @@ std::size_t last_safe_cut(std::string_view text) {
     }
   }
   return 0;
+}
+
+std::size_t last_character_boundary(std::string_view text) {
+  // The last byte that is not a continuation byte starts the last character; it is complete when
+  // its sequence fits in what follows (an invalid one is a character of one byte).
+  for (std::size_t back = 1; back <= 4 && back <= text.size(); ++back) {
+    const unsigned byte = bytes_of(text)[text.size() - back];
+    if ((byte & 0xC0) != 0x80) return sequence_length(byte) > back ? text.size() - back : text.size();
+  }
+  return text.size();  // continuation bytes only: invalid bytes, each its own
 }
 
 }  // namespace llmrdzv::tokenizer

@@ -26,6 +26,8 @@ class Authenticator {
 
   // The registry key of the rendezvous the scope names, once the token proves access.
   Result<std::string> authorize(const Scope& scope) const;
+  // Whose rendezvous a registry key names: the uid in site mode, "" in step mode (one owner).
+  std::string owner_of(const std::string& key) const;
   Mode mode() const { return config_.mode; }
 
  private:

@@ -19,4 +19,9 @@ namespace llmrdzv::tokenizer {
 // no place next to it qualifies. The byte tokenizer could be cut anywhere; this holds for it too.
 std::size_t last_safe_cut(std::string_view text);
 
+// The end of the last complete character of `text` (a byte that is not valid UTF-8 counts as
+// one): where a cut that has to be made anyway splits no character. text.size() when the text
+// ends with a complete character.
+std::size_t last_character_boundary(std::string_view text);
+
 }  // namespace llmrdzv::tokenizer
