@@ -76,8 +76,8 @@ grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext*, 
 }
 
 grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionEvent>* RendezvousService::Session(
-    grpc::CallbackServerContext*) {
-  return new SessionReactor(host_);
+    grpc::CallbackServerContext* context) {
+  return new SessionReactor(host_, context);
 }
 
 grpc::ServerUnaryReactor* RendezvousService::Leave(grpc::CallbackServerContext* context,

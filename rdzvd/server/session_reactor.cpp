@@ -41,6 +41,8 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
     auto opened = core.open_session(scope, participant_id, round, shared_from_this());
     if (!opened.ok()) return opened.status();
     session_id_ = opened.value();
+    who_ = "participant '" + participant_id + "' of rendezvous '" + scope.rdzv_id + "' (round " +
+           std::to_string(round) + ")";
     if (closed_) core.close_session(std::exchange(session_id_, 0));  // the stream ended meanwhile
     return core::Status::Ok();
   }
@@ -108,6 +110,28 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   // The read side saw the SessionOpen (any thread).
   void open_received() { open_received_ = true; }
 
+  // The daemon decided to end the stream, but its write in flight has not been taken for the
+  // grace period: cancel it (io thread, no lock held).
+  void cancel_stalled_write(std::chrono::milliseconds grace) {
+    SessionReactor* reactor = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (reactor_ && reactor_->begin_cancel()) reactor = reactor_;
+    }
+    if (!reactor) return;  // the write went out meanwhile, or the stream is over
+    warn("its client has taken no event for " + std::to_string(grace.count()) +
+         " ms (the heartbeat timeout) after the daemon ended the stream; cancelling it");
+    reactor->cancel_stalled();  // alive: begin_cancel() holds its Finish (and so OnDone) back
+  }
+
+  // A warning about this member's stream in the daemon's log (no lock held).
+  void warn(const std::string& what) {
+    host_.run([&](core::Core& core) {
+      core.log(core::LogLevel::warn, "Session stream of " + (who_.empty() ? "a member not yet opened" : who_) +
+                                         ": " + what);
+    });
+  }
+
   // From the io thread, `limit` after the stream started: ends it if no SessionOpen came.
   void expire_unopened(std::chrono::milliseconds limit) {
     if (open_received_) return;
@@ -170,13 +194,16 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   std::vector<std::pair<std::uint64_t, core::WaiterRef>> calls_;  // still blocked, by call id
   std::optional<core::Assignment> joined_;
   bool closed_ = false;
+  std::string who_;  // for the log: participant, rendezvous and round, once opened
   std::atomic<bool> open_received_{false};
 };
 
-SessionReactor::SessionReactor(CoreHost& host) : host_(host), link_(std::make_shared<Link>(host, this)) {
+SessionReactor::SessionReactor(CoreHost& host, grpc::CallbackServerContext* context)
+    : host_(host), context_(context), link_(std::make_shared<Link>(host, this)) {
   const core::CoreSettings settings = host_.run([](core::Core& core) { return core.settings(); });
   max_queued_events_ = settings.limits.max_waiters;
   max_queued_bytes_ = settings.limits.max_bytes;
+  write_grace_ = settings.heartbeat_timeout;
   host_.run_after(settings.heartbeat_timeout,
                   [link = link_, limit = settings.heartbeat_timeout] { link->expire_unopened(limit); });
   StartRead(&request_);
@@ -242,11 +269,12 @@ void SessionReactor::enqueue(llmrdzv::v1::SessionEvent event) {
     // end the stream after it (the member then fails: it can no longer hear its rendezvous).
     queue_.resize(1);
     queued_bytes_ = queue_.front().ByteSizeLong();
-    finish_after_writes_ = grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        "the client does not read its Session stream: over " + std::to_string(max_queued_events_) +
-            " events (limits.max_waiters) or " + std::to_string(max_queued_bytes_) +
-            " bytes (limits.max_bytes) wait to be written");
+    const std::string why = "the client does not read its Session stream: over " +
+                            std::to_string(max_queued_events_) + " events (limits.max_waiters) or " +
+                            std::to_string(max_queued_bytes_) + " bytes (limits.max_bytes) wait to be written";
+    finish_after_writes_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, why);
+    host_.run_after(std::chrono::milliseconds(0), [link = link_, why] { link->warn(why + "; ending it"); });
+    watch_stalled_write();
     return;
   }
   queued_bytes_ += bytes;
@@ -270,7 +298,7 @@ void SessionReactor::OnWriteDone(bool ok) {
     return;
   }
   writing_ = false;
-  if (finish_after_writes_ && !finished_) {
+  if (finish_after_writes_ && !finished_ && !cancelling_) {  // else cancel_stalled() finishes
     finished_ = true;
     Finish(*finish_after_writes_);
   }
@@ -281,10 +309,38 @@ void SessionReactor::end(const grpc::Status& status) {
   if (finished_ || finish_after_writes_) return;
   if (writing_) {
     finish_after_writes_ = status;  // deliver queued events (e.g. SHUTDOWN) first
+    watch_stalled_write();
     return;
   }
   finished_ = true;
   Finish(status);
+}
+
+void SessionReactor::watch_stalled_write() {
+  if (std::exchange(stall_watched_, true)) return;
+  host_.run_after(write_grace_, [link = link_, grace = write_grace_] { link->cancel_stalled_write(grace); });
+}
+
+bool SessionReactor::begin_cancel() {
+  std::lock_guard lock(write_mutex_);
+  if (finished_ || !writing_) return false;
+  cancelling_ = true;
+  return true;
+}
+
+void SessionReactor::cancel_stalled() {
+  // Outside the lock: gRPC may run OnWriteDone(false) on this thread before TryCancel returns.
+  context_->TryCancel();
+  std::optional<grpc::Status> status;
+  {
+    std::lock_guard lock(write_mutex_);
+    cancelling_ = false;
+    if (!writing_ && !finished_) {
+      finished_ = true;
+      status = finish_after_writes_;
+    }
+  }
+  if (status) Finish(*status);
 }
 
 void SessionReactor::OnDone() {

@@ -7,11 +7,14 @@
 // Two bounds keep a stream from holding the daemon's resources: a stream that sends no
 // SessionOpen within the heartbeat timeout is ended (DEADLINE_EXCEEDED; it needs no token to be
 // opened), and one whose client stops reading while its answers pile up is ended once they pass
-// max_waiters events or max_bytes bytes (RESOURCE_EXHAUSTED; the member then fails).
+// max_waiters events or max_bytes bytes (RESOURCE_EXHAUSTED; the member then fails). A stream the
+// daemon has decided to end waits for its write in flight at most the heartbeat timeout: a client
+// that reads nothing at all would hold it forever, so it is then cancelled.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
+#include <chrono>
 #include <cstddef>
 #include <list>
 #include <memory>
@@ -25,7 +28,7 @@ namespace llmrdzv::server {
 
 class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::SessionRequest, llmrdzv::v1::SessionEvent> {
  public:
-  explicit SessionReactor(CoreHost& host);
+  SessionReactor(CoreHost& host, grpc::CallbackServerContext* context);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -38,8 +41,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   void read_next();
   void enqueue(llmrdzv::v1::SessionEvent event);
   void end(const grpc::Status& status);
+  void watch_stalled_write();  // with write_mutex_ held
+  bool begin_cancel();         // cancel_stalled() then may run; false if the stream is not stalled
+  void cancel_stalled();
+
 
   CoreHost& host_;
+  grpc::CallbackServerContext* context_;
   std::shared_ptr<Link> link_;
   llmrdzv::v1::SessionRequest request_;
   bool opened_ = false;  // read side only: the SessionOpen was read
@@ -51,9 +59,12 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   std::size_t queued_bytes_ = 0;
   std::size_t max_queued_events_ = 0;  // from the limits when the stream started
   std::size_t max_queued_bytes_ = 0;
+  std::chrono::milliseconds write_grace_{0};  // the heartbeat timeout when the stream started
   bool writing_ = false;
   bool finished_ = false;
   std::optional<grpc::Status> finish_after_writes_;
+  bool stall_watched_ = false;
+  bool cancelling_ = false;  // TryCancel runs outside the lock; Finish (and so OnDone) waits for it
 };
 
 }  // namespace llmrdzv::server

@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -76,12 +77,39 @@ class MethodCounter {
   std::map<std::string, int> counts_;
 };
 
+// What the daemon logs, kept so a test can wait for a line.
+class LogLines {
+ public:
+  void add(const std::string& line) {
+    std::lock_guard lock(mutex_);
+    lines_.push_back(line);
+    added_.notify_all();
+  }
+  // Whether a line containing `text` was logged within `timeout`.
+  bool wait_for(const std::string& text, std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return added_.wait_for(lock, timeout, [&] {
+      for (const auto& line : lines_)
+        if (line.find(text) != std::string::npos) return true;
+      return false;
+    });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable added_;
+  std::vector<std::string> lines_;
+};
+
 class InProcessServer {
  public:
   // `features`: what Status advertises (fewer to see a client fall back to the plain calls).
   explicit InProcessServer(core::CoreConfig config = server_test_config(),
                            std::vector<std::string> features = RendezvousService::all_features())
-      : config_(config), work_(io_.get_executor()), host_(config, {}, io_), service_(host_, "test", std::move(features)) {
+      : config_(config),
+        work_(io_.get_executor()),
+        host_(config, [this](core::LogLevel, const std::string& line) { log_.add(line); }, io_),
+        service_(host_, "test", std::move(features)) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     builder.RegisterService(&service_);
@@ -109,6 +137,7 @@ class InProcessServer {
   void delay_calls(std::chrono::milliseconds delay) { calls_.delay_ms = int(delay.count()); }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   CoreHost& host() { return host_; }
+  LogLines& log() { return log_; }
   void scope(llmrdzv::v1::Scope* scope) const {
     scope->set_rdzv_id(config_.auth.step_rdzv_id);
     scope->set_token(config_.auth.step_token);
@@ -125,9 +154,9 @@ class InProcessServer {
     request.set_max_participants(n);
     return request;
   }
-  std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> new_stub() {
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection of its own
+  // A stub on a connection of its own, made with `args`.
+  std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> new_stub(grpc::ChannelArguments args = {}) {
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     return llmrdzv::v1::Rendezvous::NewStub(grpc::CreateCustomChannel(
         endpoint(), grpc::InsecureChannelCredentials(), args));
   }
@@ -135,6 +164,7 @@ class InProcessServer {
  private:
   core::CoreConfig config_;
   MethodCounter calls_;
+  LogLines log_;
   boost::asio::io_context io_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   CoreHost host_;

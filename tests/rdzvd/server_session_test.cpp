@@ -2,7 +2,9 @@
 // calls that block made on the Session stream, and Status advertising both (raw stubs, as any
 // client would see it).
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include "server_fixture.hpp"
 
@@ -18,11 +20,12 @@ struct Stream {
   std::unique_ptr<grpc::ClientReaderWriter<v1::SessionRequest, v1::SessionEvent>> rw;
 };
 
-// A Session stream whose SessionOpen carries `join`.
-std::unique_ptr<Stream> start_join(InProcessServer& server, const v1::JoinRequest& join) {
+// A Session stream whose SessionOpen carries `join` (on the server's own stub unless given one).
+std::unique_ptr<Stream> start_join(InProcessServer& server, const v1::JoinRequest& join,
+                                   v1::Rendezvous::Stub* stub = nullptr) {
   auto stream = std::make_unique<Stream>();
   stream->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // no hung test
-  stream->rw = server.stub().Session(&stream->context);
+  stream->rw = (stub ? *stub : server.stub()).Session(&stream->context);
   v1::SessionRequest open;
   *open.mutable_open()->mutable_join() = join;
   REQUIRE(stream->rw->Write(open));
@@ -399,7 +402,36 @@ TEST_CASE("session bounds: a stream that never sends SessionOpen is ended after 
   CHECK(took < std::chrono::seconds(20));  // the stream's own deadline would say 30 s
 }
 
-TEST_CASE("session bounds: a client that sends calls but never reads their answers is cut off",
+// Sends get calls for `key` (each followed by a heartbeat) on its own thread until the server
+// stops taking them, without reading a single answer.
+class CallFlood {
+ public:
+  CallFlood(InProcessServer& server, Stream& stream, std::uint64_t round, const std::string& key)
+      : thread_([&server, &stream, round, key, this] {
+          for (std::uint64_t id = 1; id <= 1'000'000; ++id) {  // far past any backlog bound
+            v1::SessionRequest call;
+            call.mutable_call()->set_id(id);
+            server.scope(call.mutable_call()->mutable_get()->mutable_scope());
+            call.mutable_call()->mutable_get()->set_round(round);
+            call.mutable_call()->mutable_get()->set_key(key);
+            v1::SessionRequest heartbeat;
+            heartbeat.mutable_heartbeat();
+            if (!stream.rw->Write(call) || !stream.rw->Write(heartbeat)) break;
+            sent_ = id;
+          }
+        }) {}
+  ~CallFlood() { join(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  std::uint64_t sent() const { return sent_; }
+
+ private:
+  std::atomic<std::uint64_t> sent_{0};
+  std::thread thread_;
+};
+
+TEST_CASE("session bounds: a client that sends calls but does not read their answers is cut off",
           "[server][session-bounds]") {
   auto config = server_test_config();
   config.settings.limits.max_value_size = 64u << 10;
@@ -408,24 +440,49 @@ TEST_CASE("session bounds: a client that sends calls but never reads their answe
   auto stream = start_join(server, server.join_request("p0", 1));
   const std::uint64_t round = opened_assignment(*stream).round();
   set_key(server, round, "v", std::string(60u << 10, 'x'));
-  constexpr int kCalls = 600;  // 36 MiB of answers, far more than any HTTP/2 window
-  int sent = 0;
-  for (; sent < kCalls; ++sent) {
-    v1::SessionRequest request;
-    request.mutable_call()->set_id(std::uint64_t(sent + 1));
-    server.scope(request.mutable_call()->mutable_get()->mutable_scope());
-    request.mutable_call()->mutable_get()->set_round(round);
-    request.mutable_call()->mutable_get()->set_key("v");
-    if (!stream->rw->Write(request)) break;  // the server may end the stream before all are sent
-  }
-  INFO(sent << " calls sent");
-  int answered = 0;
+  CallFlood flood(server, *stream, round, "v");
+  // However much the transport buffers, the answers pile up at the daemon until it cuts the stream.
+  REQUIRE(server.log().wait_for("does not read its Session stream", std::chrono::seconds(25)));
+  CHECK(server.log().wait_for("participant 'p0' of rendezvous '7.0' (round 1)", std::chrono::seconds(0)));
+  // Reading now drains what was written: the daemon then ends the stream with its reason.
+  std::uint64_t answered = 0;
   v1::SessionEvent event;
   while (stream->rw->Read(&event))
     if (event.kind() == v1::SessionEvent::CALL_DONE) ++answered;
+  flood.join();  // its write fails once the stream is over
   const grpc::Status status = stream->rw->Finish();
+  INFO(flood.sent() << " calls sent, " << answered << " answered");
   CHECK(status.error_code() == Code::RESOURCE_EXHAUSTED);
   CHECK_THAT(status.error_message(), Catch::Contains("does not read its Session stream"));
   CHECK(answered > 0);
-  CHECK(answered < kCalls);
+  CHECK(answered < flood.sent());
+  CHECK_FALSE(server.log().wait_for("cancelling it", std::chrono::seconds(0)));
+}
+
+TEST_CASE("session bounds: a client that reads nothing at all is cancelled a heartbeat timeout after the cut",
+          "[server][session-bounds]") {
+  auto config = server_test_config();
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(3000);
+  config.settings.limits.max_value_size = 64u << 10;
+  config.settings.limits.max_bytes = 1u << 20;
+  InProcessServer server(config);
+  // A fixed 64 KiB receive window (no BDP probing), so the client's transport holds about one
+  // answer and the daemon's write in flight stalls for certain.
+  grpc::ChannelArguments fixed_window;
+  fixed_window.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  const auto stub = server.new_stub(fixed_window);
+  auto stream = start_join(server, server.join_request("p0", 1), stub.get());
+  const std::uint64_t round = opened_assignment(*stream).round();
+  set_key(server, round, "v", std::string(60u << 10, 'x'));
+  const auto started = std::chrono::steady_clock::now();
+  CallFlood flood(server, *stream, round, "v");
+  REQUIRE(server.log().wait_for("does not read its Session stream", std::chrono::seconds(25)));
+  // The write in flight can never be taken, so the daemon cancels the stream; the flood's blocked
+  // write then fails (before the stream's own 30 s deadline).
+  flood.join();
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(server.log().wait_for("cancelling it", std::chrono::seconds(5)));
+  CHECK(finish(*stream).error_code() == Code::CANCELLED);  // after what the transport had buffered
+  CHECK(took >= std::chrono::milliseconds(2900));
+  CHECK(took < std::chrono::seconds(25));
 }

@@ -105,6 +105,9 @@ class Core {
   TimePoint last_activity() const { return last_activity_; }
   std::size_t rendezvous_count() const { return registry_.size(); }
 
+  // The daemon's log, also for what the layers around the core see (never tokens).
+  void log(LogLevel level, const std::string& message) const;
+
  private:
   struct SessionRecord {
     std::string rdzv_key;
@@ -113,7 +116,6 @@ class Core {
     std::shared_ptr<SessionSink> sink;
   };
 
-  void log(LogLevel level, const std::string& message) const;
   Status check_id(const char* what, const std::string& id, bool may_be_empty = false) const;
   Status check_timeout(std::uint32_t timeout_ms) const;
   Status check_serving() const;
