@@ -20,7 +20,7 @@ apt_packages=(
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge
   iproute2 util-linux procps psmisc openssl acl
   python3 python3-venv python3.11-doc
-  dpkg-dev debhelper lintian rpm
+  dpkg-dev debhelper lintian rpm systemd-container
 )
 
 missing=()

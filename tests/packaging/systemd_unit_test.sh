@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The installed rdzvd.service under a real systemd: this machine's own root, with the llm-rdzv
+# package installed, booted as an ephemeral container (systemd-nspawn, a throw-away overlay, no
+# network but loopback), because the test machine's PID 1 is not systemd. Checks what a site admin
+# relies on: a start without the site secret fails at once and names it; with it, rdzvd runs as
+# llm-rdzv with no capabilities, no new privileges and a seccomp filter, cannot read the secret
+# file itself, and answers on port 29400; reload is SIGHUP in place; a killed daemon is restarted;
+# stop is clean. Called by deb_package_test.sh while the package is installed. Needs root.
+set -euo pipefail
+source "$(dirname "$0")/expect.sh"
+command -v systemd-nspawn >/dev/null || { echo "FAIL: no systemd-nspawn (scripts/setup.sh installs systemd-container)"; exit 1; }
+[ -f /lib/systemd/system/rdzvd.service ] || { echo "FAIL: rdzvd.service is not installed"; exit 1; }
+
+view=$(mktemp -d)  # nspawn will not boot "/" itself, but a bind mount of it is fine
+log=$(mktemp)
+nspawn_pid=
+cleanup() {
+  [ -n "$nspawn_pid" ] && kill "$nspawn_pid" 2>/dev/null && wait "$nspawn_pid" 2>/dev/null || true
+  mountpoint -q "$view" && umount "$view"
+  rmdir "$view"
+  rm -f "$log"
+}
+trap cleanup EXIT
+mount --bind / "$view"
+# --register=no --keep-unit: no machined or D-Bus on the host side. basic.target: no other daemon.
+systemd-nspawn --quiet --register=no --keep-unit --private-network --volatile=overlay -D "$view" \
+  --machine="llm-rdzv-unit-$$" --boot systemd.unit=basic.target >"$log" 2>&1 &
+nspawn_pid=$!
+
+init=
+for _ in $(seq 100); do
+  init=$(pgrep -P "$nspawn_pid" -x systemd || true)
+  [ -n "$init" ] && break
+  sleep 0.1
+done
+[ -n "$init" ] || { cat "$log"; echo "FAIL: the container's systemd did not start"; exit 1; }
+in_container() { nsenter --target "$init" --mount --uts --ipc --net --pid -- "$@"; }
+state=
+for _ in $(seq 300); do
+  state=$(in_container systemctl is-system-running 2>/dev/null || true)
+  case "$state" in running|degraded) break ;; esac
+  sleep 0.1
+done
+case "$state" in running|degraded) echo "ok: container booted ($state)" ;;
+  *) cat "$log"; echo "FAIL: the container did not boot (state '$state')"; exit 1 ;; esac
+property() { in_container systemctl show -P "$1" rdzvd.service; }
+
+# No secret yet: the start fails once (AssertPathExists), it does not loop on restarts.
+in_container rm -f /etc/llm-rdzv/site.secret
+expect 1 "" -- in_container systemctl start rdzvd.service
+check "AssertResult is not 'no' after a start without the secret" [ "$(property AssertResult)" = no ]
+check "rdzvd.service is not inactive after the failed assertion" [ "$(property ActiveState)" = inactive ]
+check "rdzvd ran without the secret" [ "$(property ExecMainPID)" = 0 ]
+expect 0 "Assertion failed for rdzvd.service" -- in_container journalctl -u rdzvd --no-pager
+
+expect 0 "wrote /etc/llm-rdzv/site.secret" -- in_container llm-rdzv-secret
+expect 0 "" -- in_container systemctl start rdzvd.service
+pid=$(property MainPID)
+check "rdzvd.service has no main process after start" [ "${pid:-0}" -gt 0 ]
+expect 0 "llm-rdzv" -- in_container ps -o user= -p "$pid"
+status=$(in_container cat "/proc/$pid/status")
+check "rdzvd may gain privileges" grep -Eq '^NoNewPrivs:[[:space:]]+1$' <<<"$status"
+check "rdzvd has capabilities" grep -Eq '^CapEff:[[:space:]]+0+$' <<<"$status"
+check "rdzvd's bounding set is not empty" grep -Eq '^CapBnd:[[:space:]]+0+$' <<<"$status"
+check "rdzvd runs without a seccomp filter" grep -Eq '^Seccomp:[[:space:]]+2$' <<<"$status"
+expect 1 "Permission denied" -- in_container setpriv --reuid=llm-rdzv --regid=llm-rdzv --clear-groups \
+  cat /etc/llm-rdzv/site.secret
+for _ in $(seq 50); do in_container rdzvctl --endpoint 127.0.0.1:29400 ping >/dev/null 2>&1 && break; sleep 0.1; done
+expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 ping
+
+expect 0 "" -- in_container systemctl reload rdzvd.service
+check "reload replaced the daemon" [ "$(property MainPID)" = "$pid" ]
+for _ in $(seq 50); do in_container journalctl -u rdzvd --no-pager | grep -q "SIGHUP: reloaded" && break; sleep 0.1; done
+expect 0 "SIGHUP: reloaded /etc/llm-rdzv/rdzvd.yaml" -- in_container journalctl -u rdzvd --no-pager
+
+in_container kill -9 "$pid"
+restarted=
+for _ in $(seq 100); do
+  restarted=$(property MainPID)
+  [ "${restarted:-0}" -gt 0 ] && [ "$restarted" != "$pid" ] && [ "$(property ActiveState)" = active ] && break
+  sleep 0.1
+done
+check "a killed rdzvd was not restarted within 10 s" [ "${restarted:-0}" -gt 0 -a "$restarted" != "$pid" ]
+check "NRestarts is not 1 after one kill" [ "$(property NRestarts)" = 1 ]
+for _ in $(seq 50); do in_container rdzvctl --endpoint 127.0.0.1:29400 ping >/dev/null 2>&1 && break; sleep 0.1; done
+expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 ping
+
+expect 0 "" -- in_container systemctl stop rdzvd.service
+check "rdzvd.service is not inactive after stop" [ "$(property ActiveState)" = inactive ]
+journal=$(in_container journalctl -u rdzvd --no-pager -o cat)
+check "the journal lacks rdzvd's 'stopped' line" grep -q "info stopped$" <<<"$journal"
+check "rdzvd's stdout (the bare port) reached the journal" bash -c '! grep -qx 29400 <<<"$1"' _ "$journal"
+finish
