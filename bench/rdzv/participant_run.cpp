@@ -74,6 +74,8 @@ struct Shared {
   PhaseCounter timed;
   std::atomic<int> sessions_open{0};
   PhaseCounter sessions_done;
+  PhaseCounter left;           // Leave answered
+  PhaseCounter left_announced;  // MEMBER_LEFT events read: N-1 (only a round's first leave is told)
 };
 
 // One participant. Calls are chained from their completion callbacks; the session reactor keeps
@@ -135,6 +137,16 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
     });
   }
 
+  // Leaves gracefully, as a rank at the end of its job does (the session stays open).
+  void leave() {
+    leave_request_.mutable_scope()->CopyFrom(shared_.scope);
+    leave_request_.set_participant_id(join_request_.participant_id());
+    stub_->async()->Leave(next_context(), &leave_request_, &leave_response_, [this](grpc::Status status) {
+      if (!status.ok()) return shared_.left.fail(describe("Leave", status));
+      shared_.left.done();
+    });
+  }
+
   // Ends the session stream; OnDone reports to sessions_done.
   void cancel_session() { session_context_.TryCancel(); }
 
@@ -160,6 +172,8 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
         return shared_.timed.fail(describe("SessionCall", status));
       }
       passed();
+    } else if (event_.kind() == v1::SessionEvent::MEMBER_LEFT) {
+      shared_.left_announced.done();
     }
     StartRead(&event_);
   }
@@ -320,6 +334,8 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
   v1::WaitResponse wait_response_;
   v1::BarrierRequest barrier_request_;
   v1::BarrierResponse barrier_response_;
+  v1::LeaveRequest leave_request_;
+  v1::LeaveResponse leave_response_;
 };
 
 }  // namespace
@@ -332,8 +348,16 @@ RunResult run_participants(const RunConfig& config) {
   result.opened_ms.resize(n);
   result.added_ms.resize(n);
   result.total_ms.resize(n);
-  Shared shared{config, {}, {}, PhaseCounter(config.participants), PhaseCounter(config.participants), {},
-                PhaseCounter(config.participants)};
+  const int n_left_events = config.participants - 1;
+  Shared shared{config,
+                {},
+                {},
+                PhaseCounter(config.participants),
+                PhaseCounter(config.participants),
+                {},
+                PhaseCounter(config.participants),
+                PhaseCounter(config.participants),
+                PhaseCounter(n_left_events)};
   shared.scope.set_rdzv_id(config.rdzv_id);
   shared.scope.set_token(config.token);
 
@@ -373,6 +397,23 @@ RunResult run_participants(const RunConfig& config) {
   if (config.hold.count() > 0) {
     std::fprintf(stderr, "rdzv-bench: timed phase over, closing in %lld ms\n", static_cast<long long>(config.hold.count()));
     std::this_thread::sleep_for(config.hold);
+  }
+
+  // The end of a job: everyone leaves at once, and every member still in the round hears of it.
+  if (!failure) {
+    const auto leave_cpu_start = config.daemon_pid > 0 ? cpu_time_ms(config.daemon_pid) : std::nullopt;
+    const auto leave_start = Clock::now();
+    for (auto& participant : participants) participant->leave();
+    try {
+      shared.left.wait(config.timeout, "leave");
+      shared.left_announced.wait(config.timeout, "MEMBER_LEFT events");
+      result.leave_wall_ms = ms_between(leave_start, Clock::now());
+      result.member_left_events = n_left_events;
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    const auto leave_cpu_end = config.daemon_pid > 0 ? cpu_time_ms(config.daemon_pid) : std::nullopt;
+    if (leave_cpu_start && leave_cpu_end) result.leave_daemon_cpu_ms = *leave_cpu_end - *leave_cpu_start;
   }
 
   // Sessions must end (OnDone) before their reactors are destroyed.

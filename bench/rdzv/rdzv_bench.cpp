@@ -168,16 +168,21 @@ int main(int argc, char** argv) {
                   percentile(result.added_ms, 0.99), "-");
     }
     std::printf("%-34s %12.2f %12.2f %12.1f\n", "join + store barrier", p50, p99, result.wall_ms);
+    std::printf("%-34s %12s %12s %12.1f\n", "leave (all MEMBER_LEFT read)", "-", "-", result.leave_wall_ms);
     std::printf("round+barrier / baseline wall time: %.2fx\n", ratio);
     std::printf("CPU during round+barrier: rdzvd %s ms, participants (this process) %.1f ms\n",
                 json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms);
+    std::printf("CPU during leave: rdzvd %s ms for %d MEMBER_LEFT events\n",
+                json_number(result.leave_daemon_cpu_ms).c_str(), result.member_left_events);
     std::printf("rdzvd peak RSS (VmHWM): %s MiB\n", json_number(rss).c_str());
     std::printf(
         "{\"participants\": %d, \"protocol\": \"%s\", \"barrier\": \"%s\", \"total_ms\": %.2f, \"p50_ms\": %.2f, \"p99_ms\": %.2f, \"join_p50_ms\": %.2f, "
         "\"baseline_ms\": %.2f, \"ratio_to_baseline\": %.2f, \"connect_ms\": %.2f, \"rdzvd_cpu_ms\": %s, "
-        "\"client_cpu_ms\": %.2f, \"rdzvd_rss_mib\": %s}\n",
+        "\"client_cpu_ms\": %.2f, \"leave_ms\": %.2f, \"leave_rdzvd_cpu_ms\": %s, \"member_left_events\": %d, "
+        "\"rdzvd_rss_mib\": %s}\n",
         args.participants, protocol, args.barrier == llmrdzv::bench::BarrierKind::rpc ? "rpc" : "add-wait", result.wall_ms, p50, p99, join_p50, result.baseline_wall_ms, ratio, result.connect_wall_ms,
-        json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms, json_number(rss).c_str());
+        json_number(result.daemon_cpu_ms).c_str(), result.client_cpu_ms, result.leave_wall_ms,
+        json_number(result.leave_daemon_cpu_ms).c_str(), result.member_left_events, json_number(rss).c_str());
     return 0;
   } catch (const std::exception& error) {
     std::fprintf(stderr, "rdzv-bench: %s\n", error.what());

@@ -265,6 +265,7 @@ void Core::complete_round(Rendezvous& rdzv) {
 
   ++rdzv.round;
   rdzv.round_open = true;
+  rdzv.leave_announced = false;
   rdzv.round_space = std::make_unique<KvSpace>(rdzv.kv_context);
   const TimePoint now = clock_.now();
   std::vector<std::pair<JoinCallback, const Assignment*>> completions;
@@ -372,8 +373,9 @@ Status Core::leave(const Scope& scope, const std::string& participant_id) {
         return Status::Ok();
       }
       advance(rdzv);
-    } else {
-      notify_members(rdzv, {EventKind::member_left, rdzv.round, rank, participant_id + " left"});
+    } else if (!std::exchange(rdzv.leave_announced, true)) {
+      notify_members(rdzv, {EventKind::member_left, rdzv.round, rank,
+                            participant_id + " left (the first of this round; later leaves are not announced)"});
     }
   }
   return Status::Ok();

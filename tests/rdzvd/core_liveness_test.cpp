@@ -98,20 +98,34 @@ TEST_CASE("a member that never opens a session counts as dead after the heartbea
   CHECK(s0->events[1].kind == EventKind::member_failed);
 }
 
-TEST_CASE("Leave tells the others MEMBER_LEFT and the round stays open", "[core][liveness]") {
+TEST_CASE("Leave tells the others MEMBER_LEFT once per round and the round stays open", "[core][liveness]") {
   CoreFixture f;
-  auto joins = f.join_all(3);
+  auto joins = f.join_all(4);
   auto s0 = f.open("p0", 1);
+  auto s1 = f.open("p1", 1);
   std::uint64_t s2_id = 0;
   auto s2 = f.open("p2", 1, &s2_id);
   REQUIRE(f.core.leave(f.scope(), "p2").ok());
   REQUIRE(s0->events.size() == 2);
   CHECK(s0->events[1].kind == EventKind::member_left);
   CHECK(s0->events[1].rank == joins[2]->assignment.rank);
+  CHECK(s1->events.size() == 2);
+  CHECK(s2->events.size() == 1);  // the leaver hears nothing of its own leave
   f.core.close_session(s2_id);  // closing after Leave is not a failure
   CHECK(s0->events.size() == 2);
   CHECK(f.core.set(f.scope(), 1, "still", "open").ok());
   CHECK(f.core.leave(f.scope(), "p2").ok());  // leaving twice is harmless
+
+  // Later leaves of the same round are not announced (N^2/2 events at a job's end), but Status
+  // still shows who is in.
+  REQUIRE(f.core.leave(f.scope(), "p3").ok());
+  CHECK(s0->events.size() == 2);
+  CHECK(s1->events.size() == 2);
+  const auto status = f.core.status(f.scope());
+  REQUIRE(status.ok());
+  REQUIRE(status.value().rendezvous.size() == 1);
+  CHECK(status.value().rendezvous[0].members == 2);
+  CHECK(status.value().rendezvous[0].member_details.size() == 2);
 }
 
 TEST_CASE("a rendezvous is collected after every member left", "[core][liveness]") {

@@ -28,7 +28,7 @@ struct Assignment {
 struct SessionEvent {
   enum class Kind {
     member_failed,        // `rank` died or went silent: the round is closed
-    member_left,          // `rank` left gracefully
+    member_left,          // `rank` left gracefully: the first of the round (later leaves are not told)
     round_closed,         // the round ended for another reason (see detail)
     participant_waiting,  // an elastic rendezvous has a joiner waiting for the next round
     shutdown,             // rdzvd is stopping
