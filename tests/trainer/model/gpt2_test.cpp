@@ -1,6 +1,7 @@
 // The GPT-2 modules on their own: HF parameter names and shapes, HF initialisation, causality,
-// HF's shifted loss with ignored labels, bad inputs, and activation checkpointing giving the same
-// loss and gradients as a plain backward (dropout on, so the recomputation must replay the RNG).
+// KV-cache decoding against forward, HF's shifted loss with ignored labels, bad inputs, and
+// activation checkpointing giving the same loss and gradients as a plain backward (dropout on, so
+// the recomputation must replay the RNG).
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/full.h>
@@ -107,6 +108,32 @@ TEST_CASE("gpt2 is causal: later tokens never change earlier logits", "[gpt2]") 
     CHECK(at::allclose(other.slice(1, 0, cut), logits.slice(1, 0, cut), 0.0, 1e-6));
     CHECK_FALSE(at::allclose(other.slice(1, cut), logits.slice(1, cut), 1e-3, 1e-3));
   }
+}
+
+TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a time", "[gpt2][decode]") {
+  torch::manual_seed(2);
+  Gpt2LmHeadModel m(tiny());
+  m->eval();
+  at::NoGradGuard no_grad;
+  const at::Tensor ids = at::randint(0, 67, {2, 24});  // up to n_positions
+  const at::Tensor full = m->forward(ids).logits;
+  model::KvCache cache = m->new_cache(2);
+  const at::Tensor prompt = m->decode(ids.slice(1, 0, 5), cache);  // the prompt in one call
+  CHECK(cache.length == 5);
+  CHECK(prompt.sizes() == at::IntArrayRef{2, 67});
+  CHECK(at::allclose(prompt, full.select(1, 4), 1e-5, 1e-5));
+  for (std::int64_t t = 5; t < 24; ++t) {
+    INFO("position " << t);
+    CHECK(at::allclose(m->decode(ids.slice(1, t, t + 1), cache), full.select(1, t), 1e-5, 1e-5));
+  }
+  CHECK(cache.length == 24);
+
+  // A full cache, several new positions after the prompt, and a cache of another batch size are refused.
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 1), cache), Catch::Contains("outside [1, n_positions=24]"));
+  cache.length = 3;
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 3, 5), cache), Catch::Contains("one new position at a time"));
+  model::KvCache single = m->new_cache(1);
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 2), single), Catch::Contains("another model or batch size"));
 }
 
 TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]") {

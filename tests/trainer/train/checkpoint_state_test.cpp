@@ -202,6 +202,36 @@ TEST_CASE("generate samples from a saved model reproducibly and names a bad mode
   CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir.file("missing")));
 }
 
+TEST_CASE("greedy generate past n_positions picks what re-running the whole window picks", "[generate]") {
+  testing::ScratchDir dir("checkpoint");
+  Trainee trainee(5);  // n_positions 16: the KV cache fills and the window then slides
+  io::save_hf_model(trainee.model, dir.path());
+  tokenizer::Tokenizer::bytes().save(dir.path());
+  GenerateOptions options;
+  options.model = dir.path().string();
+  options.prompt = "abc";
+  options.max_new_tokens = 40;
+  options.temperature = 0;
+  options.use_cpu = true;
+  const std::string generated = generate_text(options);
+
+  // The reference: every token from a full forward over the last n_positions ids, no cache.
+  const tokenizer::Tokenizer bytes = tokenizer::Tokenizer::bytes();
+  std::vector<tokenizer::TokenId> ids = bytes.encode(options.prompt);
+  trainee.model->eval();
+  at::NoGradGuard no_grad;
+  for (int n = 0; n < options.max_new_tokens; ++n) {
+    const std::size_t begin = ids.size() > 16 ? ids.size() - 16 : 0;
+    const std::vector<std::int64_t> window(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.end());
+    const at::Tensor logits = trainee.model->forward(at::tensor(window, at::kLong).unsqueeze(0)).logits;
+    const auto next = static_cast<tokenizer::TokenId>(logits.index({0, -1}).slice(0, 0, 257).argmax().item<std::int64_t>());
+    if (next == bytes.eos_id()) break;
+    ids.push_back(next);
+  }
+  CHECK(ids.size() > 16);
+  CHECK(generated == tokenizer::replace_invalid_utf8(bytes.decode(ids)));
+}
+
 TEST_CASE("sampling: temperature 0 is greedy and top-k draws only among the k likeliest ids", "[generate]") {
   const torch::Tensor logits = torch::tensor({0.1f, 3.0f, 2.0f, -1.0f, 2.5f});
   at::Generator generator = at::detail::createCPUGenerator(7);

@@ -1,5 +1,6 @@
 // The GPT-2 modules: attention via fused scaled-dot-product attention, GELU-tanh MLP, pre-LN
-// blocks, learned positions, tied LM head, HF initialisation and HF's shifted LM loss.
+// blocks, learned positions, tied LM head, HF initialisation, HF's shifted LM loss, and decoding
+// with a KV cache for generation.
 #include "llmrdzv/model/gpt2.hpp"
 
 #include <ATen/Context.h>
@@ -7,6 +8,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/cross_entropy_loss.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/linear.h>
@@ -128,15 +131,34 @@ Gpt2AttentionImpl::Gpt2AttentionImpl(const Gpt2Config& config, std::int64_t laye
   if (config.scale_attn_by_inverse_layer_idx) scale_ /= static_cast<double>(layer_idx + 1);
 }
 
-torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& hidden) {
+std::vector<torch::Tensor> Gpt2AttentionImpl::heads(const torch::Tensor& hidden) {
   const std::int64_t batch = hidden.size(0), time = hidden.size(1), channels = hidden.size(2);
-  const std::int64_t head_dim = channels / n_head_;
-  const std::vector<torch::Tensor> qkv = fast_linear(c_attn, hidden).split(channels, 2);
-  auto heads = [&](const torch::Tensor& t) { return t.view({batch, time, n_head_, head_dim}).transpose(1, 2); };
-  const torch::Tensor y = at::scaled_dot_product_attention(heads(qkv[0]), heads(qkv[1]), heads(qkv[2]), std::nullopt,
-                                                           is_training() ? attn_dropout_ : 0.0,
-                                                           /*is_causal=*/true, scale_);
-  return resid_dropout_(fast_linear(c_proj, y.transpose(1, 2).reshape({batch, time, channels})));
+  std::vector<torch::Tensor> qkv = fast_linear(c_attn, hidden).split(channels, 2);
+  for (auto& t : qkv) t = t.view({batch, time, n_head_, channels / n_head_}).transpose(1, 2);
+  return qkv;
+}
+
+torch::Tensor Gpt2AttentionImpl::project_out(const torch::Tensor& attended) {
+  const std::int64_t batch = attended.size(0), time = attended.size(2);
+  return resid_dropout_(fast_linear(c_proj, attended.transpose(1, 2).reshape({batch, time, -1})));
+}
+
+torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& hidden) {
+  const std::vector<torch::Tensor> qkv = heads(hidden);
+  return project_out(at::scaled_dot_product_attention(qkv[0], qkv[1], qkv[2], std::nullopt,
+                                                      is_training() ? attn_dropout_ : 0.0,
+                                                      /*is_causal=*/true, scale_));
+}
+
+torch::Tensor Gpt2AttentionImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
+                                                std::int64_t past) {
+  const std::vector<torch::Tensor> qkv = heads(hidden);
+  const std::int64_t end = past + hidden.size(1);
+  keys.slice(2, past, end).copy_(qkv[1]);
+  values.slice(2, past, end).copy_(qkv[2]);
+  // The prompt (past 0) needs the causal mask; one new position attends to everything before it.
+  return project_out(at::scaled_dot_product_attention(qkv[0], keys.slice(2, 0, end), values.slice(2, 0, end),
+                                                      std::nullopt, 0.0, /*is_causal=*/past == 0, scale_));
 }
 
 Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Config& config) : activation_(config.activation_function) {
@@ -161,6 +183,12 @@ torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& hidden) {
   return x + mlp(ln_2(x));
 }
 
+torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
+                                            std::int64_t past) {
+  torch::Tensor x = hidden + attn->forward_cached(ln_1(hidden), keys, values, past);
+  return x + mlp(ln_2(x));
+}
+
 Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) : n_positions_(config.n_positions) {
   wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(config.n_positions, config.n_embd));
@@ -178,6 +206,19 @@ torch::Tensor Gpt2ModelImpl::forward(const torch::Tensor& input_ids, bool checkp
     auto& block = *module->as<Gpt2BlockImpl>();
     x = checkpoint_blocks ? detail::checkpointed_block_forward(block, x) : block.forward(x);
   }
+  return ln_f(x);
+}
+
+torch::Tensor Gpt2ModelImpl::forward_cached(const torch::Tensor& input_ids, KvCache& cache) {
+  const std::int64_t past = cache.length, time = input_ids.size(1);
+  const torch::Tensor positions = at::arange(past, past + time, input_ids.options().dtype(at::kLong));
+  torch::Tensor x = drop(wte(input_ids) + wpe(positions));
+  std::size_t layer = 0;
+  for (const auto& module : *h) {
+    x = module->as<Gpt2BlockImpl>()->forward_cached(x, cache.keys[layer], cache.values[layer], past);
+    ++layer;
+  }
+  cache.length = past + time;
   return ln_f(x);
 }
 
@@ -207,13 +248,13 @@ void Gpt2LmHeadModelImpl::init_weights() {
   }
 }
 
-CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+void Gpt2LmHeadModelImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const {
   if (input_ids.dim() != 2 || input_ids.scalar_type() != at::kLong) {
     throw std::invalid_argument("input_ids must be a 2-D int64 tensor [batch, time]");
   }
   const std::int64_t time = input_ids.size(1);
-  if (time < 1 || time > config_.n_positions) {
-    throw std::invalid_argument("sequence length " + std::to_string(time) + " is outside [1, n_positions=" +
+  if (time < 1 || past + time > config_.n_positions) {
+    throw std::invalid_argument("sequence length " + std::to_string(past + time) + " is outside [1, n_positions=" +
                                 std::to_string(config_.n_positions) + "]");
   }
   if (input_ids.is_cpu() && input_ids.numel() > 0) {
@@ -223,6 +264,32 @@ CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, cons
                                   std::to_string(config_.vocab_size) + ")");
     }
   }
+}
+
+KvCache Gpt2LmHeadModelImpl::new_cache(std::int64_t batch) const {
+  const at::Tensor& like = transformer->wte->weight;
+  KvCache cache;
+  for (std::int64_t i = 0; i < config_.n_layer; ++i) {
+    cache.keys.push_back(at::empty({batch, config_.n_head, config_.n_positions, config_.head_dim()}, like.options()));
+    cache.values.push_back(at::empty_like(cache.keys.back()));
+  }
+  return cache;
+}
+
+torch::Tensor Gpt2LmHeadModelImpl::decode(const torch::Tensor& input_ids, KvCache& cache) {
+  check_input_ids(input_ids, cache.length);
+  if (cache.length > 0 && input_ids.size(1) != 1) {
+    throw std::invalid_argument("decode takes one new position at a time once the cache holds the prompt");
+  }
+  if (cache.keys.size() != static_cast<std::size_t>(config_.n_layer) || cache.keys[0].size(0) != input_ids.size(0)) {
+    throw std::invalid_argument("the KV cache was made for another model or batch size");
+  }
+  const torch::Tensor hidden = transformer->forward_cached(input_ids, cache);
+  return fast_linear(hidden.select(1, -1), transformer->wte->weight);
+}
+
+CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+  check_input_ids(input_ids, 0);
   if (labels.defined() && labels.sizes() != input_ids.sizes()) {
     throw std::invalid_argument("labels must have input_ids' shape");
   }

@@ -1,5 +1,6 @@
-// Sampling for `trainer generate`: the whole context is re-run per new token (the model has no KV
-// cache), cropped to n_positions; temperature 0 is greedy, top_k keeps the k likeliest tokens.
+// Sampling for `trainer generate`: the prompt runs once into a KV cache, then each new token alone.
+// Past n_positions the context is the last n_positions tokens: every position shifts, so from there
+// on each token re-runs that window. Temperature 0 is greedy; top_k keeps the k likeliest tokens.
 #include "llmrdzv/train/generate.hpp"
 
 #include <torch/cuda.h>
@@ -43,12 +44,14 @@ std::string generate_text(const GenerateOptions& o) {
   at::Generator generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(o.seed));
   const auto context = static_cast<std::size_t>(model->config().n_positions);
   const auto vocab = static_cast<std::int64_t>(tokenizer.vocab_size());
+  model::KvCache cache = model->new_cache(1);
   for (std::int64_t n = 0; n < o.max_new_tokens; ++n) {
-    const std::size_t begin = ids.size() > context ? ids.size() - context : 0;
-    std::vector<std::int64_t> window(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.end());
-    const at::Tensor input = at::tensor(window, at::kLong).unsqueeze(0).to(device);
+    if (ids.size() > context) cache.length = 0;  // the window slides: nothing cached still applies
+    const std::size_t begin = ids.size() > context ? ids.size() - context : static_cast<std::size_t>(cache.length);
+    std::vector<std::int64_t> fresh(ids.begin() + static_cast<std::ptrdiff_t>(begin), ids.end());
+    const at::Tensor input = at::tensor(fresh, at::kLong).unsqueeze(0).to(device);
     // Ids past the tokenizer's vocabulary (padded embeddings) are never sampled.
-    const at::Tensor logits = model->forward(input).logits.index({0, -1}).slice(0, 0, vocab).to(at::kCPU, at::kFloat);
+    const at::Tensor logits = model->decode(input, cache)[0].slice(0, 0, vocab).to(at::kCPU, at::kFloat);
     const std::int64_t next = sample_next_token(logits, o.temperature, o.top_k, generator);
     if (static_cast<tokenizer::TokenId>(next) == tokenizer.eos_id()) break;
     ids.push_back(static_cast<tokenizer::TokenId>(next));

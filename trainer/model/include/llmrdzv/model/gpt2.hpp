@@ -13,20 +13,36 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
+#include <vector>
+
 #include "llmrdzv/model/gpt2_config.hpp"
 
 namespace llmrdzv::model {
+
+// The keys and values of the positions decoded so far, for generating one token at a time
+// (Gpt2LmHeadModelImpl::decode). One [B, n_head, n_positions, head_dim] buffer each per layer.
+struct KvCache {
+  std::vector<torch::Tensor> keys, values;
+  std::int64_t length = 0;  // positions held
+};
 
 // Causal self-attention through at::scaled_dot_product_attention(is_causal=true).
 class Gpt2AttentionImpl : public torch::nn::Module {
  public:
   Gpt2AttentionImpl(const Gpt2Config& config, std::int64_t layer_idx);
   torch::Tensor forward(const torch::Tensor& hidden);  // [B, T, C] -> [B, T, C]
+  // The same for positions past.. past+T-1: their keys and values go into the cache buffers, and
+  // attention covers every cached position. T > 1 only with past = 0.
+  torch::Tensor forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
+                               std::int64_t past);
 
   torch::nn::Linear c_attn{nullptr};  // C -> 3C (q, k, v)
   torch::nn::Linear c_proj{nullptr};  // C -> C
 
  private:
+  std::vector<torch::Tensor> heads(const torch::Tensor& hidden);  // q, k, v as [B, n_head, T, head_dim]
+  torch::Tensor project_out(const torch::Tensor& attended);        // [B, n_head, T, head_dim] -> [B, T, C]
+
   std::int64_t n_head_;
   double attn_dropout_;
   double scale_;
@@ -53,6 +69,8 @@ class Gpt2BlockImpl : public torch::nn::Module {
  public:
   Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx);
   torch::Tensor forward(const torch::Tensor& hidden);
+  torch::Tensor forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
+                               std::int64_t past);
 
   torch::nn::LayerNorm ln_1{nullptr};
   Gpt2Attention attn{nullptr};
@@ -68,6 +86,8 @@ class Gpt2ModelImpl : public torch::nn::Module {
   // input_ids [B, T] (int64) -> final hidden states [B, T, C]. With checkpointing on and grad
   // enabled, each block's activations are recomputed in backward instead of stored.
   torch::Tensor forward(const torch::Tensor& input_ids, bool checkpoint_blocks);
+  // input_ids at positions cache.length..; appends to the cache.
+  torch::Tensor forward_cached(const torch::Tensor& input_ids, KvCache& cache);
 
   torch::nn::Embedding wte{nullptr};
   torch::nn::Embedding wpe{nullptr};
@@ -95,6 +115,15 @@ class Gpt2LmHeadModelImpl : public torch::nn::Module {
   // labels[:, 1:], mean cross-entropy over the positions whose label is not -100.
   CausalLmOutput forward(const torch::Tensor& input_ids, const torch::Tensor& labels = {});
 
+  // Incremental decoding (for generation; use under no_grad in eval mode): runs input_ids [B, T]
+  // at positions cache.length.., adds their keys and values to the cache, and returns the logits
+  // of the last position only, [B, vocab_size]. The same numbers as forward() on the whole
+  // sequence, without recomputing the cached positions. T > 1 only on an empty cache (the
+  // prompt); the cache holds at most n_positions (std::invalid_argument beyond).
+  torch::Tensor decode(const torch::Tensor& input_ids, KvCache& cache);
+  // An empty cache for `batch` sequences, on the model's device and dtype.
+  KvCache new_cache(std::int64_t batch) const;
+
   // HF GPT-2 init: Linear/Embedding weights ~ N(0, initializer_range), biases 0, LayerNorm 1/0,
   // and c_proj weights ~ N(0, initializer_range / sqrt(2 * n_layer)). Uses the global torch RNG.
   void init_weights();
@@ -109,6 +138,9 @@ class Gpt2LmHeadModelImpl : public torch::nn::Module {
   Gpt2Model transformer{nullptr};
 
  private:
+  // 2-D int64 ids within the vocabulary, positions past.. within n_positions.
+  void check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const;
+
   Gpt2Config config_;
   bool checkpointing_ = false;
 };
