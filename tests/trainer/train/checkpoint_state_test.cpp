@@ -180,19 +180,29 @@ TEST_CASE("checkpoints of another model or with damaged files are refused", "[ch
                     Catch::Contains("no valid checkpoint in " + empty.path().string()));
 }
 
-TEST_CASE("generate samples from a saved model reproducibly and names a bad model directory", "[generate]") {
-  testing::ScratchDir dir("checkpoint");
-  Trainee trainee(3);
+namespace {
+
+// Saves the trainee's model with the byte-level tokenizer into `dir`: options to generate from it on the CPU.
+GenerateOptions saved_for_generate(Trainee& trainee, const testing::ScratchDir& dir) {
   io::save_hf_model(trainee.model, dir.path());
   tokenizer::Tokenizer::bytes().save(dir.path());
   GenerateOptions options;
   options.model = dir.path().string();
+  options.use_cpu = true;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("generate samples from a saved model reproducibly and names a bad model directory", "[generate]") {
+  testing::ScratchDir dir("checkpoint");
+  Trainee trainee(3);
+  GenerateOptions options = saved_for_generate(trainee, dir);
   options.prompt = "def f(";
   options.max_new_tokens = 6;
   options.temperature = 0.8;
   options.top_k = 5;
   options.seed = 11;
-  options.use_cpu = true;
   const std::string first = generate_text(options);
   CHECK(first.starts_with("def f("));
   CHECK(first.size() > options.prompt.size());
@@ -205,14 +215,10 @@ TEST_CASE("generate samples from a saved model reproducibly and names a bad mode
 TEST_CASE("greedy generate past n_positions picks what re-running the whole window picks", "[generate]") {
   testing::ScratchDir dir("checkpoint");
   Trainee trainee(5);  // n_positions 16: the KV cache fills and the window then slides
-  io::save_hf_model(trainee.model, dir.path());
-  tokenizer::Tokenizer::bytes().save(dir.path());
-  GenerateOptions options;
-  options.model = dir.path().string();
+  GenerateOptions options = saved_for_generate(trainee, dir);
   options.prompt = "abc";
   options.max_new_tokens = 40;
   options.temperature = 0;
-  options.use_cpu = true;
   const std::string generated = generate_text(options);
 
   // The reference: every token from a full forward over the last n_positions ids, no cache.
