@@ -71,7 +71,7 @@ model::Gpt2LmHeadModel load_hf_model(const fs::path& dir, const HfLoadOptions& o
     }
     throw HfFormatError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
   }
-  model::Gpt2LmHeadModel model(config);
+  model::Gpt2LmHeadModel model(config, model::WeightInit::for_loading);  // every weight is loaded next
   load_hf_weights(model, weights, options);
   return model;
 }

@@ -222,10 +222,10 @@ torch::Tensor Gpt2ModelImpl::forward_cached(const torch::Tensor& input_ids, KvCa
   return ln_f(x);
 }
 
-Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(Gpt2Config config) : config_(std::move(config)) {
+Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(Gpt2Config config, WeightInit init) : config_(std::move(config)) {
   validate(config_, "model config");
   transformer = register_module("transformer", Gpt2Model(config_));
-  init_weights();
+  if (init == WeightInit::hf) init_weights();
 }
 
 void Gpt2LmHeadModelImpl::init_weights() {

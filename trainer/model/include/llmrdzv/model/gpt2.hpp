@@ -105,10 +105,14 @@ struct CausalLmOutput {
   torch::Tensor loss;    // scalar; undefined when no labels were given
 };
 
+// How a new model's weights start: HF's initialisation (init_weights), or left as torch's modules
+// make them when weights are loaded right after (skips a normal_ pass over every parameter:
+// 0.7 s of a 124M model's 3 s load here).
+enum class WeightInit { hf, for_loading };
+
 class Gpt2LmHeadModelImpl : public torch::nn::Module {
  public:
-  // Builds the model and initialises it as HF does (see init_weights).
-  explicit Gpt2LmHeadModelImpl(Gpt2Config config);
+  explicit Gpt2LmHeadModelImpl(Gpt2Config config, WeightInit init = WeightInit::hf);
 
   // input_ids [B, T] int64 with T <= n_positions and ids < vocab_size (checked; std::invalid_argument).
   // labels, when defined, has input_ids' shape; the loss is HF's: logits[:, :-1] against
