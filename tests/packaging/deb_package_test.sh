@@ -2,7 +2,8 @@
 # The llm-rdzv Debian package end to end: build it with dpkg-buildpackage (profile without the
 # trainer) and lintian via packaging/build-deb.sh, install it on this machine, check the installed
 # files, the system user, the systemd unit (systemd-analyze verify + security score, then started,
-# reloaded, killed and stopped under a real systemd: systemd_unit_test.sh), and run the
+# reloaded, killed and stopped under a real systemd, left running by an upgrade and stopped by
+# removal: systemd_unit_test.sh), and run the
 # installed rdzvd in site mode with a secret from the installed llm-rdzv-secret and rdzvctl against
 # it; on the test Slurm cluster, run `srun --llm-rdzv` with the installed plugstack snippet as the
 # cluster's plugstack.conf (installed plugin, installed /usr/sbin/rdzvd), then the whole Slurm
@@ -69,7 +70,7 @@ score=$(systemd-analyze security --offline=true /lib/systemd/system/rdzvd.servic
 [ -n "$score" ] || fail "systemd-analyze security gave no score"
 awk -v s="$score" 'BEGIN { exit !(s <= 2.0) }' || fail "exposure score $score is above 2.0"
 ok "systemd-analyze verify clean, security exposure $score"
-"$src/tests/packaging/systemd_unit_test.sh" >"$work/systemd.log" 2>&1 || { cat "$work/systemd.log"; fail "rdzvd.service under systemd"; }
+"$src/tests/packaging/systemd_unit_test.sh" "$deb" >"$work/systemd.log" 2>&1 || { cat "$work/systemd.log"; fail "rdzvd.service under systemd"; }
 ok "rdzvd.service under systemd (booted container): $(grep -c '^ok:' "$work/systemd.log") checks"
 
 secret="$work/site.secret"

@@ -6,7 +6,7 @@
 # Debian-host caveats, each handled here and not needed on a RHEL-family build host:
 #   --nodeps        the RPM database on Debian knows none of the BuildRequires (the Debian
 #                   equivalents are installed by scripts/setup.sh);
-#   systemd macros  %systemd_post/_preun/_postun_with_restart come from RHEL's systemd-rpm-macros;
+#   systemd macros  %systemd_post/_preun/_postun come from RHEL's systemd-rpm-macros;
 #                   where rpm does not define them they are defined here as no-ops.
 #   rpm_build_test.sh SOURCE_DIR OUT_DIR [VENV]   (with VENV and LLMRDZV_TRAINER_PACKAGES=1: also
 #                                                  llm-rdzv-trainer, ~25 min more of compiling cold)
@@ -31,7 +31,7 @@ mkdir -p "$top/SOURCES"
 git -C "$src" archive --format=tar.gz --prefix="llm-rdzv-$version/" -o "$top/SOURCES/llm-rdzv-$version.tar.gz" HEAD
 
 args=(-bb --nodeps --define "_topdir $top" --define "_smp_mflags -j${LLMRDZV_BUILD_JOBS:-$(nproc)}")
-for m in systemd_post systemd_preun systemd_postun_with_restart; do
+for m in systemd_post systemd_preun systemd_postun; do
   [ "$(rpm --eval "%{?$m:defined}")" = defined ] || args+=(--define "$m() :")
 done
 if [ -n "$venv" ]; then

@@ -5,9 +5,13 @@
 # relies on: a start without the site secret fails at once and names it; with it, rdzvd runs as
 # llm-rdzv with no capabilities, no new privileges and a seccomp filter, cannot read the secret
 # file itself, and answers on port 29400; reload is SIGHUP in place; a killed daemon is restarted;
-# stop is clean. Called by deb_package_test.sh while the package is installed. Needs root.
+# stop is clean. With the package's .deb: reinstalling it (an upgrade) leaves the running daemon
+# alone, and removing the package stops it. Called by deb_package_test.sh while the package is
+# installed. Needs root.
+#   systemd_unit_test.sh [DEB]
 set -euo pipefail
 source "$(dirname "$0")/expect.sh"
+deb=${1:-}
 command -v systemd-nspawn >/dev/null || { echo "FAIL: no systemd-nspawn (scripts/setup.sh installs systemd-container)"; exit 1; }
 [ -f /lib/systemd/system/rdzvd.service ] || { echo "FAIL: rdzvd.service is not installed"; exit 1; }
 
@@ -23,7 +27,9 @@ cleanup() {
 trap cleanup EXIT
 mount --bind / "$view"
 # --register=no --keep-unit: no machined or D-Bus on the host side. basic.target: no other daemon.
-systemd-nspawn --quiet --register=no --keep-unit --private-network --volatile=overlay -D "$view" \
+bind=()
+[ -z "$deb" ] || bind=(--bind-ro="$(realpath "$deb")":/opt/llm-rdzv-test.deb)
+systemd-nspawn --quiet --register=no --keep-unit --private-network --volatile=overlay -D "$view" "${bind[@]}" \
   --machine="llm-rdzv-unit-$$" --boot systemd.unit=basic.target >"$log" 2>&1 &
 nspawn_pid=$!
 
@@ -90,4 +96,16 @@ check "rdzvd.service is not inactive after stop" [ "$(property ActiveState)" = i
 journal=$(in_container journalctl -u rdzvd --no-pager -o cat)
 check "the journal lacks rdzvd's 'stopped' line" grep -q "info stopped$" <<<"$journal"
 check "rdzvd's stdout (the bare port) reached the journal" bash -c '! grep -qx 29400 <<<"$1"' _ "$journal"
+
+if [ -n "$deb" ]; then
+  # All inside the container's throw-away overlay: the host keeps its installed package.
+  expect 0 "" -- in_container systemctl start rdzvd.service
+  pid=$(property MainPID)
+  expect 0 "Setting up llm-rdzv" -- in_container dpkg -i /opt/llm-rdzv-test.deb
+  check "an upgrade restarted or stopped rdzvd (site-mode rendezvous live in its memory)" \
+    [ "$(property MainPID)" = "$pid" -a "$(property ActiveState)" = active ]
+  expect 0 "Removing llm-rdzv" -- in_container dpkg --remove llm-rdzv
+  check "removing the package left rdzvd running" [ "$(property ActiveState)" != active ]
+  expect 1 "" -- in_container pgrep -x rdzvd
+fi
 finish
