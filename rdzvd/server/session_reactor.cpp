@@ -118,10 +118,12 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
       std::lock_guard lock(mutex_);
       if (reactor_ && reactor_->begin_cancel()) reactor = reactor_;
     }
-    if (!reactor) return;  // the write went out meanwhile, or the stream is over
-    warn("its client has taken no event for " + std::to_string(grace.count()) +
-         " ms (the heartbeat timeout) after the daemon ended the stream; cancelling it");
-    reactor->cancel_stalled();  // alive: begin_cancel() holds its Finish (and so OnDone) back
+    if (!reactor) return;  // the client took events meanwhile (watched again), or the stream is over
+    // The reactor is alive here: begin_cancel() holds its Finish (and so OnDone) back. Not after.
+    if (reactor->cancel_stalled()) {
+      warn("its client has taken no event for " + std::to_string(grace.count()) +
+           " ms (the heartbeat timeout) after the daemon ended the stream; cancelled it");
+    }
   }
 
   // A warning about this member's stream in the daemon's log (no lock held).
@@ -287,6 +289,7 @@ void SessionReactor::enqueue(llmrdzv::v1::SessionEvent event) {
 
 void SessionReactor::OnWriteDone(bool ok) {
   std::lock_guard lock(write_mutex_);
+  ++writes_done_;
   queued_bytes_ -= queue_.front().ByteSizeLong();
   queue_.pop_front();
   if (!ok) {  // the client is gone; the read side reports it
@@ -318,29 +321,41 @@ void SessionReactor::end(const grpc::Status& status) {
 
 void SessionReactor::watch_stalled_write() {
   if (std::exchange(stall_watched_, true)) return;
+  writes_watched_ = writes_done_;
   host_.run_after(write_grace_, [link = link_, grace = write_grace_] { link->cancel_stalled_write(grace); });
 }
 
 bool SessionReactor::begin_cancel() {
   std::lock_guard lock(write_mutex_);
   if (finished_ || !writing_) return false;
+  if (writes_done_ != writes_watched_) {  // the client reads, if slowly: give it another period
+    stall_watched_ = false;
+    watch_stalled_write();
+    return false;
+  }
   cancelling_ = true;
   return true;
 }
 
-void SessionReactor::cancel_stalled() {
+bool SessionReactor::cancel_stalled() {
+  bool stalled = false;
+  {
+    std::lock_guard lock(write_mutex_);
+    stalled = writing_;  // else the last write went out meanwhile: just finish
+  }
   // Outside the lock: gRPC may run OnWriteDone(false) on this thread before TryCancel returns.
-  context_->TryCancel();
+  if (stalled) context_->TryCancel();
   std::optional<grpc::Status> status;
   {
     std::lock_guard lock(write_mutex_);
     cancelling_ = false;
-    if (!writing_ && !finished_) {
+    if (!writing_ && !finished_) {  // else OnWriteDone, still to come, finishes
       finished_ = true;
       status = finish_after_writes_;
     }
   }
   if (status) Finish(*status);
+  return stalled;
 }
 
 void SessionReactor::OnDone() {

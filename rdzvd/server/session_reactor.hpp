@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -41,9 +42,11 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   void read_next();
   void enqueue(llmrdzv::v1::SessionEvent event);
   void end(const grpc::Status& status);
-  void watch_stalled_write();  // with write_mutex_ held
-  bool begin_cancel();         // cancel_stalled() then may run; false if the stream is not stalled
-  void cancel_stalled();
+  void watch_stalled_write();  // with write_mutex_ held: look again after write_grace_
+  // True when no write completed since the watch was armed: cancel_stalled() must then run. When
+  // writes did complete (a slow but reading client), the watch is re-armed instead.
+  bool begin_cancel();
+  bool cancel_stalled();  // true if it had to cancel; the reactor may be gone when it returns
 
 
   CoreHost& host_;
@@ -63,6 +66,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   bool writing_ = false;
   bool finished_ = false;
   std::optional<grpc::Status> finish_after_writes_;
+  std::uint64_t writes_done_ = 0;     // completed writes, for the stall watch
+  std::uint64_t writes_watched_ = 0;  // writes_done_ when the watch was armed
   bool stall_watched_ = false;
   bool cancelling_ = false;  // TryCancel runs outside the lock; Finish (and so OnDone) waits for it
 };

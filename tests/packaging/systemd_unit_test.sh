@@ -5,13 +5,13 @@
 # relies on: a start without the site secret fails at once and names it; with it, rdzvd runs as
 # llm-rdzv with no capabilities, no new privileges and a seccomp filter, cannot read the secret
 # file itself, and answers on port 29400; reload is SIGHUP in place; a killed daemon is restarted;
-# stop is clean. With the package's .deb: reinstalling it (an upgrade) leaves the running daemon
-# alone, and removing the package stops it. Called by deb_package_test.sh while the package is
-# installed. Needs root.
-#   systemd_unit_test.sh [DEB]
+# stop is clean. Installing the package's .deb over it (an upgrade, from a unit file made to look
+# older) leaves the running daemon alone but has systemd load the new unit; removing the package
+# stops the daemon. Called by deb_package_test.sh while that .deb is installed. Needs root.
+#   systemd_unit_test.sh DEB
 set -euo pipefail
 source "$(dirname "$0")/expect.sh"
-deb=${1:-}
+deb=${1:?usage: systemd_unit_test.sh DEB}
 command -v systemd-nspawn >/dev/null || { echo "FAIL: no systemd-nspawn (scripts/setup.sh installs systemd-container)"; exit 1; }
 [ -f /lib/systemd/system/rdzvd.service ] || { echo "FAIL: rdzvd.service is not installed"; exit 1; }
 
@@ -27,9 +27,8 @@ cleanup() {
 trap cleanup EXIT
 mount --bind / "$view"
 # --register=no --keep-unit: no machined or D-Bus on the host side. basic.target: no other daemon.
-bind=()
-[ -z "$deb" ] || bind=(--bind-ro="$(realpath "$deb")":/opt/llm-rdzv-test.deb)
-systemd-nspawn --quiet --register=no --keep-unit --private-network --volatile=overlay -D "$view" "${bind[@]}" \
+systemd-nspawn --quiet --register=no --keep-unit --private-network --volatile=overlay -D "$view" \
+  --bind-ro="$(realpath "$deb")":/opt/llm-rdzv-test.deb \
   --machine="llm-rdzv-unit-$$" --boot systemd.unit=basic.target >"$log" 2>&1 &
 nspawn_pid=$!
 
@@ -97,18 +96,23 @@ journal=$(in_container journalctl -u rdzvd --no-pager -o cat)
 check "the journal lacks rdzvd's 'stopped' line" grep -q "info stopped$" <<<"$journal"
 check "rdzvd's stdout (the bare port) reached the journal" bash -c '! grep -qx 29400 <<<"$1"' _ "$journal"
 
-if [ -n "$deb" ]; then
-  # All inside the container's throw-away overlay: the host keeps its installed package. A Docker
-  # image's policy-rc.d (exit 101) would veto every service action of maintainer scripts, so that
-  # neither check could fail: gone here, as on a real host.
-  in_container rm -f /usr/sbin/policy-rc.d
-  expect 0 "" -- in_container systemctl start rdzvd.service
-  pid=$(property MainPID)
-  expect 0 "Setting up llm-rdzv" -- in_container dpkg -i /opt/llm-rdzv-test.deb
-  check "an upgrade restarted or stopped rdzvd (site-mode rendezvous live in its memory)" \
-    [ "$(property MainPID)" = "$pid" -a "$(property ActiveState)" = active ]
-  expect 0 "Removing llm-rdzv" -- in_container dpkg --remove llm-rdzv
-  check "removing the package left rdzvd running" [ "$(property ActiveState)" != active ]
-  expect 1 "" -- in_container pgrep -x rdzvd
-fi
+# All inside the container's throw-away overlay: the host keeps its installed package. A Docker
+# image's policy-rc.d (exit 101) would veto every service action of maintainer scripts, so that no
+# check below could fail: gone here, as on a real host.
+in_container rm -f /usr/sbin/policy-rc.d
+unit=/lib/systemd/system/rdzvd.service
+description=$(property Description)
+in_container sed -i 's/^Description=.*/Description=an older rdzvd.service/' "$unit"
+in_container systemctl daemon-reload
+expect 0 "" -- in_container systemctl start rdzvd.service
+pid=$(property MainPID)
+check "the older unit did not load" [ "$(property Description)" = "an older rdzvd.service" ]
+expect 0 "Setting up llm-rdzv" -- in_container dpkg -i /opt/llm-rdzv-test.deb
+check "an upgrade restarted or stopped rdzvd (site-mode rendezvous live in its memory)" \
+  [ "$(property MainPID)" = "$pid" -a "$(property ActiveState)" = active ]
+check "after an upgrade systemd still runs the old unit file (NeedDaemonReload)" \
+  [ "$(property NeedDaemonReload)" = no -a "$(property Description)" = "$description" ]
+expect 0 "Removing llm-rdzv" -- in_container dpkg --remove llm-rdzv
+check "removing the package left rdzvd running" [ "$(property ActiveState)" != active ]
+expect 1 "" -- in_container pgrep -x rdzvd
 finish

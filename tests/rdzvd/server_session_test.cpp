@@ -456,7 +456,7 @@ TEST_CASE("session bounds: a client that sends calls but does not read their ans
   CHECK_THAT(status.error_message(), Catch::Contains("does not read its Session stream"));
   CHECK(answered > 0);
   CHECK(answered < flood.sent());
-  CHECK_FALSE(server.log().wait_for("cancelling it", std::chrono::seconds(0)));
+  CHECK_FALSE(server.log().wait_for("cancelled it", std::chrono::seconds(0)));
 }
 
 TEST_CASE("session bounds: a client that reads nothing at all is cancelled a heartbeat timeout after the cut",
@@ -481,8 +481,47 @@ TEST_CASE("session bounds: a client that reads nothing at all is cancelled a hea
   // write then fails (before the stream's own 30 s deadline).
   flood.join();
   const auto took = std::chrono::steady_clock::now() - started;
-  CHECK(server.log().wait_for("cancelling it", std::chrono::seconds(5)));
+  CHECK(server.log().wait_for("cancelled it", std::chrono::seconds(5)));
   CHECK(finish(*stream).error_code() == Code::CANCELLED);  // after what the transport had buffered
   CHECK(took >= std::chrono::milliseconds(2900));
   CHECK(took < std::chrono::seconds(25));
+}
+
+TEST_CASE("session bounds: an ended stream whose client reads slowly is not cancelled and gets every event",
+          "[server][session-bounds]") {
+  auto config = server_test_config();
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(1000);  // the grace an ended stream gets
+  config.settings.limits.max_value_size = 64u << 10;
+  InProcessServer server(config);
+  grpc::ChannelArguments fixed_window;  // the transport holds about one answer (see above)
+  fixed_window.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  const auto stub = server.new_stub(fixed_window);
+  auto stream = start_join(server, server.join_request("p0", 1), stub.get());
+  const std::uint64_t round = opened_assignment(*stream).round();
+  set_key(server, round, "v", std::string(60u << 10, 'x'));
+  constexpr int kCalls = 8;  // ~480 KiB of answers: queued at the daemon, far below its bounds
+  for (int id = 1; id <= kCalls; ++id) {
+    v1::SessionRequest call;
+    call.mutable_call()->set_id(std::uint64_t(id));
+    server.scope(call.mutable_call()->mutable_get()->mutable_scope());
+    call.mutable_call()->mutable_get()->set_round(round);
+    call.mutable_call()->mutable_get()->set_key("v");
+    REQUIRE(stream->rw->Write(call));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the answers pile up
+  server.host().run([](llmrdzv::core::Core& core) { core.shutdown("test"); });  // SHUTDOWN, then the end
+  // One event every 400 ms: the last comes well past the 1 s grace, but the client never stops taking.
+  int answered = 0;
+  bool shutdown_seen = false;
+  v1::SessionEvent event;
+  while (stream->rw->Read(&event)) {
+    answered += event.kind() == v1::SessionEvent::CALL_DONE;
+    shutdown_seen |= event.kind() == v1::SessionEvent::SHUTDOWN;
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  const grpc::Status status = stream->rw->Finish();
+  CHECK(answered == kCalls);
+  CHECK(shutdown_seen);
+  CHECK(status.error_code() == Code::UNAVAILABLE);
+  CHECK_FALSE(server.log().wait_for("cancelled it", std::chrono::seconds(0)));
 }

@@ -133,7 +133,10 @@ TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a
   cache.length = 3;
   CHECK_THROWS_WITH(m->decode(ids.slice(1, 3, 5), cache), Catch::Contains("one new position at a time"));
   model::KvCache single = m->new_cache(1);
-  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 2), single), Catch::Contains("another model or batch size"));
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 2), single), Catch::Contains("another model, batch size"));
+  model::KvCache stale = m->new_cache(2);  // made before the model changed dtype
+  m->to(at::kDouble);
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 2), stale), Catch::Contains("device or dtype"));
 }
 
 TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]") {

@@ -281,8 +281,11 @@ torch::Tensor Gpt2LmHeadModelImpl::decode(const torch::Tensor& input_ids, KvCach
   if (cache.length > 0 && input_ids.size(1) != 1) {
     throw std::invalid_argument("decode takes one new position at a time once the cache holds the prompt");
   }
-  if (cache.keys.size() != static_cast<std::size_t>(config_.n_layer) || cache.keys[0].size(0) != input_ids.size(0)) {
-    throw std::invalid_argument("the KV cache was made for another model or batch size");
+  const at::Tensor& weights = transformer->wte->weight;
+  const auto layers = static_cast<std::size_t>(config_.n_layer);
+  if (cache.keys.size() != layers || cache.values.size() != layers || cache.keys[0].size(0) != input_ids.size(0) ||
+      cache.keys[0].device() != weights.device() || cache.keys[0].scalar_type() != weights.scalar_type()) {
+    throw std::invalid_argument("the KV cache was made for another model, batch size, device or dtype (new_cache)");
   }
   const torch::Tensor hidden = transformer->forward_cached(input_ids, cache);
   return fast_linear(hidden.select(1, -1), transformer->wte->weight);
