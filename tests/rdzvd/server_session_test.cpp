@@ -490,7 +490,7 @@ TEST_CASE("session bounds: a client that reads nothing at all is cancelled a hea
 TEST_CASE("session bounds: an ended stream whose client reads slowly is not cancelled and gets every event",
           "[server][session-bounds]") {
   auto config = server_test_config();
-  config.settings.heartbeat_timeout = llmrdzv::core::Millis(1000);  // the grace an ended stream gets
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(1500);  // the grace an ended stream gets
   config.settings.limits.max_value_size = 64u << 10;
   InProcessServer server(config);
   grpc::ChannelArguments fixed_window;  // the transport holds about one answer (see above)
@@ -510,14 +510,14 @@ TEST_CASE("session bounds: an ended stream whose client reads slowly is not canc
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the answers pile up
   server.host().run([](llmrdzv::core::Core& core) { core.shutdown("test"); });  // SHUTDOWN, then the end
-  // One event every 400 ms: the last comes well past the 1 s grace, but the client never stops taking.
+  // One event every 300 ms: the last comes well past the 1.5 s grace, but the client never stops taking.
   int answered = 0;
   bool shutdown_seen = false;
   v1::SessionEvent event;
   while (stream->rw->Read(&event)) {
     answered += event.kind() == v1::SessionEvent::CALL_DONE;
     shutdown_seen |= event.kind() == v1::SessionEvent::SHUTDOWN;
-    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   const grpc::Status status = stream->rw->Finish();
   CHECK(answered == kCalls);
