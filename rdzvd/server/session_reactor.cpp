@@ -320,7 +320,6 @@ void SessionReactor::end(const grpc::Status& status) {
 }
 
 void SessionReactor::watch_stalled_write() {
-  if (std::exchange(stall_watched_, true)) return;
   writes_watched_ = writes_done_;
   host_.run_after(write_grace_, [link = link_, grace = write_grace_] { link->cancel_stalled_write(grace); });
 }
@@ -329,7 +328,6 @@ bool SessionReactor::begin_cancel() {
   std::lock_guard lock(write_mutex_);
   if (finished_ || !writing_) return false;
   if (writes_done_ != writes_watched_) {  // the client reads, if slowly: give it another period
-    stall_watched_ = false;
     watch_stalled_write();
     return false;
   }

@@ -42,12 +42,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   void read_next();
   void enqueue(llmrdzv::v1::SessionEvent event);
   void end(const grpc::Status& status);
-  void watch_stalled_write();  // with write_mutex_ held: look again after write_grace_
+  // With write_mutex_ held, once finish_after_writes_ is set (so once per stream; begin_cancel
+  // re-arms): look again after write_grace_.
+  void watch_stalled_write();
   // True when no write completed since the watch was armed: cancel_stalled() must then run. When
   // writes did complete (a slow but reading client), the watch is re-armed instead.
   bool begin_cancel();
   bool cancel_stalled();  // true if it had to cancel; the reactor may be gone when it returns
-
 
   CoreHost& host_;
   grpc::CallbackServerContext* context_;
@@ -68,7 +69,6 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   std::optional<grpc::Status> finish_after_writes_;
   std::uint64_t writes_done_ = 0;     // completed writes, for the stall watch
   std::uint64_t writes_watched_ = 0;  // writes_done_ when the watch was armed
-  bool stall_watched_ = false;
   bool cancelling_ = false;  // TryCancel runs outside the lock; Finish (and so OnDone) waits for it
 };
 

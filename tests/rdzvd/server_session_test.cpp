@@ -402,6 +402,17 @@ TEST_CASE("session bounds: a stream that never sends SessionOpen is ended after 
   CHECK(took < std::chrono::seconds(20));  // the stream's own deadline would say 30 s
 }
 
+// A SessionCall `id` getting `key` of `round` in the server's rendezvous.
+v1::SessionRequest get_call(InProcessServer& server, std::uint64_t id, std::uint64_t round, const std::string& key) {
+  v1::SessionRequest request;
+  request.mutable_call()->set_id(id);
+  v1::GetRequest& get = *request.mutable_call()->mutable_get();
+  server.scope(get.mutable_scope());
+  get.set_round(round);
+  get.set_key(key);
+  return request;
+}
+
 // Sends get calls for `key` (each followed by a heartbeat) on its own thread until the server
 // stops taking them, without reading a single answer.
 class CallFlood {
@@ -409,14 +420,9 @@ class CallFlood {
   CallFlood(InProcessServer& server, Stream& stream, std::uint64_t round, const std::string& key)
       : thread_([&server, &stream, round, key, this] {
           for (std::uint64_t id = 1; id <= 1'000'000; ++id) {  // far past any backlog bound
-            v1::SessionRequest call;
-            call.mutable_call()->set_id(id);
-            server.scope(call.mutable_call()->mutable_get()->mutable_scope());
-            call.mutable_call()->mutable_get()->set_round(round);
-            call.mutable_call()->mutable_get()->set_key(key);
             v1::SessionRequest heartbeat;
             heartbeat.mutable_heartbeat();
-            if (!stream.rw->Write(call) || !stream.rw->Write(heartbeat)) break;
+            if (!stream.rw->Write(get_call(server, id, round, key)) || !stream.rw->Write(heartbeat)) break;
             sent_ = id;
           }
         }) {}
@@ -500,14 +506,7 @@ TEST_CASE("session bounds: an ended stream whose client reads slowly is not canc
   const std::uint64_t round = opened_assignment(*stream).round();
   set_key(server, round, "v", std::string(60u << 10, 'x'));
   constexpr int kCalls = 8;  // ~480 KiB of answers: queued at the daemon, far below its bounds
-  for (int id = 1; id <= kCalls; ++id) {
-    v1::SessionRequest call;
-    call.mutable_call()->set_id(std::uint64_t(id));
-    server.scope(call.mutable_call()->mutable_get()->mutable_scope());
-    call.mutable_call()->mutable_get()->set_round(round);
-    call.mutable_call()->mutable_get()->set_key("v");
-    REQUIRE(stream->rw->Write(call));
-  }
+  for (int id = 1; id <= kCalls; ++id) REQUIRE(stream->rw->Write(get_call(server, std::uint64_t(id), round, "v")));
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the answers pile up
   server.host().run([](llmrdzv::core::Core& core) { core.shutdown("test"); });  // SHUTDOWN, then the end
   // One event every 300 ms: the last comes well past the 1.5 s grace, but the client never stops taking.
