@@ -89,9 +89,6 @@ if(TARGET trainer)
   set(LLMRDZV_TRAINER_LIBEXEC ${CMAKE_INSTALL_FULL_LIBEXECDIR}/llm-rdzv/trainer)
   set(LLMRDZV_TRAINER_CONF ${LLMRDZV_CONF_DIR}/trainer.conf)
   file(RELATIVE_PATH LLMRDZV_TRAINER_FROM_BINDIR ${CMAKE_INSTALL_FULL_BINDIR} ${LLMRDZV_TRAINER_LIBEXEC})
-  execute_process(COMMAND ${LLMRDZV_VENV}/bin/python -c "import torch; print(torch.__version__)"
-                  OUTPUT_VARIABLE LLMRDZV_TORCH_VERSION OUTPUT_STRIP_TRAILING_WHITESPACE)
-  string(REGEX REPLACE "\\+.*" "" LLMRDZV_TORCH_VERSION_PLAIN "${LLMRDZV_TORCH_VERSION}")
   install(TARGETS trainer RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/llm-rdzv COMPONENT trainer)
   # The link's -rpath to the build venv's nvidia/*/lib would survive CMake's own RPATH rewrite.
   install(CODE "file(RPATH_SET FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBEXECDIR}/llm-rdzv/trainer\" NEW_RPATH \"\")"

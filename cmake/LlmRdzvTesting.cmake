@@ -15,6 +15,10 @@ function(llmrdzv_add_catch_test name)
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE llmrdzv_catch_main Catch2::Catch2 llmrdzv_warnings ${T_LIBS})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-  catch_discover_tests(${name} TEST_PREFIX "${name}:" PROPERTIES LABELS "${T_LABELS}"
-                       DISCOVERY_MODE PRE_TEST)
+  # --warn NoTests: a ctest entry whose name matches no test case fails instead of passing empty
+  # (catch_discover_tests splits names at ';', so such a name would otherwise run nothing).
+  # One label: Catch2 v2's discovery flattens a label list and would keep only its first entry,
+  # so "trainer unit" becomes "trainer-unit", which ctest -L unit and -L trainer both select.
+  list(JOIN T_LABELS "-" _label)
+  catch_discover_tests(${name} TEST_PREFIX "${name}:" EXTRA_ARGS --warn NoTests PROPERTIES LABELS "${_label}")
 endfunction()

@@ -1,24 +1,36 @@
-# LibTorch from the pinned PyPI wheel in the project venv (.venv, made by scripts/setup.sh).
-# Provides the target llmrdzv::torch. Facts this relies on (measured, see README "Dependencies"):
+# LibTorch from the pinned PyPI wheel in the project venv (.venv, made by scripts/setup.sh), or
+# from any torch >= 2.11 a site already has: -DLLMRDZV_TORCH_PYTHON=/path/to/python (an interpreter
+# that imports it). Provides the target llmrdzv::torch. Facts this relies on (measured, see README):
 #  - the wheel is a CUDA 13 build; CMake 3.25 cannot probe the GPU arch with CUDA 13, so an explicit
 #    TORCH_CUDA_ARCH_LIST skips the probe (no GPU here anyway);
 #  - libtorch_cuda.so needs the wheel's own NCCL/cuDNN/cuBLAS (site-packages/nvidia/*/lib), newer than
 #    /usr/local/cuda's: they go on the link's rpath-link and the binaries' rpath;
 #  - the wheel ships no gloo headers; Debian's libgloo-dev provides them for ProcessGroupGloo.hpp.
-set(_py "${LLMRDZV_VENV}/bin/python")
+set(LLMRDZV_TORCH_PYTHON "${LLMRDZV_VENV}/bin/python" CACHE FILEPATH
+    "Python interpreter whose torch (>= 2.11) the trainer builds against; default: the project venv's")
+set(_py "${LLMRDZV_TORCH_PYTHON}")
 if(NOT EXISTS "${_py}")
-  message(FATAL_ERROR "No venv at ${LLMRDZV_VENV}: run scripts/setup.sh first (or -DLLMRDZV_WITH_TORCH=OFF)")
+  message(FATAL_ERROR "No Python at ${_py}: run scripts/setup.sh first, name a site torch with "
+                      "-DLLMRDZV_TORCH_PYTHON=/path/to/python, or build without the trainer (-DLLMRDZV_WITH_TORCH=OFF)")
 endif()
 execute_process(
-  COMMAND "${_py}" -c "import torch, os; print(torch.utils.cmake_prefix_path); print(os.path.dirname(os.path.dirname(torch.__file__)))"
+  COMMAND "${_py}" -c "import torch, os; print(torch.utils.cmake_prefix_path); print(os.path.dirname(os.path.dirname(torch.__file__))); print(torch.__version__); print(torch.version.cuda or 'none')"
   OUTPUT_VARIABLE _torch_out OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _torch_rc
-  ERROR_QUIET)
+  ERROR_VARIABLE _torch_err)
 if(NOT _torch_rc EQUAL 0)
-  message(FATAL_ERROR "${_py} cannot import torch: run scripts/setup.sh")
+  message(FATAL_ERROR "${_py} cannot import torch (run scripts/setup.sh, or name another interpreter with "
+                      "-DLLMRDZV_TORCH_PYTHON): ${_torch_err}")
 endif()
 string(REPLACE "\n" ";" _torch_out "${_torch_out}")
 list(GET _torch_out 0 _torch_prefix)
 list(GET _torch_out 1 _site_packages)
+list(GET _torch_out 2 LLMRDZV_TORCH_VERSION)  # as torch says it, e.g. 2.11.0+cu130
+list(GET _torch_out 3 _torch_cuda)
+string(REGEX REPLACE "\\+.*" "" LLMRDZV_TORCH_VERSION_PLAIN "${LLMRDZV_TORCH_VERSION}")
+if(LLMRDZV_TORCH_VERSION_PLAIN VERSION_LESS 2.11)
+  message(FATAL_ERROR "${_py} has torch ${LLMRDZV_TORCH_VERSION}; the trainer needs torch 2.11 or newer")
+endif()
+message(STATUS "LibTorch: torch ${LLMRDZV_TORCH_VERSION} (CUDA ${_torch_cuda}) from ${_site_packages}")
 
 if(NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
   set(ENV{TORCH_CUDA_ARCH_LIST} "8.0;9.0")
@@ -34,10 +46,37 @@ file(GLOB _nvidia_lib_dirs LIST_DIRECTORIES true "${_site_packages}/nvidia/*/lib
 list(JOIN _nvidia_lib_dirs ":" _nvidia_path)
 add_library(llmrdzv_torch INTERFACE)
 add_library(llmrdzv::torch ALIAS llmrdzv_torch)
-target_link_libraries(llmrdzv_torch INTERFACE ${TORCH_LIBRARIES})
+# libstdc++ is linked before LibTorch, always as a dependency: libtorch exports its own copies of
+# libstdc++ functions (std::filesystem among them). Where the linker runs with --as-needed (Ubuntu's
+# default) and meets libtorch first, it binds our calls to those copies and drops libstdc++ from
+# DT_NEEDED, and std::filesystem::remove_all then crashes at run time. tests/trainer/link checks
+# every torch-linked binary for such bindings.
+target_link_libraries(llmrdzv_torch INTERFACE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state"
+                      ${TORCH_LIBRARIES})
 target_include_directories(llmrdzv_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
 target_compile_options(llmrdzv_torch INTERFACE ${TORCH_CXX_FLAGS})
 if(_nvidia_path)
   target_link_options(llmrdzv_torch INTERFACE "LINKER:-rpath-link,${_nvidia_path}" "LINKER:-rpath,${_nvidia_path}")
 endif()
 set(LLMRDZV_TORCH_SITE_PACKAGES "${_site_packages}" CACHE INTERNAL "")
+
+# c10d::Store's virtual barrier(key, world_size, timeout) is newer than torch 2.11; RdzvStore
+# overrides it only where the base class declares it.
+include(CheckCXXSourceCompiles)
+set(CMAKE_REQUIRED_INCLUDES ${TORCH_INCLUDE_DIRS})
+set(CMAKE_REQUIRED_FLAGS "-std=c++20 ${TORCH_CXX_FLAGS}")
+set(CMAKE_REQUIRED_QUIET ON)
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)  # compiled only: linking needs all of LibTorch
+check_cxx_source_compiles([[
+#include <torch/csrc/distributed/c10d/Store.hpp>
+struct S : c10d::Store {
+  void barrier(const std::string&, std::int64_t, const std::chrono::milliseconds&) override {}
+};
+int main() {}
+]] LLMRDZV_TORCH_STORE_HAS_BARRIER)
+unset(CMAKE_REQUIRED_INCLUDES)
+unset(CMAKE_REQUIRED_FLAGS)
+unset(CMAKE_REQUIRED_QUIET)
+unset(CMAKE_TRY_COMPILE_TARGET_TYPE)
+target_compile_definitions(llmrdzv_torch INTERFACE
+                           LLMRDZV_TORCH_STORE_HAS_BARRIER=$<BOOL:${LLMRDZV_TORCH_STORE_HAS_BARRIER}>)

@@ -33,6 +33,9 @@ std::vector<KeyValue> split_key_values(std::string_view text) {
       kv.has_value = true;
     }
     if (kv.key.empty()) throw ArgError("missing key before '=' in " + quoted(item));
+    for (const KeyValue& earlier : items) {
+      if (earlier.key == kv.key) throw ArgError("'" + kv.key + "' is given twice in " + quoted(text));
+    }
     items.push_back(std::move(kv));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -52,10 +55,26 @@ std::uint32_t parse_count(std::string_view key, std::string_view value, std::uin
   return std::uint32_t(number);
 }
 
+void require_once(std::vector<std::string>& seen, const std::string& key) {
+  for (const std::string& earlier : seen) {
+    if (earlier == key) throw ArgError("'" + key + "' is given twice");
+  }
+  seen.push_back(key);
+}
+
 PortRange parse_ports(std::string_view key, std::string_view value) {
   const auto range = parse_port_range(value);
   if (!range) fail(key, value, "is not a port (1..65535) or a range LO-HI with LO <= HI");
   return *range;
+}
+
+PortRange parse_step_ports(std::string_view key, std::string_view value) {
+  const PortRange range = parse_ports(key, value);
+  if (range.lo == range.hi) {
+    fail(key, value, "is a single port; a step needs two, one for rdzvd and one for MASTER_PORT: give a range LO-HI");
+  }
+  if (range.lo < 1024) fail(key, value, "reaches below 1024; rdzvd runs as the job's user, who cannot bind such ports");
+  return range;
 }
 
 NodeBounds parse_node_bounds(std::string_view key, std::string_view value) {

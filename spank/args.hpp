@@ -43,13 +43,18 @@ struct KeyValue {
   bool has_value = false;
 };
 
-// Splits "a=1,b=2" at commas; empty items (",,") are an error naming the position.
+// Splits "a=1,b=2" at commas; empty items (",,") and a key given twice are errors naming them.
 std::vector<KeyValue> split_key_values(std::string_view text);
+// Throws ArgError when `key` is in `seen`, else adds it (keys split from several texts).
+void require_once(std::vector<std::string>& seen, const std::string& key);
 
 // Each parser names `key` in its error so messages read "port: '70000' is not ...".
 std::uint32_t parse_count(std::string_view key, std::string_view value, std::uint32_t min,
                           std::uint32_t max);
 PortRange parse_ports(std::string_view key, std::string_view value);
+// A port range for steps: at least two ports (rdzvd and MASTER_PORT must differ) and none below
+// 1024 (rdzvd runs as the job's user, who cannot bind those).
+PortRange parse_step_ports(std::string_view key, std::string_view value);
 NodeBounds parse_node_bounds(std::string_view key, std::string_view value);
 AddrPolicy parse_addr_policy(std::string_view key, std::string_view value);
 Mode parse_mode(std::string_view key, std::string_view value);

@@ -42,7 +42,6 @@ struct PluginState {
   bool active = false;  // this step gets the env contract
   EnvList env;          // the step's part of it (remote context)
   RunningDaemon daemon;
-  std::string port_dir;
   std::string task_error;  // why this node's tasks must not run (slurmstepd-side failure)
 };
 
@@ -106,39 +105,24 @@ std::string step_token(spank_t sp, const StepSettings& settings, const StepLayou
   return token;
 }
 
-void remove_port_dir() {
-  PluginState& s = state();
-  if (s.port_dir.empty()) return;
-  unlink((s.port_dir + "/port").c_str());
-  rmdir(s.port_dir.c_str());
-  s.port_dir.clear();
-}
-
+// rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no
+// directory the job's user controls.
 void start_step_daemon(const StepSettings& settings, const StepLayout& layout,
                        const std::string& rdzv_id, const std::string& token, const JobUser& user) {
   PluginState& s = state();
-  char dir_template[] = "/tmp/llm-rdzv-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) throw ArgError("cannot create a directory under /tmp");
-  s.port_dir = dir_template;
-  if (chown(s.port_dir.c_str(), user.uid, user.gid) != 0) throw ArgError("cannot hand " + s.port_dir + " to the job's user");
-
   LaunchSpec spec;
   spec.program = s.site.rdzvd_path;
   spec.token = token;
   spec.user = user;
-  spec.port_file = s.port_dir + "/port";
   spec.start_timeout = std::chrono::milliseconds(s.site.start_timeout_ms);
   if (!s.site.log_dir.empty()) {
-    spec.log_path = s.site.log_dir + "/rdzvd-" + rendezvous_id({}, layout.job_id, layout.step_id) + ".log";
+    // Unique per slurmstepd (a requeued job reuses its job id): the daemon creates it new.
+    spec.log_path = s.site.log_dir + "/rdzvd-" + rendezvous_id({}, layout.job_id, layout.step_id) + "-" +
+                    std::to_string(getpid()) + ".log";
   }
   const StepPorts ports = step_ports(settings, layout.job_id, layout.step_id);
-  spec.args = rdzvd_arguments(s.site, settings, rdzv_id, ports.rdzvd, spec.port_file);
-  try {
-    s.daemon = start_daemon(spec);
-  } catch (...) {
-    remove_port_dir();
-    throw;
-  }
+  spec.args = rdzvd_arguments(s.site, settings, layout, rdzv_id, ports.rdzvd);
+  s.daemon = start_daemon(spec);
   slurm_debug("llm-rdzv: rdzvd pid %d serves %s on port %u", int(s.daemon.pid), rdzv_id.c_str(), unsigned(s.daemon.port));
 }
 
@@ -150,6 +134,7 @@ int prepare_remote(spank_t sp) {
     return 0;
   }
   const StepSettings settings = resolve_step_settings(s.site, s.user, kernel_ephemeral_ports());
+  check_node_bounds(settings, layout);
   const std::string rdzv_id = rendezvous_id(settings, layout.job_id, layout.step_id);
   const JobUser user = job_user(sp);
   const std::string token = step_token(sp, settings, layout, rdzv_id, user.uid);
@@ -222,6 +207,16 @@ extern "C" int slurm_spank_init_post_opt(spank_t sp, int, char**) {
 
 extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   const PluginState& s = state();
+  if (s.option_given && !s.user.enabled) {
+    // --llm-rdzv=off inside a job that has the option: the tasks inherit the batch step's env
+    // contract (its rank, world and token), which must not reach a step that asked for none.
+    char marker[8];
+    if (spank_getenv(sp, "LLM_RDZV_MIN_WORLD", marker, sizeof marker) != ESPANK_ENV_NOEXIST) {
+      for (const std::string& name : contract_variables()) spank_unsetenv(sp, name.c_str());
+    }
+    spank_unsetenv(sp, kTokenCarrier);
+    return 0;
+  }
   if (!s.active) return 0;
   if (!s.task_error.empty()) {
     const std::string line = "llm-rdzv: " + s.task_error + "\n";
@@ -249,7 +244,6 @@ extern "C" int slurm_spank_exit(spank_t, int, char**) {
   return guarded([] {
     stop_daemon(state().daemon, std::chrono::milliseconds(3000));
     state().daemon = {};
-    remove_port_dir();
     return 0;
   });
 }

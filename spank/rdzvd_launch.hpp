@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "step_env.hpp"
 #include "step_settings.hpp"
 
 namespace llmrdzv::spank {
@@ -25,24 +26,31 @@ struct LaunchSpec {
   std::vector<std::string> args;  // argv[1..]
   std::string token;              // LLM_RDZV_TOKEN in the daemon's environment
   JobUser user;
-  std::string log_path;  // empty: /dev/null
-  std::string port_file;
+  // Empty: /dev/null. Created by the daemon's user, never an existing file or a symlink.
+  std::string log_path;
   std::chrono::milliseconds start_timeout{10000};
 };
 
-// rdzvd's command line for one step (the flags rdzvd documents).
+// The descriptor the daemon inherits to report its port on ("--port-fd 3"): one line, "PORT" or
+// "HOST:PORT", then the daemon closes it. slurmstepd (root) reads it with a deadline and never
+// opens a path the job's user controls.
+inline constexpr int kPortFd = 3;
+
+// rdzvd's command line for one step (the flags rdzvd documents), with the step's participant
+// range (world_bounds), which rdzvd then holds every Join to.
 std::vector<std::string> rdzvd_arguments(const SiteConfig& site, const StepSettings& settings,
-                                         const std::string& rdzv_id, std::uint16_t base_port,
-                                         const std::string& port_file);
+                                         const StepLayout& layout, const std::string& rdzv_id,
+                                         std::uint16_t base_port);
 
 struct RunningDaemon {
   pid_t pid = -1;
   std::uint16_t port = 0;
 };
 
-// Forks and execs the daemon, then waits until its port file names a port. Throws
-// std::runtime_error saying why it did not start (exec failure, early exit, timeout); a daemon
-// that did not start is killed and reaped before the throw.
+// Forks and execs the daemon with the write end of a pipe as kPortFd, then waits (poll, up to
+// spec.start_timeout) until it reports a port there. Throws std::runtime_error saying why it did
+// not start (exec failure, early exit, timeout, a report that is no port); a daemon that did not
+// start is killed and reaped before the throw.
 RunningDaemon start_daemon(const LaunchSpec& spec);
 
 // SIGTERM, up to `grace` for it to exit, then SIGKILL. Only signals the process while it is

@@ -19,6 +19,7 @@ SiteConfig parse_site_config(const std::vector<std::string>& args, std::string d
                              const PortRange& ephemeral) {
   SiteConfig config;
   config.rdzvd_path = std::move(default_rdzvd);
+  std::vector<std::string> seen;
   for (const auto& arg : args) {
     const auto items = split_key_values(arg);
     if (items.size() != 1 || !items.front().has_value) {
@@ -26,10 +27,11 @@ SiteConfig parse_site_config(const std::vector<std::string>& args, std::string d
     }
     const KeyValue& kv = items.front();
     const std::string& k = kv.key;
+    require_once(seen, k);
     if (k == "rdzvd") {
       config.rdzvd_path = absolute_path(kv);
     } else if (k == "port_range") {
-      config.port_range = parse_ports(k, kv.value);
+      config.port_range = parse_step_ports(k, kv.value);
       check_outside_ephemeral(k, config.port_range, ephemeral);
     } else if (k == "port_probes") {
       config.port_probes = parse_count(k, kv.value, 1, 64);

@@ -61,4 +61,22 @@ EnvList task_env(std::uint32_t rank, std::uint32_t local_rank) {
   return {{"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(local_rank)}};
 }
 
+void check_node_bounds(const StepSettings& settings, const StepLayout& layout) {
+  if (!settings.nodes || (layout.nnodes >= settings.nodes->min && layout.nnodes <= settings.nodes->max)) return;
+  const std::string asked = "nodes=" + std::to_string(settings.nodes->min) + ":" + std::to_string(settings.nodes->max);
+  const std::string has = "the step runs on " + std::to_string(layout.nnodes) + " node" + (layout.nnodes == 1 ? "" : "s");
+  throw ArgError(asked + ": " + has + (layout.nnodes < settings.nodes->min
+                                           ? ", fewer than MIN, so its rendezvous could never form; run it on at least " +
+                                                 std::to_string(settings.nodes->min) + " nodes (srun -N) or lower MIN"
+                                           : ", more than MAX; run it on at most " + std::to_string(settings.nodes->max) +
+                                                 " nodes (srun -N) or raise MAX"));
+}
+
+std::vector<std::string> contract_variables() {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : step_env(StepSettings{}, StepLayout{}, "", ":0", "")) names.push_back(name);
+  for (const auto& [name, value] : task_env(0, 0)) names.push_back(name);
+  return names;
+}
+
 }  // namespace llmrdzv::spank

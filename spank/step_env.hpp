@@ -42,6 +42,10 @@ struct WorldBounds {
   std::uint32_t max = 0;
 };
 WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout);
+// Throws ArgError when nodes=MIN:MAX does not admit the step's node count: with fewer nodes than
+// MIN the round could never form (the ranks would wait out the whole timeout), with more than MAX
+// the rendezvous would turn ranks away.
+void check_node_bounds(const StepSettings& settings, const StepLayout& layout);
 
 // Everything but the per-task variables. `site_server` (HOST:PORT) is used in site mode; there
 // LLM_RDZV_PORT_RANGE is its one port, so clients do not probe the step range.
@@ -50,5 +54,10 @@ EnvList step_env(const StepSettings& settings, const StepLayout& layout, const s
 
 // RANK and LOCAL_RANK of one task.
 EnvList task_env(std::uint32_t rank, std::uint32_t local_rank);
+
+// The name of every variable step_env and task_env set: a step run with --llm-rdzv=off inside a
+// job that has the option removes them from its tasks, which would otherwise inherit the batch
+// step's (RANK=0, WORLD_SIZE=1, its token).
+std::vector<std::string> contract_variables();
 
 }  // namespace llmrdzv::spank

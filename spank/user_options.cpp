@@ -16,7 +16,7 @@ UserOptions parse_user_options(const char* arg) {
       throw ArgError("'" + kv.key + "' needs a value (" + kv.key + "=...), or use the single word off");
     }
     if (kv.key == "port") {
-      options.ports = parse_ports(kv.key, kv.value);
+      options.ports = parse_step_ports(kv.key, kv.value);
     } else if (kv.key == "nodes") {
       options.nodes = parse_node_bounds(kv.key, kv.value);
     } else if (kv.key == "timeout") {

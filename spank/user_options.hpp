@@ -20,7 +20,7 @@ struct UserOptions {
 };
 
 // Parses the option argument; nullptr or "" (a bare --llm-rdzv) means all defaults.
-// Keys: port=P|LO-HI, nodes=N|MIN:MAX, timeout=SECONDS, addr=hostname|ip|iface:NAME, id=NAME,
+// Keys: port=LO-HI, nodes=N|MIN:MAX, timeout=SECONDS, addr=hostname|ip|iface:NAME, id=NAME,
 // mode=step|site; or the single word "off". Throws ArgError naming the bad key.
 UserOptions parse_user_options(const char* arg);
 
@@ -28,7 +28,7 @@ UserOptions parse_user_options(const char* arg);
 inline constexpr const char* kUserOptionUsage =
     "Rendezvous for distributed training: sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, "
     "LOCAL_RANK, RDZV_ENDPOINT, RDZV_ID, RDZV_TOKEN... in every task and runs a per-step rdzvd. "
-    "ARGS: port=P|LO-HI, nodes=MIN:MAX, timeout=SECONDS, addr=hostname|ip|iface:NAME, id=NAME, "
+    "ARGS: port=LO-HI, nodes=MIN:MAX, timeout=SECONDS, addr=hostname|ip|iface:NAME, id=NAME, "
     "mode=step|site, or off";
 
 }  // namespace llmrdzv::spank

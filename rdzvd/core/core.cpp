@@ -36,6 +36,7 @@ const char* code_name(Code code) {
 Core::Core(CoreConfig config, const Clock& clock, LogSink log)
     : settings_(config.settings),
       auth_(std::move(config.auth)),
+      step_participants_(config.step_participants),
       clock_(clock),
       log_(std::move(log)),
       started_(clock.now()),
@@ -104,6 +105,13 @@ Result<Rendezvous*> Core::create_or_find(const JoinRequest& request) {
     if (auto status = check_timeout(timeout); !status.ok()) return status;
   auto key = auth_.authorize(request.scope);
   if (!key.ok()) return key.status();
+  if (step_participants_ && (request.min_participants != step_participants_->min ||
+                             request.max_participants != step_participants_->max))
+    return error(Code::failed_precondition,
+                 "rendezvous '" + request.scope.rdzv_id + "' is for " + std::to_string(step_participants_->min) + ":" +
+                     std::to_string(step_participants_->max) +
+                     " participants (the step's layout, set when the daemon started); this Join asks for " +
+                     std::to_string(request.min_participants) + ":" + std::to_string(request.max_participants));
 
   if (auto it = registry_.find(key.value()); it != registry_.end()) {
     Rendezvous& rdzv = *it->second;

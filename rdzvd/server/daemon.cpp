@@ -85,7 +85,7 @@ class Daemon {
       : options_(std::move(options)),
         args_(std::move(args)),
         log_(options_.log_level, options_.syslog),
-        host_({load_auth(options_), options_.core}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
+        host_({load_auth(options_), options_.core, options_.participants}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
               io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         idle_timer_(io_) {}
@@ -97,6 +97,7 @@ class Daemon {
     std::printf("%d\n", bound.port);
     std::fflush(stdout);
     if (!options_.port_file.empty()) write_port_file(options_.port_file, bound.port);
+    if (options_.port_fd >= 0) write_port_fd(options_.port_fd, bound.port);
     log_.info("listening on " + bound.address.substr(0, bound.address.rfind(':')) + ":" + std::to_string(bound.port) +
               " mode=" + core::mode_name(options_.mode) +
               (options_.mode == core::Mode::step ? " rdzv=" + options_.rdzv_id : std::string()));
@@ -187,6 +188,15 @@ void write_port_file(const std::string& path, int port) {
     ::unlink(temporary.c_str());
     throw OptionsError("--port-file: cannot write '" + path + "': " + std::strerror(err));
   }
+}
+
+void write_port_fd(int fd, int port) {
+  const std::string text = std::to_string(port) + "\n";
+  ::signal(SIGPIPE, SIG_IGN);  // a launcher that stopped listening must not kill the daemon
+  const bool written = ::write(fd, text.data(), text.size()) == ssize_t(text.size());
+  const int saved_errno = errno;
+  ::close(fd);
+  if (!written) throw OptionsError("--port-fd: cannot write to descriptor " + std::to_string(fd) + ": " + std::strerror(saved_errno));
 }
 
 int run_daemon(DaemonOptions options, const std::vector<std::string>& args) {

@@ -16,5 +16,7 @@ int run_daemon(DaemonOptions options, const std::vector<std::string>& args);
 
 // Writes "<port>\n" to path through a temporary file and rename, so readers never see a partial file.
 void write_port_file(const std::string& path, int port);
+// "PORT\n" to an inherited descriptor (a launcher's pipe), which is then closed.
+void write_port_fd(int fd, int port);
 
 }  // namespace llmrdzv::server

@@ -2,6 +2,7 @@
 // daemon_options.hpp and etc/rdzvd.yaml).
 #include "daemon_options.hpp"
 
+#include <fcntl.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
@@ -93,6 +94,17 @@ const std::vector<Setting>& settings() {
     std::vector<Setting> t;
     t.push_back(text("listen", "--listen", &DaemonOptions::listen));
     t.push_back(text("port_file", "--port-file", &DaemonOptions::port_file));
+    t.push_back({"port_fd", "--port-fd", false, false,
+                 [](DaemonOptions& o, const std::string& v, const std::string& w) {
+                   if (v.empty()) {
+                     o.port_fd = -1;
+                     return;
+                   }
+                   const auto fd = parse_number<std::int32_t>(v, w);
+                   if (fd < 3) throw OptionsError(w + ": " + v + " is stdin, stdout or stderr; give an inherited descriptor >= 3");
+                   o.port_fd = fd;
+                 },
+                 [](const DaemonOptions& o) { return o.port_fd < 0 ? std::string() : std::to_string(o.port_fd); }});
     t.push_back({"port_range", "--port-range", false, false,
                  [](DaemonOptions& o, const std::string& v, const std::string& w) {
                    if (v.empty()) {  // no range: listen on exactly the given port
@@ -115,6 +127,25 @@ const std::vector<Setting>& settings() {
                  },
                  [](const DaemonOptions& o) { return std::string(core::mode_name(o.mode)); }});
     t.push_back(text("rdzv_id", "--rdzv-id", &DaemonOptions::rdzv_id));
+    t.push_back({"participants", "--participants", false, false,
+                 [](DaemonOptions& o, const std::string& v, const std::string& w) {
+                   if (v.empty()) {
+                     o.participants.reset();
+                     return;
+                   }
+                   const auto colon = v.find(':');
+                   core::ParticipantRange range;
+                   range.min = parse_number<std::int32_t>(v.substr(0, colon), w);
+                   range.max = colon == std::string::npos ? range.min : parse_number<std::int32_t>(v.substr(colon + 1), w);
+                   if (range.min < 1 || range.max < range.min) {
+                     throw OptionsError(w + ": '" + v + "' is not N or MIN:MAX with 1 <= MIN <= MAX");
+                   }
+                   o.participants = range;
+                 },
+                 [](const DaemonOptions& o) {
+                   return o.participants ? std::to_string(o.participants->min) + ":" + std::to_string(o.participants->max)
+                                         : std::string();
+                 }});
     t.push_back(text("token_file", "--token-file", &DaemonOptions::token_file));
     t.push_back(text("site_secret_file", "--site-secret-file", &DaemonOptions::site_secret_file));
     t.push_back(toggle("exit_with_parent", "--exit-with-parent", false, &DaemonOptions::exit_with_parent));
@@ -207,7 +238,11 @@ void validate(const DaemonOptions& o) {
     throw OptionsError("--rdzv-id is required in step mode");
   if (o.mode == core::Mode::site && o.site_secret_file.empty())
     throw OptionsError("--site-secret-file is required in site mode");
+  if (o.mode == core::Mode::site && o.participants)
+    throw OptionsError("--participants is for step mode (in site mode each Join names its own range)");
   if (o.listen.rfind(':') == std::string::npos) throw OptionsError("--listen: '" + o.listen + "' is not HOST:PORT");
+  if (o.port_fd >= 0 && ::fcntl(o.port_fd, F_GETFD) == -1)
+    throw OptionsError("--port-fd: " + std::to_string(o.port_fd) + " is not an open file descriptor");
 }
 
 std::string read_secret(const std::string& path, const std::string& what) {
@@ -327,10 +362,12 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --config FILE                YAML config; SIGHUP re-reads it and applies the reloadable keys
   --listen HOST:PORT           address to serve on; port 0 = ephemeral (default 0.0.0.0:0)
   --port-file FILE             write the bound port there (atomically) once listening
+  --port-fd N                  write the bound port to inherited descriptor N, then close it
   --port-range LO-HI           with --listen HOST:BASE, try BASE, then the step-port probe
   --port-probes N                sequence within LO-HI, N candidates in all (default 8)
   --mode step|site             step: one rendezvous, one token; site: HMAC site tokens
   --rdzv-id ID                 (step) the rendezvous this daemon serves
+  --participants MIN:MAX       (step) its participant range; Joins asking for another are refused
   --token-file FILE            (step) its token; else env LLM_RDZV_TOKEN (not on the command line)
   --site-secret-file FILE      (site) the secret site tokens are HMACs under
   --exit-with-parent           exit when the parent process dies (or is already gone)

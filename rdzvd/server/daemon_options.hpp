@@ -24,10 +24,12 @@ struct DaemonOptions {
   std::string config_file;
   std::string listen = "0.0.0.0:0";
   std::string port_file;
+  int port_fd = -1;  // an inherited descriptor to report the port on, then close; -1 = none
   std::optional<PortRange> port_range;
   std::uint32_t port_probes = kDefaultPortProbes;
   core::Mode mode = core::Mode::step;
   std::string rdzv_id;
+  std::optional<core::ParticipantRange> participants;  // step mode: the rendezvous' MIN:MAX
   std::string token_file;
   std::string site_secret_file;
   bool exit_with_parent = false;

@@ -205,3 +205,25 @@ TEST_CASE("a full rendezvous refuses more waiting joiners", "[core][membership]"
   CHECK(third->status.code == Code::resource_exhausted);
   CHECK_THAT(third->status.message, Catch::Contains("max_participants"));
 }
+
+TEST_CASE("with the step's participant range set, the first joiner cannot dictate the membership",
+          "[core][membership]") {
+  CoreConfig config = step_config();
+  config.step_participants = ParticipantRange{2, 2};
+  CoreFixture f(config);
+  // A hostile first Join asking for a huge fixed size is refused; it creates nothing.
+  auto hostile = f.join(f.request("intruder", 16384, 16384));
+  REQUIRE(hostile->done);
+  CHECK(hostile->status.code == Code::failed_precondition);
+  CHECK(hostile->status.message ==
+        "rendezvous '42.0' is for 2:2 participants (the step's layout, set when the daemon started); this Join asks "
+        "for 16384:16384");
+  CHECK(f.core.rendezvous_count() == 0);
+  // The step's own ranks complete their round as usual.
+  auto a = f.join(f.request("a", 2, 2));
+  auto b = f.join(f.request("b", 2, 2));
+  REQUIRE(a->done);
+  REQUIRE(b->done);
+  CHECK(a->status.ok());
+  CHECK(b->assignment.world_size == 2);
+}

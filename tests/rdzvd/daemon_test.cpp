@@ -80,6 +80,13 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect(step_args(dir, {"--mode", "cluster"}), "--mode: 'cluster' is not step or site");
   expect(step_args(dir, {"--log-level", "loud"}), "--log-level: 'loud'");
   expect(step_args(dir, {"--port-range", "900-100"}), "--port-range: '900-100'");
+  expect(step_args(dir, {"--port-fd", "2"}), "--port-fd: 2 is stdin, stdout or stderr");
+  expect(step_args(dir, {"--port-fd", "97"}), "--port-fd: 97 is not an open file descriptor");
+  expect(step_args(dir, {"--participants", "4:2"}), "--participants: '4:2' is not N or MIN:MAX with 1 <= MIN <= MAX");
+  expect(step_args(dir, {"--participants", "0"}), "--participants: '0' is not N or MIN:MAX");
+  expect(step_args(dir, {"--participants", "two"}), "--participants: 'two' is not a whole number");
+  expect({"--mode", "site", "--site-secret-file", dir.write("secret", "s"), "--participants", "2"},
+         "--participants is for step mode");
   expect(step_args(dir, {"--max-value-size", "0"}), "--max-value-size: must be at least 1");
   expect(step_args(dir, {"--max-message-bytes", "3000000000"}), "max_message_bytes: 3000000000 is outside");
   expect(step_args(dir, {"--max-message-bytes", "0"}), "max_message_bytes: 0 is outside");

@@ -1,6 +1,7 @@
 // The env contract the plugin gives every task, computed from a step layout (no Slurm needed).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "step_env.hpp"
@@ -76,7 +77,36 @@ TEST_CASE("elastic nodes=MIN:MAX become participant bounds") {
   CHECK(env.at("LLM_RDZV_MAX_WORLD") == "16");
 }
 
-TEST_CASE("batch and interactive steps get readable ids; a user id wins") {
+TEST_CASE("nodes=MIN:MAX must admit the step's node count") {
+  StepSettings settings = settings_with({20000, 20999});
+  settings.nodes = NodeBounds{5, 8};
+  const StepLayout one{.job_id = 1, .step_id = 0, .nnodes = 1, .node_id = 0, .ntasks = 1, .local_tasks = 1};
+  CHECK_THROWS_WITH(check_node_bounds(settings, one),
+                    "nodes=5:8: the step runs on 1 node, fewer than MIN, so its rendezvous could never form; run it "
+                    "on at least 5 nodes (srun -N) or lower MIN");
+  settings.nodes = NodeBounds{1, 2};
+  const StepLayout three{.job_id = 1, .step_id = 0, .nnodes = 3, .node_id = 0, .ntasks = 3, .local_tasks = 1};
+  CHECK_THROWS_WITH(check_node_bounds(settings, three), Catch::Contains("runs on 3 nodes, more than MAX"));
+  settings.nodes = NodeBounds{2, 4};
+  CHECK_NOTHROW(check_node_bounds(settings, three));
+  settings.nodes.reset();
+  CHECK_NOTHROW(check_node_bounds(settings, one));
+}
+
+TEST_CASE("the contract's variable names cover everything a task gets") {
+  const auto names = contract_variables();
+  const StepSettings settings = settings_with({20000, 20999});
+  const StepLayout layout{.job_id = 2, .step_id = 1, .nnodes = 1, .node_id = 0, .ntasks = 2, .local_tasks = 2};
+  EnvList all = step_env(settings, layout, "n", "", "t");
+  for (auto& kv : task_env(1, 1)) all.push_back(kv);
+  REQUIRE(names.size() == all.size());
+  for (const auto& [name, value] : all) CHECK(std::find(names.begin(), names.end(), name) != names.end());
+  for (const char* name : {"RANK", "WORLD_SIZE", "RDZV_TOKEN", "MASTER_PORT", "LLM_RDZV_MIN_WORLD"}) {
+    CHECK(std::find(names.begin(), names.end(), name) != names.end());
+  }
+}
+
+TEST_CASE("batch and interactive steps get readable ids, and a user id wins") {
   StepSettings settings = settings_with({20000, 20999});
   CHECK(rendezvous_id(settings, 9, 0xfffffffb) == "9.batch");
   CHECK(rendezvous_id(settings, 9, 0xfffffffa) == "9.interactive");

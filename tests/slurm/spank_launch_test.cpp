@@ -1,6 +1,7 @@
 // Launching and stopping a daemon the way the plugin launches rdzvd: real processes, a real
-// privilege drop (as root), the port-file handshake, and each failure's message. The "daemons"
-// are small shell programs that honour the same handshake, so each failure can be produced.
+// privilege drop (as root), the port reported over an inherited pipe (descriptor 3), and each
+// failure's message. The "daemons" are small shell programs that honour the same handshake, so
+// each failure can be produced.
 #include <catch2/catch.hpp>
 
 #include <pwd.h>
@@ -30,7 +31,6 @@ LaunchSpec shell_daemon(const ScratchDir& dir, const std::string& script) {
   spec.args = {"-c", script, "sh"};
   spec.token = "secret-token";
   spec.user = {getuid(), getgid(), {}};
-  spec.port_file = dir.file("port");
   spec.log_path = dir.file("daemon.log");
   spec.start_timeout = std::chrono::milliseconds(3000);
   return spec;
@@ -49,11 +49,11 @@ bool running(pid_t pid) { return kill(pid, 0) == 0; }
 
 }  // namespace
 
-TEST_CASE("the daemon counts as started once its port file names a port") {
+TEST_CASE("the daemon counts as started once it reports a port on descriptor 3") {
   ScratchDir dir("spank-launch");
-  LaunchSpec spec = shell_daemon(dir, "sleep 0.2; printf '0.0.0.0:' > \"$PORT_FILE\"; sleep 0.2; "
-                                      "echo 20123 >> \"$PORT_FILE\"; echo \"token=$LLM_RDZV_TOKEN\"; exec sleep 30");
-  spec.args[1] = "PORT_FILE=" + spec.port_file + "; " + spec.args[1];
+  // Written in two pieces: the launcher reads until the line is whole.
+  LaunchSpec spec = shell_daemon(dir, "echo \"token=$LLM_RDZV_TOKEN\"; ls /proc/self/fd; sleep 0.2; printf '0.0.0.0:' >&3; "
+                                      "sleep 0.2; echo 20123 >&3; exec 3>&-; exec sleep 30");
   const RunningDaemon daemon = start_daemon(spec);
   CHECK(daemon.port == 20123);
   CHECK(running(daemon.pid));
@@ -63,7 +63,10 @@ TEST_CASE("the daemon counts as started once its port file names a port") {
   CHECK(args.find("secret-token") == std::string::npos);
   stop_daemon(daemon, std::chrono::milliseconds(2000));
   CHECK_FALSE(running(daemon.pid));
-  CHECK(read_file(dir / "daemon.log") == "token=secret-token\n");
+  // The daemon inherited stdin, stdout, stderr and the port pipe (3), nothing else (ls's own
+  // directory handle shows as 4).
+  const std::string log = read_file(dir / "daemon.log");
+  CHECK(log == "token=secret-token\n0\n1\n2\n3\n4\n");
 }
 
 TEST_CASE("the daemon runs as the job's user, not as root") {
@@ -71,8 +74,8 @@ TEST_CASE("the daemon runs as the job's user, not as root") {
   const passwd* nobody = getpwnam("nobody");
   REQUIRE(nobody != nullptr);
   ScratchDir dir("spank-launch");
-  fs::permissions(dir.path(), fs::perms::all);  // the daemon, as nobody, writes its port file and log here
-  LaunchSpec spec = shell_daemon(dir, "echo 20001 > " + dir.file("port") + "; exec sleep 30");
+  fs::permissions(dir.path(), fs::perms::all);  // the daemon, as nobody, creates its log here
+  LaunchSpec spec = shell_daemon(dir, "echo 20001 >&3; exec sleep 30");
   spec.user = {nobody->pw_uid, nobody->pw_gid, {}};
   const RunningDaemon daemon = start_daemon(spec);
   const std::string uids = status_field(daemon.pid, "Uid");
@@ -85,8 +88,7 @@ TEST_CASE("the daemon runs as the job's user, not as root") {
 
 TEST_CASE("a daemon that ignores SIGTERM is killed after the grace period") {
   ScratchDir dir("spank-launch");
-  LaunchSpec spec = shell_daemon(dir, "trap '' TERM; echo 20002 > " + dir.file("port") +
-                                          "; while :; do sleep 0.05; done");
+  LaunchSpec spec = shell_daemon(dir, "trap '' TERM; echo 20002 >&3; while :; do sleep 0.05; done");
   const RunningDaemon daemon = start_daemon(spec);
   const auto start = std::chrono::steady_clock::now();
   stop_daemon(daemon, std::chrono::milliseconds(300));
@@ -116,8 +118,34 @@ TEST_CASE("start failures say why") {
   SECTION("unwritable log") {
     LaunchSpec spec = shell_daemon(dir, "exit 0");
     spec.log_path = dir.file("missing-dir/log");
-    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not open its log file " + spec.log_path));
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not create its log file " + spec.log_path));
   }
+  SECTION("a report that is no port") {
+    CHECK_THROWS_WITH(start_daemon(shell_daemon(dir, "echo listening >&3; exec sleep 30")),
+                      Contains("rdzvd reported 'listening', which is not a port"));
+  }
+  SECTION("a flood instead of a port") {
+    CHECK_THROWS_WITH(start_daemon(shell_daemon(dir, "yes 1 | tr -d '\\n' >&3")),
+                      Contains("rdzvd reported more than 64 bytes instead of a port"));
+  }
+}
+
+TEST_CASE("a log name planted in a shared log directory is refused, never followed or appended to") {
+  ScratchDir dir("spank-launch");
+  const std::string precious = dir.write("bashrc", "export PATH=/usr/bin\n");
+  SECTION("a symlink to another file") {
+    LaunchSpec spec = shell_daemon(dir, "echo 20003 >&3; echo evil; exec sleep 30");
+    fs::create_symlink(precious, spec.log_path);
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not create its log file " + spec.log_path) &&
+                                              Contains("must not exist yet, nor be a symbolic link"));
+  }
+  SECTION("an existing file") {
+    LaunchSpec spec = shell_daemon(dir, "echo 20004 >&3; echo evil; exec sleep 30");
+    fs::copy_file(precious, spec.log_path);
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not create its log file"));
+    CHECK(read_file(spec.log_path) == "export PATH=/usr/bin\n");
+  }
+  CHECK(read_file(precious) == "export PATH=/usr/bin\n");
 }
 
 TEST_CASE("rdzvd's command line carries the step and the site's timings") {
@@ -127,10 +155,11 @@ TEST_CASE("rdzvd's command line carries the step and the site's timings") {
   site.log_level = "debug";
   StepSettings settings;
   settings.ports = {20000, 20999};
-  const auto args = rdzvd_arguments(site, settings, "12.0", 20500, "/tmp/x/port");
+  const StepLayout layout{.job_id = 12, .step_id = 0, .nnodes = 2, .node_id = 0, .ntasks = 8, .local_tasks = 4};
+  const auto args = rdzvd_arguments(site, settings, layout, "12.0", 20500);
   const std::vector<std::string> expected = {
       "--listen", "0.0.0.0:20500", "--port-range", "20000-20999", "--port-probes", "8",
-      "--port-file", "/tmp/x/port", "--mode", "step", "--rdzv-id", "12.0", "--exit-with-parent",
+      "--port-fd", "3", "--mode", "step", "--rdzv-id", "12.0", "--participants", "8:8", "--exit-with-parent",
       "--heartbeat-interval", "200", "--heartbeat-timeout", "2000", "--log-level", "debug"};
   CHECK(args == expected);
 }

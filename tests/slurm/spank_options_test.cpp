@@ -44,7 +44,7 @@ TEST_CASE("every user key is parsed") {
   CHECK(options.mode == Mode::site);
 
   CHECK(parse_user_options("nodes=3").nodes == NodeBounds{3, 3});
-  CHECK(parse_user_options("port=20001").ports->hi == 20001);
+  CHECK(parse_user_options("port=20001-20002").ports->hi == 20002);
   CHECK(parse_user_options("addr=ip").addr->kind == AddrPolicy::Kind::ip);
   CHECK(parse_user_options("addr=hostname").addr->kind == AddrPolicy::Kind::hostname);
   CHECK_FALSE(parse_user_options("off").enabled);
@@ -69,6 +69,10 @@ TEST_CASE("bad user arguments name the key and the value") {
       {"mode=cloud", "mode: 'cloud' is not one of step, site"},
       {"port=20000,,nodes=2", "empty item at position 12"},
       {"=5", "missing key before '='"},
+      {"port=20000", "port: '20000' is a single port; a step needs two, one for rdzvd and one for MASTER_PORT"},
+      {"port=1-100", "port: '1-100' reaches below 1024; rdzvd runs as the job's user"},
+      {"port=20000-20010,timeout=5,port=20020-20030", "'port' is given twice"},
+      {"nodes=2,nodes=3", "'nodes' is given twice"},
   };
   for (const auto& [arg, message] : cases) {
     INFO(arg);
@@ -122,6 +126,9 @@ TEST_CASE("bad site arguments fail at load naming the argument") {
       {{"log_level=loud"}, "log_level: 'loud' is not one of"},
       {{"port_probes=0"}, "port_probes: '0' is out of range 1..64"},
       {{"a=1,b=2"}, "argument 'a=1,b=2' is not key=value"},
+      {{"port_range=29500"}, "port_range: '29500' is a single port"},
+      {{"port_range=500-1500"}, "port_range: '500-1500' reaches below 1024"},
+      {{"timeout=60", "timeout=90"}, "'timeout' is given twice"},
   };
   for (const auto& [args, message] : cases) {
     INFO(args.front());
@@ -138,9 +145,9 @@ TEST_CASE("user keys override site defaults") {
   CHECK(plain.mode == Mode::step);
 
   const StepSettings custom =
-      resolve_step_settings(config, parse_user_options("port=22000,addr=hostname,timeout=9,id=x"), kEphemeral);
+      resolve_step_settings(config, parse_user_options("port=22000-22001,addr=hostname,timeout=9,id=x"), kEphemeral);
   CHECK(custom.ports.lo == 22000);
-  CHECK(custom.ports.hi == 22000);
+  CHECK(custom.ports.hi == 22001);
   CHECK(custom.addr.kind == AddrPolicy::Kind::hostname);
   CHECK(custom.timeout_s == 9u);
   CHECK(custom.id == "x");
@@ -150,6 +157,6 @@ TEST_CASE("user keys a site cannot serve are rejected") {
   const SiteConfig config = site({});
   CHECK_THROWS_WITH(resolve_step_settings(config, parse_user_options("mode=site"), kEphemeral),
                     Contains("mode=site: this site runs no site rdzvd"));
-  CHECK_THROWS_WITH(resolve_step_settings(config, parse_user_options("port=40000"), kEphemeral),
-                    Contains("port: '40000' overlaps the kernel's ephemeral ports"));
+  CHECK_THROWS_WITH(resolve_step_settings(config, parse_user_options("port=40000-40001"), kEphemeral),
+                    Contains("port: '40000-40001' overlaps the kernel's ephemeral ports"));
 }

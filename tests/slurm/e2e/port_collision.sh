@@ -30,7 +30,7 @@ for attempt in 1 2 3 4 5 6 7 8; do
   [ "$(grep -Eo '^rank=[0-9]+ world=6 ' <<<"$out" | sort -u | wc -l)" -eq 6 ] || { echo "$out" >&2; fail "ranks"; }
   [ "$(grep -c '^barrier rank=[0-5] ok$' <<<"$out")" -eq 6 ] || { echo "$out" >&2; fail "barrier"; }
   read -r step endpoint <<<"$(grep -m1 '^step=' <<<"$out" | sed 's/step=//; s/endpoint=//')"
-  grep -q 'listening on 0.0.0.0:20703 ' "$cluster_dir/rdzvd-logs/rdzvd-$step.log" ||
+  grep -q 'listening on 0.0.0.0:20703 ' "$cluster_dir"/rdzvd-logs/rdzvd-"$step"-*.log ||
     fail "step $step's rdzvd did not end up on the free port 20703"
   note "attempt $attempt: base $endpoint, rdzvd on 20703"
   if [ "$endpoint" != lr-node1:20703 ]; then probed=1; break; fi

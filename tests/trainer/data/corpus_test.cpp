@@ -72,9 +72,12 @@ TEST_CASE("missing inputs and folders without text are errors naming the path") 
   dir.write("bin.dat", std::string("\0\1\2", 3));
   CHECK_THROWS_WITH(list_sources(dir.path()), Catch::Contains("1 binary files skipped"));
   CHECK_THROWS_WITH(list_sources(""), Catch::Contains("no input"));
+  // Named directly, a binary file is refused (in a folder it is skipped).
+  CHECK_THROWS_WITH(list_sources(dir / "bin.dat"),
+                    Catch::Contains("bin.dat: looks like a binary file (a NUL byte in its first 8 KiB), not text"));
 }
 
-TEST_CASE(".jsonl lines give the text member of each object; blank lines are skipped") {
+TEST_CASE(".jsonl lines give the text member of each object, and blank lines are skipped") {
   ScratchDir dir("corpus");
   const auto file = dir.write("docs.jsonl",
                               "{\"id\": 1, \"text\": \"hello\\nworld\", \"meta\": {\"a\": [1, 2, {\"b\": null}]}}\n"

@@ -8,6 +8,10 @@
 //                fused AdamW over whole parameters, no offload) and prints hashes of the bits of
 //                the parameters, of state(), and of a run resumed from state() halfway
 //   hang         joins, then blocks in an all-reduce (a test kills a peer)
+//   offload-overlap  (GPU) steps OffloadAdamW over one parameter of --params floats on cuda:0 in
+//                chunks of --chunk through an NCCL group, --steps times, printing per step
+//                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
+//                events) before the host came to update their chunk
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -70,14 +74,14 @@ struct Group {
   c10::intrusive_ptr<c10d::Backend> backend;
 };
 
-Group join_group() {
+Group join_group(c10::Device device = c10::Device(c10::kCPU)) {
   Group g;
   g.client = std::make_shared<client::Client>(client::Options::from_env());
   g.assignment = g.client->join();
   auto store = c10::make_intrusive<dist::RdzvStore>(g.client, g.assignment.round, "test/",
                                                     std::chrono::seconds(60));
   g.backend = dist::make_process_group(store, g.assignment.rank, g.assignment.world_size,
-                                       c10::Device(c10::kCPU), {.gloo_hostname = "127.0.0.1"});
+                                       device, {.gloo_hostname = "127.0.0.1"});
   return g;
 }
 
@@ -289,6 +293,28 @@ int run_offload_bits(const Args& a) {
   return 0;
 }
 
+int run_offload_overlap(const Args& a) {
+  const c10::Device cuda(c10::kCUDA, 0);
+  Group g = join_group(cuda);
+  torch::manual_seed(1);
+  const at::Tensor parameter = torch::randn({a.params}, torch::TensorOptions().device(cuda));
+  const at::Tensor gradient = torch::randn({a.params}, torch::TensorOptions().device(cuda)) * 1e-3;
+  dist::OffloadAdamW optimizer({{parameter, true}}, {{0, a.params}}, g.backend,
+                               optim::AdamWHyperparams{.lr = 0, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1},
+                               {}, a.chunk);
+  for (int step = 1; step <= a.steps; ++step) {
+    optimizer.step(gradient, 1e-3, 1.0);
+    torch::cuda::synchronize();
+    const auto stats = optimizer.last_pipeline_stats();
+    std::printf("step %d chunks %lld landed %lld\n", step, static_cast<long long>(stats.chunks),
+                static_cast<long long>(stats.downloads_landed_before_wait));
+  }
+  std::fflush(stdout);
+  g.backend->shutdown();
+  g.client->leave();
+  return 0;
+}
+
 int run_hang() {
   train::TrainOptions options;
   options.use_cpu = true;
@@ -311,6 +337,7 @@ int main(int argc, char** argv) {
     if (a.mode == "memory") return run_memory(a);
     if (a.mode == "offload-bits") return run_offload_bits(a);
     if (a.mode == "hang") return run_hang();
+    if (a.mode == "offload-overlap") return run_offload_overlap(a);
     std::cerr << "dist-test-worker: unknown --mode '" << a.mode << "'\n";
     return 2;
   } catch (const std::exception& e) {

@@ -19,8 +19,9 @@ namespace {
 Tokenizer hand_vocab(const ScratchDir& scratch, const std::vector<std::string>& extra,
                      const std::vector<std::string>& merges) {
   std::string vocab;
+  const Tokenizer byte_tokenizer = Tokenizer::bytes();
   for (TokenId id = 0; id < 256; ++id) {
-    const std::string& token = Tokenizer::bytes().token_text(id);
+    const std::string& token = byte_tokenizer.token_text(id);
     vocab += (id ? "," : "{") + std::string("\"") + (token == "\"" ? "\\\"" : token == "\\" ? "\\\\" : token) +
              "\":" + std::to_string(id);
   }

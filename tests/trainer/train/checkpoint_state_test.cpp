@@ -75,8 +75,11 @@ class RankOf final : public TrainingEngine {
   c10::Device device() const override { return inner_.device(); }
   void attach(std::vector<NamedParameter> p, const AdamWSettings& s) override { inner_.attach(std::move(p), s); }
   void begin_micro_step(bool last) override { inner_.begin_micro_step(last); }
-  double finish_gradients(double max_norm) override { return inner_.finish_gradients(max_norm); }
+  double finish_gradients(double max_norm, double multiplier) override {
+    return inner_.finish_gradients(max_norm, multiplier);
+  }
   void optimizer_step(double lr) override { inner_.optimizer_step(lr); }
+  void skip_step() override { inner_.skip_step(); }
   std::vector<double> all_reduce_sum(std::vector<double> v) override { return v; }
   void barrier() override {}
   TensorMap optimizer_state() const override { return inner_.optimizer_state(); }
@@ -89,7 +92,7 @@ class RankOf final : public TrainingEngine {
 
 }  // namespace
 
-TEST_CASE("a rank dying mid-save leaves the previous complete checkpoint; older ones go after all saved",
+TEST_CASE("a rank dying mid-save leaves the previous complete checkpoint, and older ones go after all saved",
           "[checkpoint]") {
   testing::ScratchDir dir("checkpoint");
   Trainee trainee(1);
@@ -255,7 +258,7 @@ TEST_CASE("sampling: temperature 0 is greedy and top-k draws only among the k li
   for (int i = 0; i < 50; ++i) CHECK(sample_next_token(logits, 1.5, 3, a) == sample_next_token(logits, 1.5, 3, b));
 }
 
-TEST_CASE("biases and LayerNorm weights are not decayed; weights and embeddings are", "[checkpoint][decay]") {
+TEST_CASE("biases and LayerNorm weights are not decayed, weights and embeddings are", "[checkpoint][decay]") {
   model::Gpt2Config config = tiny_config();
   config.n_layer = 2;
   model::Gpt2LmHeadModel model(config);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -183,4 +184,25 @@ TEST_CASE("the shipped configs in etc/trainer parse and validate", "[cli]") {
     CHECK(c.train.train_file == "/usr/share/doc/python3.11/html/_sources");
   }
   CHECK(parse({"--config", std::string(LLMRDZV_SOURCE_DIR) + "/etc/trainer/default.yaml"}).train.max_steps == 600);
+}
+
+TEST_CASE("precision flags: --bf16/--tf32 default to auto, --fp16 excludes --bf16", "[cli][precision]") {
+  const Command defaults = parse(kMinimal);
+  CHECK_FALSE(defaults.train.bf16.has_value());
+  CHECK_FALSE(defaults.train.tf32.has_value());
+  CHECK_FALSE(defaults.train.fp16);
+  const Command flags = parse(minimal_plus({"--bf16", "--tf32", "false"}));
+  CHECK(flags.train.bf16 == std::optional<bool>(true));
+  CHECK(flags.train.tf32 == std::optional<bool>(false));
+  CHECK(parse(minimal_plus({"--bf16=false", "--fp16"})).train.fp16);
+  TempYaml yaml("bf16: false\ntf32: true\n");
+  const Command from_yaml = parse(minimal_plus({"--config", yaml.path}));
+  CHECK(from_yaml.train.bf16 == std::optional<bool>(false));
+  CHECK(from_yaml.train.tf32 == std::optional<bool>(true));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--fp16", "--bf16"})), "--fp16 and --bf16 cannot both be on");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--bf16=maybe"})), Catch::Contains("--bf16 expects true or false"));
+  const std::string help = llmrdzv::train::train_help();
+  CHECK_THAT(help, Catch::Contains("--bf16[=true|false]  (default: auto)"));
+  CHECK_THAT(help, Catch::Contains("auto = on for CUDA GPUs with bf16"));
+  CHECK_THAT(help, Catch::Contains("--tf32[=true|false]  (default: auto)"));
 }

@@ -1,10 +1,14 @@
 // The one-process TrainingEngine on the CPU: its fused AdamW follows torch::optim::AdamW with the
 // two parameter groups, clipping scales the global norm, its optimizer state round-trips exactly
 // (a restored engine continues bit for bit), and malformed state is refused with a message.
+// bf16/fp16 parameters go through fp32 master weights with gradients summed in fp32.
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
 #include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
+
+#include <cmath>
+#include <limits>
 
 #include "llmrdzv/train/training_engine.hpp"
 
@@ -140,4 +144,121 @@ TEST_CASE("malformed optimizer state is refused naming the parameter", "[engine]
   TrainOptions offload = kCpu;
   offload.offload = "optimizer";
   CHECK_THROWS_WITH(make_single_process_engine(offload), Catch::Contains("--offload optimizer needs the distributed engine"));
+}
+
+namespace {
+
+// bf16 copies of `parameters`, and fp32 copies of those (the values the masters start from).
+std::vector<NamedParameter> to_dtype(const std::vector<NamedParameter>& parameters, torch::Dtype dtype) {
+  std::vector<NamedParameter> out;
+  for (const auto& p : parameters) out.push_back({p.name, p.tensor.detach().to(dtype).requires_grad_(), p.decay});
+  return out;
+}
+
+// Gradients of step `step` given to bf16 parameters, and the same values in fp32 (plus `extra`,
+// already fp32) to the reference.
+void set_gradients_both(const std::vector<NamedParameter>& bf16, const std::vector<NamedParameter>& reference, int step,
+                        bool accumulate_reference = false) {
+  set_gradients(bf16, step);
+  for (std::size_t i = 0; i < bf16.size(); ++i) {
+    bf16[i].tensor.mutable_grad() = bf16[i].tensor.grad().to(torch::kBFloat16);
+    const auto widened = bf16[i].tensor.grad().to(torch::kFloat);
+    auto& ref = reference[i].tensor.mutable_grad();
+    ref = accumulate_reference && ref.defined() ? ref + widened : widened;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bf16 parameters train through fp32 master weights, gradients summed in fp32", "[engine][precision]") {
+  const auto bf16 = to_dtype(make_parameters(5), torch::kBFloat16);
+  const auto reference = to_dtype(bf16, torch::kFloat);  // fp32 run from the same starting values
+  auto engine = make_single_process_engine(kCpu);
+  auto fp32 = make_single_process_engine(kCpu);
+  engine->attach(bf16, kSettings);
+  fp32->attach(reference, kSettings);
+  for (int step = 0; step < 4; ++step) {
+    // Two micro-batches: the second one's bf16 gradient is added to the first in fp32.
+    engine->begin_micro_step(false);
+    fp32->begin_micro_step(false);
+    set_gradients_both(bf16, reference, step);
+    engine->begin_micro_step(true);
+    fp32->begin_micro_step(true);
+    set_gradients_both(bf16, reference, step + 10, /*accumulate_reference=*/true);
+    CHECK(engine->finish_gradients(0) == Approx(fp32->finish_gradients(0)).epsilon(1e-6));
+    engine->optimizer_step(1e-2);
+    fp32->optimizer_step(1e-2);
+  }
+  const TensorMap state = engine->optimizer_state();
+  CHECK(state.size() == 12);  // exp_avg, exp_avg_sq, step and master per parameter
+  for (std::size_t i = 0; i < bf16.size(); ++i) {
+    const at::Tensor& master = state.at("master." + bf16[i].name);
+    INFO(bf16[i].name);
+    CHECK(master.scalar_type() == torch::kFloat);
+    CHECK(torch::equal(master, reference[i].tensor));  // the update is fp32 AdamW, bit for bit
+    CHECK(bf16[i].tensor.scalar_type() == torch::kBFloat16);
+    CHECK(torch::equal(bf16[i].tensor, master.to(torch::kBFloat16)));  // rounded back after each step
+    CHECK_FALSE(bf16[i].tensor.grad().defined());
+  }
+}
+
+TEST_CASE("a gradient multiplier undoes a loss scale, and a skipped step changes nothing", "[engine][precision]") {
+  const auto fp16 = to_dtype(make_parameters(6), torch::kHalf);
+  auto engine = make_single_process_engine(kCpu);
+  engine->attach(fp16, kSettings);
+  set_gradients(fp16, 0);
+  double unscaled = 0;
+  for (const auto& p : fp16) unscaled += p.tensor.grad().to(torch::kDouble).pow(2).sum().item<double>();
+  for (auto& p : fp16) p.tensor.mutable_grad() = (p.tensor.grad() * 1024).to(torch::kHalf);
+  CHECK(engine->finish_gradients(0, 1.0 / 1024) == Approx(std::sqrt(unscaled)).epsilon(1e-3));
+  std::vector<at::Tensor> before;
+  for (const auto& p : fp16) before.push_back(p.tensor.detach().clone());
+  engine->skip_step();
+  for (std::size_t i = 0; i < fp16.size(); ++i) {
+    CHECK(torch::equal(fp16[i].tensor, before[i]));
+    CHECK_FALSE(fp16[i].tensor.grad().defined());
+  }
+  CHECK(engine->optimizer_state().count("step.w") == 0);  // the skipped step took no AdamW step
+  // An overflowed gradient shows as a non-finite norm.
+  set_gradients(fp16, 1);
+  fp16[0].tensor.mutable_grad() = torch::full_like(fp16[0].tensor, std::numeric_limits<float>::infinity());
+  CHECK_FALSE(std::isfinite(engine->finish_gradients(1.0, 1.0 / 1024)));
+  engine->skip_step();
+  for (std::size_t i = 0; i < fp16.size(); ++i) CHECK(torch::equal(fp16[i].tensor, before[i]));
+}
+
+TEST_CASE("bf16 master weights round-trip through the optimizer state", "[engine][precision]") {
+  const auto first = to_dtype(make_parameters(7), torch::kBFloat16);
+  auto engine = make_single_process_engine(kCpu);
+  engine->attach(first, kSettings);
+  for (int step = 0; step < 3; ++step) {
+    set_gradients(first, step);
+    for (auto& p : first) p.tensor.mutable_grad() = p.tensor.grad().to(torch::kBFloat16);
+    engine->finish_gradients(0);
+    engine->optimizer_step(1e-2);
+  }
+  const auto second = to_dtype(first, torch::kBFloat16);
+  auto restored = make_single_process_engine(kCpu);
+  restored->attach(second, kSettings);
+  TensorMap copy;
+  for (const auto& [name, tensor] : engine->optimizer_state()) copy[name] = tensor.clone();
+  restored->load_optimizer_state(copy);
+  for (int step = 3; step < 6; ++step) {
+    for (const auto* run : {&first, &second}) {
+      set_gradients(*run, step);
+      for (auto& p : *run) p.tensor.mutable_grad() = p.tensor.grad().to(torch::kBFloat16);
+    }
+    engine->finish_gradients(0);
+    restored->finish_gradients(0);
+    engine->optimizer_step(1e-2);
+    restored->optimizer_step(1e-2);
+  }
+  const TensorMap a = engine->optimizer_state(), b = restored->optimizer_state();
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    CHECK(torch::equal(first[i].tensor, second[i].tensor));
+    CHECK(torch::equal(a.at("master." + first[i].name), b.at("master." + first[i].name)));
+  }
+  TensorMap wrong = engine->optimizer_state();
+  wrong["master.w"] = torch::zeros({7, 13});
+  CHECK_THROWS_WITH(restored->load_optimizer_state(wrong), "master weights for 'w' do not match the parameter's shape");
 }

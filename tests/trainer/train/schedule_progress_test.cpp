@@ -34,7 +34,7 @@ TEST_CASE("cosine schedule follows half a cosine after warmup", "[schedule]") {
   CHECK(s.at(100) == Approx(0.0).margin(1e-12));
 }
 
-TEST_CASE("constant_with_warmup keeps the peak after warmup; constant ignores warmup as transformers does",
+TEST_CASE("constant_with_warmup keeps the peak after warmup, and constant ignores warmup as transformers does",
           "[schedule]") {
   const LrSchedule warm{ScheduleKind::constant_with_warmup, 0.5, 4, 100};
   CHECK(warm.at(0) == 0.0);

@@ -19,10 +19,13 @@
 
 #include "llmrdzv/io/json.hpp"
 #include "scratch_dir.hpp"
+#include "run_checks.hpp"
 #include "trainer_process.hpp"
 
 using llmrdzv::testing::read_file;
 using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_ok;
+using trainer_test::metric_series;
 using trainer_test::run_trainer;
 using trainer_test::RunResult;
 using trainer_test::TrainerProcess;
@@ -52,20 +55,7 @@ std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out,
           "--logging_steps", "1", "--save_steps", "0", "--threads", "1", "--seed", "3", "--offload", offload};
 }
 
-// `key` ("loss", "grad_norm") of every training record, by step.
-std::vector<double> series(const std::string& metrics, const char* key) {
-  std::vector<double> out;
-  std::istringstream lines(read_file(metrics));
-  for (std::string line; std::getline(lines, line);) {
-    const auto record = llmrdzv::json::parse(line);
-    if (!record.find("loss") || !record.find("step")) continue;
-    const auto* value = record.find(key);
-    REQUIRE(value);
-    out.push_back(value->as_double());
-  }
-  return out;
-}
-std::vector<double> losses(const std::string& metrics) { return series(metrics, "loss"); }
+std::vector<double> losses(const std::string& metrics) { return metric_series(metrics, "loss"); }
 
 // Checks the per-step timings of every training record (each has both; the time rank 0 spent
 // blocked in collectives is part of its step time) and returns the summed blocked time.
@@ -86,11 +76,6 @@ double comm_wait_total(const std::string& metrics) {
     total += comm_wait;
   }
   return total;
-}
-
-void expect_ok(const RunResult& r) {
-  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
-  REQUIRE(r.exit_code == 0);
 }
 
 std::vector<int> children_of(int pid) {
@@ -149,8 +134,8 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
         }
         // The global gradient too (its norm before clipping): gradients summed instead of
         // averaged over ranks would barely move the clipped AdamW losses, but scale this.
-        const auto norms = series(out + "/metrics.jsonl", "grad_norm");
-        const auto reference_norms = series(dir.file("runs-" + variant + "-1rank/metrics.jsonl"), "grad_norm");
+        const auto norms = metric_series(out + "/metrics.jsonl", "grad_norm");
+        const auto reference_norms = metric_series(dir.file("runs-" + variant + "-1rank/metrics.jsonl"), "grad_norm");
         REQUIRE(norms.size() == reference_norms.size());
         for (std::size_t step = 0; step < norms.size(); ++step) {
           INFO("world " << world << " step " << step + 1 << ": grad_norm " << norms[step] << " vs 1 rank "

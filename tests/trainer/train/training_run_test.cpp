@@ -14,10 +14,12 @@
 
 #include "llmrdzv/io/json.hpp"
 #include "scratch_dir.hpp"
+#include "run_checks.hpp"
 #include "trainer_process.hpp"
 
 using llmrdzv::testing::read_file;
 using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_ok;
 using trainer_test::run_trainer;
 using trainer_test::RunResult;
 namespace fs = std::filesystem;
@@ -41,11 +43,6 @@ std::string word_salad() {
     text += (i % 11 == 10) ? ".\n" : " ";
   }
   return text;
-}
-
-void expect_ok(const RunResult& r) {
-  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
-  REQUIRE(r.exit_code == 0);
 }
 
 // metrics.jsonl records by kind and step ("train" / "eval"); a later record for the same step
@@ -249,6 +246,23 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   const RunResult bad_override = with({"--config_overrides", "n_embd=33"});
   CHECK(bad_override.exit_code == 1);
   CHECK_THAT(bad_override.err, Catch::Contains("n_embd"));
+
+  // Absurd sizes are refused naming the fields and the size, not by the allocator.
+  const RunResult huge = with({"--config_overrides", "n_layer=1000000000"});
+  CHECK(huge.exit_code == 1);
+  CHECK_THAT(huge.err, Catch::Contains("n_layer=1000000000, n_embd=768") && Catch::Contains("parameters") &&
+                           Catch::Contains("more than any machine holds"));
+  CHECK(huge.err.find("allocate") == std::string::npos);
+  const RunResult too_big = with({"--config_overrides", "n_layer=400,n_embd=4096,n_head=32"});  // 80B parameters
+  CHECK(too_big.exit_code == 1);
+  CHECK_THAT(too_big.err, Catch::Contains("n_layer=400, n_embd=4096") && Catch::Contains("of memory"));
+
+  // Named directly, a binary file is refused (inside a folder it is skipped, below).
+  dir.write("blob.bin", std::string("\x7f" "ELF\0\0\0", 7) + word_salad());
+  const RunResult binary = run_trainer({"--do_train", "--train_file", dir.file("blob.bin"), "--output_dir",
+                                        dir.file("binary-out"), "--config_overrides", kTinyModel, "--max_steps", "1"});
+  CHECK(binary.exit_code == 1);
+  CHECK_THAT(binary.err, Catch::Contains(dir.file("blob.bin") + ": looks like a binary file"));
 
   expect_ok(with({}));
   const RunResult again = with({});

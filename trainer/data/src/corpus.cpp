@@ -101,10 +101,14 @@ SourceList list_sources(const fs::path& input) {
   const fs::path absolute = fs::absolute(input).lexically_normal();
   if (fs::is_directory(status)) return list_folder(absolute);
   if (!fs::is_regular_file(status)) throw DataError(input.string() + ": not a regular file or folder");
+  // Named directly, a binary file is an error, not a skip: training on it would "work" on bytes
+  // that are no text at all.
+  if (has_nul_prefix(absolute)) {
+    throw DataError(input.string() + ": looks like a binary file (a NUL byte in its first " +
+                    std::to_string(kBinaryProbeBytes / 1024) + " KiB), not text: give a text file, a .jsonl file or a folder");
+  }
   SourceList list;
   list.files.push_back(describe(absolute));
-  std::ifstream probe(absolute, std::ios::binary);
-  if (!probe) throw DataError(input.string() + ": cannot open: " + std::strerror(errno));
   return list;
 }
 

@@ -30,10 +30,12 @@
 #include <thread>
 
 #include "llmrdzv/client/client.hpp"
+#include "llmrdzv/dist/gpu_check.hpp"
 #include "llmrdzv/dist/gradient_buckets.hpp"
 #include "llmrdzv/dist/offload_optimizer.hpp"
 #include "llmrdzv/dist/rank_resources.hpp"
 #include "llmrdzv/dist/rdzv_store.hpp"
+#include "llmrdzv/train/master_weights.hpp"
 
 namespace llmrdzv::dist {
 namespace {
@@ -209,6 +211,7 @@ class DistributedEngine final : public train::TrainingEngine {
     // Unwinding after an error: no Leave, so rdzvd reports this rank as failed to the others
     // (they stop or restart) instead of leaving them in a collective with a rank that is gone.
     if (std::uncaught_exceptions() > 0) return;
+    shut_down_process_group();
     try {
       client_->leave();
     } catch (const std::exception&) {
@@ -225,20 +228,32 @@ class DistributedEngine final : public train::TrainingEngine {
   }
 
   void begin_micro_step(bool last_micro_step) override {
-    guarded([&] { buckets_->begin_micro_step(last_micro_step); });
+    guarded([&] {
+      if (low_precision_) buckets_->fold();  // bf16/fp16 gradients accumulate in the fp32 buffer
+      buckets_->begin_micro_step(last_micro_step);
+    });
   }
 
-  double finish_gradients(double max_norm) override {
-    return guarded([&] { return synchronise_and_clip(max_norm); });
+  double finish_gradients(double max_norm, double gradient_multiplier) override {
+    return guarded([&] { return synchronise_and_clip(max_norm, gradient_multiplier); });
   }
 
   void optimizer_step(double learning_rate) override {
     guarded([&] {
-      if (!offload_) return replica_->optimizer_step(learning_rate);
-      offload_->step(buckets_->flat(), learning_rate, grad_scale_);
-      comm_wait_ += offload_->last_gather_wait_seconds();
-      for (auto& p : attached_tensors()) p.mutable_grad().reset();
+      if (offload_) {
+        offload_->step(buckets_->flat(), learning_rate, grad_scale_);
+        comm_wait_ += offload_->last_gather_wait_seconds();
+      } else {
+        replica_->optimizer_step(learning_rate);
+        if (masters_) masters_->write_back();
+      }
+      drop_gradients();
     });
+  }
+
+  void skip_step() override {
+    if (replica_) replica_->skip_step();
+    drop_gradients();
   }
 
   std::vector<double> all_reduce_sum(std::vector<double> values) override {
@@ -259,11 +274,17 @@ class DistributedEngine final : public train::TrainingEngine {
   double comm_wait_seconds() const override { return comm_wait_; }
 
   TensorMap optimizer_state() const override {
-    return offload_ ? offload_->state() : replica_->optimizer_state();
+    if (offload_) return offload_->state();
+    TensorMap state = replica_->optimizer_state();
+    if (masters_) masters_->save(state);
+    return state;
   }
 
-  void load_optimizer_state(const TensorMap& state) override {
-    offload_ ? offload_->load_state(state) : replica_->load_optimizer_state(state);
+  void load_optimizer_state(const TensorMap& saved) override {
+    if (offload_) return offload_->load_state(saved);
+    TensorMap state = saved;
+    if (masters_) masters_->load(state);  // takes its entries out
+    replica_->load_optimizer_state(state);
   }
 
  private:
@@ -290,7 +311,10 @@ class DistributedEngine final : public train::TrainingEngine {
   void attach_parameters(std::vector<NamedParameter> parameters, const AdamWSettings& settings) {
     broadcast_from_rank0(parameters);
     std::vector<at::Tensor> tensors;
-    for (const auto& p : parameters) tensors.push_back(p.tensor);
+    for (const auto& p : parameters) {
+      tensors.push_back(p.tensor);
+      low_precision_ = low_precision_ || p.tensor.scalar_type() != at::kFloat;
+    }
     buckets_ = std::make_unique<GradientBuckets>(
         tensors, backend_, static_cast<std::size_t>(options_.ddp_bucket_cap_mb) << 20);
     if (options_.offload == "optimizer") {
@@ -310,16 +334,19 @@ class DistributedEngine final : public train::TrainingEngine {
       train::TrainOptions local = options_;
       local.use_cpu = !device_.is_cuda();
       replica_ = train::make_single_process_engine(local);
-      replica_->attach(std::move(parameters), settings);
+      // bf16/fp16 parameters: the replica's optimizer works on fp32 masters, which receive the
+      // fp32 mean gradient straight from the buffer (never rounded to the parameters' type).
+      if (low_precision_) masters_.emplace(parameters);
+      replica_->attach(masters_ ? masters_->masters() : std::move(parameters), settings);
     }
   }
 
-  double synchronise_and_clip(double max_norm) {
+  double synchronise_and_clip(double max_norm, double gradient_multiplier) {
     buckets_->finish();
     comm_wait_ += buckets_->last_wait_seconds();
     if (!offload_) {
-      buckets_->copy_to_grads();
-      return replica_->finish_gradients(max_norm);
+      masters_ ? buckets_->copy_to_grads_of(masters_->master_tensors()) : buckets_->copy_to_grads();
+      return replica_->finish_gradients(max_norm, gradient_multiplier);
     }
     // The global norm from the shards (each rank may hold only its own): the sum of every rank's
     // squared shard, then torch's clip_grad_norm_ rule: scale by max_norm / (norm + 1e-6) when
@@ -332,23 +359,46 @@ class DistributedEngine final : public train::TrainingEngine {
       const at::Tensor part = own.narrow(0, from, std::min(kChunk, own.numel() - from)).to(at::kDouble);
       own_squares += at::dot(part, part).item<double>();
     }
-    const double norm = std::sqrt(all_reduce_sum({own_squares})[0]);
-    grad_scale_ = 1.0;
-    if (max_norm > 0 && std::isfinite(norm)) grad_scale_ = std::min(1.0, max_norm / (norm + 1e-6));
+    const double norm = std::sqrt(all_reduce_sum({own_squares})[0]) * gradient_multiplier;
+    grad_scale_ = gradient_multiplier;
+    if (max_norm > 0 && std::isfinite(norm)) grad_scale_ *= std::min(1.0, max_norm / (norm + 1e-6));
     return norm;
   }
 
   void broadcast_from_rank0(const std::vector<NamedParameter>& parameters) {
     at::NoGradGuard no_grad;
     for (const auto& p : parameters) {
-      std::vector<at::Tensor> tensors{p.tensor.detach()};
+      // Gloo has no bf16: such parameters travel as fp32 (exactly: bf16 values are fp32 values).
+      const bool widen = p.tensor.scalar_type() == at::kBFloat16;
+      std::vector<at::Tensor> tensors{widen ? p.tensor.detach().to(at::kFloat) : p.tensor.detach()};
       wait(backend_->broadcast(tensors));
+      if (widen) p.tensor.detach().copy_(tensors[0]);
     }
     attached_.clear();
     for (const auto& p : parameters) attached_.push_back(p.tensor);
   }
 
-  std::vector<at::Tensor>& attached_tensors() { return attached_; }
+  void drop_gradients() {
+    for (auto& p : attached_) p.mutable_grad().reset();
+    if (masters_) masters_->zero_gradients();
+  }
+
+  // At a normal end, before the rendezvous is left: everything holding the process group lets go
+  // of it, then the backend shuts down (NCCL destroys its communicators and stops its watchdog and
+  // heartbeat threads, which otherwise poll the round's store after the rank has left it and warn
+  // that destroy_process_group() was never called).
+  void shut_down_process_group() {
+    offload_.reset();
+    buckets_.reset();
+    replica_.reset();
+    masters_.reset();
+    try {
+      backend_->shutdown();
+    } catch (const std::exception& e) {
+      say("trainer: warning: rank " + std::to_string(rank()) + ": process group shutdown: " + e.what());
+    }
+    backend_.reset();
+  }
 
   train::TrainOptions options_;
   std::shared_ptr<client::Client> client_;
@@ -360,6 +410,8 @@ class DistributedEngine final : public train::TrainingEngine {
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<OffloadAdamW> offload_;
   std::unique_ptr<train::TrainingEngine> replica_;
+  std::optional<train::MasterWeights> masters_;  // replica path with bf16/fp16 parameters
+  bool low_precision_ = false;                   // the parameters are bf16/fp16
   double grad_scale_ = 1.0;
   double comm_wait_ = 0;  // comm_wait_seconds()
 };
@@ -410,6 +462,17 @@ std::unique_ptr<train::TrainingEngine> join_and_build(const train::TrainOptions&
   // Ranks sharing a node share its cores, unless the user or the launcher said how many to use.
   if (options.threads == 0 && std::getenv("OMP_NUM_THREADS") == nullptr && assignment.local_world_size > 1) {
     at::set_num_threads(threads_per_rank(available_cpus(), node_cpus(), assignment.local_world_size));
+  }
+  if (device.is_cuda() && assignment.world_size > 1) {
+    const auto gpus = c10::make_intrusive<RdzvStore>(client, assignment.round, "gpu-check/", settings.timeout);
+    try {
+      require_own_gpus(*gpus, assignment.world_size,
+                       describe_cuda_device(assignment.rank, device.index(), static_cast<int>(torch::cuda::device_count())),
+                       settings.timeout);
+    } catch (const SharedGpuError&) {
+      watch->disarm();  // every rank stops with this message, not with "rank N failed" from the first to exit
+      throw;
+    }
   }
   auto store = c10::make_intrusive<RdzvStore>(client, assignment.round, "pg/", settings.timeout);
   c10::intrusive_ptr<c10d::Backend> backend;

@@ -34,11 +34,12 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
   slots_.resize(parameters_.size());
   bucket_of_.resize(parameters_.size());
   ready_.assign(parameters_.size(), false);
+  folded_.assign(parameters_.size(), false);
   std::int64_t offset = 0;
   for (std::size_t k = parameters_.size(); k-- > 0;) {
     const auto& p = parameters_[k];
-    if (p.scalar_type() != at::kFloat) {
-      throw std::invalid_argument("gradient buckets: parameters must be float32");
+    if (p.scalar_type() != at::kFloat && p.scalar_type() != at::kBFloat16 && p.scalar_type() != at::kHalf) {
+      throw std::invalid_argument("gradient buckets: parameters must be float32, bfloat16 or float16");
     }
     const std::int64_t numel = p.numel();
     const auto bytes = static_cast<std::size_t>(numel) * sizeof(float);
@@ -87,7 +88,8 @@ void GradientBuckets::on_gradient_ready(std::size_t index, const at::Tensor& gra
   std::lock_guard lock(mutex_);
   if (!armed_ || ready_[index]) return;
   const FlatSlot& slot = slots_[index];
-  flat_.narrow(0, slot.offset, slot.numel).copy_(grad.reshape({-1}));
+  auto slice = flat_.narrow(0, slot.offset, slot.numel);
+  folded_[index] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
   ready_[index] = true;
   ++buckets_[bucket_of_[index]].ready;
   const std::size_t before = next_to_launch_;
@@ -130,7 +132,11 @@ void GradientBuckets::finish() {
     if (ready_[k]) continue;
     auto slice = flat_.narrow(0, slots_[k].offset, slots_[k].numel);
     const auto& grad = parameters_[k].grad();
-    grad.defined() ? slice.copy_(grad.reshape({-1})) : slice.zero_();
+    if (grad.defined()) {
+      folded_[k] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
+    } else if (!folded_[k]) {
+      slice.zero_();
+    }
     ready_[k] = true;
     ++buckets_[bucket_of_[k]].ready;
   }
@@ -143,15 +149,31 @@ void GradientBuckets::finish() {
   }
   last_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ready_.assign(ready_.size(), false);
+  folded_.assign(folded_.size(), false);
   next_to_launch_ = 0;
   armed_ = false;
 }
 
-void GradientBuckets::copy_to_grads() {
+void GradientBuckets::fold() {
+  std::lock_guard lock(mutex_);
+  for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    at::Tensor& grad = parameters_[k].mutable_grad();
+    if (!grad.defined()) continue;
+    auto slice = flat_.narrow(0, slots_[k].offset, slots_[k].numel);
+    folded_[k] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
+    folded_[k] = true;
+    grad.reset();
+  }
+}
+
+void GradientBuckets::copy_to_grads() { copy_to_grads_of(parameters_); }
+
+void GradientBuckets::copy_to_grads_of(const std::vector<at::Tensor>& tensors) {
   if (owners_) throw std::logic_error("gradient buckets: copy_to_grads after reduce_to_owners (only shards are reduced)");
+  if (tensors.size() != parameters_.size()) throw std::logic_error("gradient buckets: copy_to_grads_of needs one tensor per parameter");
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     auto mean = flat_.narrow(0, slots_[k].offset, slots_[k].numel).view(parameters_[k].sizes());
-    auto& grad = parameters_[k].mutable_grad();
+    auto& grad = tensors[k].mutable_grad();
     if (grad.defined()) {
       grad.copy_(mean);
     } else {

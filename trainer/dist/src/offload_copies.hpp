@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <cstdint>
 #include <memory>
 
 namespace llmrdzv::dist {
@@ -26,6 +27,10 @@ class OffloadCopies {
   virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) = 0;
   // After a step's last upload: device work queued from now on sees every upload.
   virtual void end_step() = 0;
+  // Downloads since begin_step() that had already landed when wait_download() was called for
+  // them (their CUDA event was complete): copies that ran while the host updated earlier chunks.
+  // Synchronous copies overlap nothing: 0.
+  virtual std::int64_t downloads_landed_before_wait() const { return 0; }
 };
 
 // The copies for parameters on `device` (CPU or CUDA); throws std::invalid_argument otherwise.

@@ -25,6 +25,7 @@ class CudaCopies final : public OffloadCopies {
         copy_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index_)) {}
 
   void begin_step() override {
+    landed_before_wait_ = 0;
     gradient_ready_.record(c10::cuda::getCurrentCUDAStream(device_index_));
     gradient_ready_.block(copy_stream_);
   }
@@ -35,7 +36,10 @@ class CudaCopies final : public OffloadCopies {
     downloaded_[buffer].record(copy_stream_);
   }
 
-  void wait_download(int buffer) override { downloaded_[buffer].synchronize(); }
+  void wait_download(int buffer) override {
+    if (downloaded_[buffer].query()) ++landed_before_wait_;
+    downloaded_[buffer].synchronize();
+  }
 
   void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
     c10::cuda::CUDAStreamGuard on_copy_stream(copy_stream_);
@@ -47,11 +51,14 @@ class CudaCopies final : public OffloadCopies {
     uploaded_.block(c10::cuda::getCurrentCUDAStream(device_index_));
   }
 
+  std::int64_t downloads_landed_before_wait() const override { return landed_before_wait_; }
+
  private:
   c10::DeviceIndex device_index_;
   c10::cuda::CUDAStream copy_stream_;
   at::cuda::CUDAEvent gradient_ready_, uploaded_;
   std::array<at::cuda::CUDAEvent, 2> downloaded_;
+  std::int64_t landed_before_wait_ = 0;
 };
 
 }  // namespace

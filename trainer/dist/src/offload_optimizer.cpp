@@ -76,6 +76,10 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
 
 OffloadAdamW::~OffloadAdamW() = default;
 
+OffloadAdamW::PipelineStats OffloadAdamW::last_pipeline_stats() const {
+  return {chunk_count(chunk_, owned_), copies_->downloads_landed_before_wait()};
+}
+
 void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
   ++step_;
   const auto range = [&](std::int64_t chunk) { return chunk_range(chunk, chunk_, owned_); };

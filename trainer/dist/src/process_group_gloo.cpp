@@ -2,22 +2,10 @@
 // Debian's libgloo-dev supplies; the Gloo code itself is inside libtorch_cpu.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
-#include <unistd.h>
-
-#include <climits>
-
 #include "llmrdzv/dist/process_group.hpp"
+#include "llmrdzv/dist/rank_resources.hpp"
 
 namespace llmrdzv::dist {
-namespace {
-
-std::string this_host_name() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "127.0.0.1";
-  return name;
-}
-
-}  // namespace
 
 c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10d::Store>& store,
                                                     int rank, int world_size,
@@ -26,7 +14,7 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_backend(const c10::intrusive_ptr<c10
   options->devices.push_back(
       settings.gloo_interface.empty()
           ? c10d::ProcessGroupGloo::createDeviceForHostname(
-                settings.gloo_hostname.empty() ? this_host_name() : settings.gloo_hostname)
+                settings.gloo_hostname.empty() ? host_name() : settings.gloo_hostname)
           : c10d::ProcessGroupGloo::createDeviceForInterface(settings.gloo_interface));
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 }

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <variant>
 
 #include "llmrdzv/io/atomic_file.hpp"
@@ -164,6 +165,24 @@ void validate(const Gpt2Config& c, std::string_view origin) {
     }
   }
   if (!c.tie_word_embeddings) fail(origin, "tie_word_embeddings=false is not supported (the LM head is tied)");
+  if (parameter_count(c) > kMaxParameters) fail(origin, describe_size(c) + ", more than any machine holds");
+}
+
+double parameter_count(const Gpt2Config& c) {
+  const double e = static_cast<double>(c.n_embd), inner = static_cast<double>(c.inner_dim());
+  const double per_layer = 2 * e + (e * 3 * e + 3 * e) + (e * e + e) + 2 * e + (e * inner + inner) + (inner * e + e);
+  return static_cast<double>(c.vocab_size) * e + static_cast<double>(c.n_positions) * e +
+         static_cast<double>(c.n_layer) * per_layer + 2 * e;
+}
+
+std::string describe_size(const Gpt2Config& c) {
+  const double parameters = parameter_count(c);
+  char size[96];
+  std::snprintf(size, sizeof size, " imply %.3g parameters (%.3g GiB in fp32)", parameters,
+                parameters * 4 / (1024.0 * 1024.0 * 1024.0));
+  return "n_layer=" + std::to_string(c.n_layer) + ", n_embd=" + std::to_string(c.n_embd) +
+         ", n_inner=" + std::to_string(c.inner_dim()) + ", vocab_size=" + std::to_string(c.vocab_size) +
+         ", n_positions=" + std::to_string(c.n_positions) + size;
 }
 
 Gpt2Config config_from_json(std::string_view text, std::string_view origin) {

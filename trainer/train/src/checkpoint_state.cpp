@@ -57,6 +57,8 @@ struct SavedState {
   double train_loss_sum = 0;
   std::int64_t rank = 0;
   std::int64_t world = 1;
+  double loss_scale = 0;  // absent in checkpoints of runs without loss scaling
+  std::int64_t loss_scale_good_steps = 0;
 };
 
 SavedState parse_saved_state(const std::filesystem::path& dir, const std::string& text) {
@@ -73,6 +75,10 @@ SavedState parse_saved_state(const std::filesystem::path& dir, const std::string
     state.train_loss_sum = member("train_loss_sum").as_double();
     state.rank = member("rank").as_integer();
     state.world = member("world_size").as_integer();
+    if (const json::Value* scale = saved.find("loss_scale")) {
+      state.loss_scale = scale->as_double();
+      state.loss_scale_good_steps = member("loss_scale_good_steps").as_integer();
+    }
     if (state.world < 1 || state.rank < 0 || state.rank >= state.world) {
       throw std::runtime_error("rank " + std::to_string(state.rank) + " of " + std::to_string(state.world));
     }
@@ -156,6 +162,8 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
   LoopState state;
   state.global_step = step;
   state.data_state = rank0.data_state;
+  state.loss_scale = rank0.loss_scale;  // every rank's scaler saw the same global gradients
+  state.loss_scale_good_steps = rank0.loss_scale_good_steps;
   double loss_sum = 0;
   TensorMap optimizer;
   for (std::int64_t k = 0; k < old_world; ++k) {
@@ -215,6 +223,8 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
       {"train_loss_sum", state.train_loss_sum},
       {"rank", std::int64_t{engine.rank()}},
       {"world_size", std::int64_t{engine.world_size()}},
+      {"loss_scale", state.loss_scale},
+      {"loss_scale_good_steps", state.loss_scale_good_steps},
   };
   data.blobs[kStateFile] = json::write(trainer_state, 2);
   data.metadata["global_step"] = std::to_string(state.global_step);
@@ -306,6 +316,8 @@ LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& en
   state.global_step = saved.global_step;
   state.data_state = saved.data_state;
   state.train_loss_sum = saved.train_loss_sum;
+  state.loss_scale = saved.loss_scale;
+  state.loss_scale_good_steps = saved.loss_scale_good_steps;
   TensorMap optimizer;
   for (const auto& [name, tensor] : files.at(kOptimizerFile)) optimizer.emplace(name, tensor);
   load_optimizer(checkpoint.dir, engine, optimizer);

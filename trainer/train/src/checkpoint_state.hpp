@@ -25,6 +25,8 @@ struct LoopState {
   std::int64_t global_step = 0;
   std::string data_state;       // TrainBatches::state()
   double train_loss_sum = 0;    // sum over steps of this rank's step loss (for the final train_loss)
+  double loss_scale = 0;        // fp16's LossScaler: its scale (0 = none yet) and good steps in a row
+  std::int64_t loss_scale_good_steps = 0;
 };
 
 // Where `rank` keeps its checkpoints.

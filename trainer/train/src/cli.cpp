@@ -55,6 +55,9 @@ const OptionSpec<T> kTrainTable[] = {
     {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine, as torchrun's standalone mode does; 0 = one process, or the rank given by the rendezvous environment (srun with the llm-rdzv option)"},
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default, or with several ranks on a node an equal share of its cores (a task's own cores when Slurm binds tasks)"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
+    {"bf16", &T::bf16, "mixed precision: bf16 parameters and gradients for compute, fp32 master weights and AdamW state in the optimizer; auto = on for CUDA GPUs with bf16 (compute capability 8.0 or newer, e.g. A100, H100), off on the CPU (where --bf16 works, slowly)"},
+    {"fp16", &T::fp16, "mixed precision in fp16: fp16 parameters and gradients, fp32 master weights, dynamic loss scaling (steps whose gradients overflow are skipped and the scale halved); for GPUs without bf16"},
+    {"tf32", &T::tf32, "let fp32 matrix products and convolutions use TF32 tensor cores; auto = on for CUDA (compute capability 8.0 or newer), CUDA only"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of the shard per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
     {"offload_gradient_sync", &T::offload_gradient_sync, "with --offload optimizer: reduce (each rank receives only its shard's gradient, half the traffic of all_reduce) | all_reduce | auto (reduce on GPUs, all_reduce on the CPU)"},
@@ -247,6 +250,7 @@ void validate(const TrainOptions& o) {
   require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
   require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
+  require(!(o.fp16 && o.bf16.value_or(false)), "--fp16 and --bf16 cannot both be on");
   require(o.offload_gradient_sync == "auto" || o.offload_gradient_sync == "reduce" ||
               o.offload_gradient_sync == "all_reduce",
           "--offload_gradient_sync must be auto, reduce or all_reduce, got '" + o.offload_gradient_sync + "'");

@@ -3,6 +3,9 @@
 
 #include <torch/nn/modules/normalization.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <set>
 #include <stdexcept>
 
@@ -47,12 +50,26 @@ void require_covers_vocab(const model::Gpt2Config& config, const tokenizer::Toke
   }
 }
 
+// A fresh model is made in host memory first: one whose fp32 weights alone exceed it is refused
+// here, naming its size, rather than failing deep in the allocator.
+void require_fits_in_memory(const model::Gpt2Config& config) {
+  const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
+  const double memory = pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (pages > 0 && model::parameter_count(config) * 4 > memory) {
+    char have[64];
+    std::snprintf(have, sizeof have, "%.3g GiB", memory / (1024.0 * 1024.0 * 1024.0));
+    throw std::invalid_argument("the model config: " + model::describe_size(config) + ", more than this machine's " +
+                                have + " of memory");
+  }
+}
+
 }  // namespace
 
 model::Gpt2LmHeadModel build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
   if (source.model_name_or_path.empty()) {
     const model::Gpt2Config config = fresh_config(source, tokenizer);
     require_covers_vocab(config, tokenizer, "the model config");
+    require_fits_in_memory(config);
     return model::Gpt2LmHeadModel(config);
   }
   auto model = io::load_hf_model(source.model_name_or_path, {.low_cpu_mem_usage = source.low_cpu_mem_usage});

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -15,9 +16,10 @@
 
 namespace llmrdzv::train {
 
+// std::optional<bool>: a flag whose default ("auto") is decided at run time (--bf16, --tf32).
 template <class Options>
 using OptionField = std::variant<std::string Options::*, std::int64_t Options::*, double Options::*,
-                                 bool Options::*>;
+                                 bool Options::*, std::optional<bool> Options::*>;
 
 template <class Options>
 struct OptionSpec {
@@ -49,7 +51,7 @@ void set_option(Options& options, const OptionSpec<Options>& spec, std::string_v
         Value& target = options.*member;
         if constexpr (std::is_same_v<Value, std::string>) {
           target = std::string(text);
-        } else if constexpr (std::is_same_v<Value, bool>) {
+        } else if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, std::optional<bool>>) {
           if (text == "true" || text == "True" || text == "1" || text == "yes") {
             target = true;
           } else if (text == "false" || text == "False" || text == "0" || text == "no") {
@@ -77,7 +79,8 @@ void set_option(Options& options, const OptionSpec<Options>& spec, std::string_v
 
 template <class Options>
 bool is_flag(const OptionSpec<Options>& spec) {
-  return std::holds_alternative<bool Options::*>(spec.field);
+  return std::holds_alternative<bool Options::*>(spec.field) ||
+         std::holds_alternative<std::optional<bool> Options::*>(spec.field);
 }
 
 // The default shown in --help: the field's value in a default-constructed struct.
@@ -92,6 +95,8 @@ std::string default_text(const OptionSpec<Options>& spec) {
           return value.empty() ? "\"\"" : value;
         } else if constexpr (std::is_same_v<Value, bool>) {
           return value ? "true" : "false";
+        } else if constexpr (std::is_same_v<Value, std::optional<bool>>) {
+          return value ? (*value ? "true" : "false") : "auto";
         } else {
           std::ostringstream out;
           out << value;

@@ -3,6 +3,7 @@
 // v; it matches torch::optim::AdamW to 1e-6, see tests/trainer/optim) because torch's AdamW makes
 // several passes and temporaries per parameter; on CUDA it is torch::optim::AdamW. Both keep the
 // same state per named parameter (exp_avg, exp_avg_sq, step), so checkpoints look the same.
+// bf16/fp16 parameters get fp32 master weights (MasterWeights): the optimizer works on those.
 #include <ATen/Parallel.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/stack.h>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 
 #include "llmrdzv/optim/fused_adamw.hpp"
+#include "llmrdzv/train/master_weights.hpp"
 #include "llmrdzv/train/training_engine.hpp"
 
 namespace llmrdzv::train {
@@ -164,9 +166,9 @@ class SingleProcessEngine final : public TrainingEngine {
   c10::Device device() const override { return device_; }
 
   void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) override {
-    parameters_ = std::move(parameters);
-    tensors_.clear();
-    for (const auto& p : parameters_) tensors_.push_back(p.tensor);
+    masters_.emplace(std::move(parameters));
+    parameters_ = masters_->masters();
+    tensors_ = masters_->master_tensors();
     if (device_.is_cpu()) {
       updater_ = std::make_unique<FusedCpuUpdater>(parameters_, settings);
     } else {
@@ -174,17 +176,27 @@ class SingleProcessEngine final : public TrainingEngine {
     }
   }
 
-  void begin_micro_step(bool) override {}
+  void begin_micro_step(bool) override { masters_->fold_gradients(); }
 
-  double finish_gradients(double max_norm) override {
+  double finish_gradients(double max_norm, double gradient_multiplier) override {
+    masters_->fold_gradients();
+    if (gradient_multiplier != 1.0) {
+      at::NoGradGuard no_grad;
+      for (auto& tensor : tensors_) {
+        if (tensor.grad().defined()) tensor.mutable_grad().mul_(gradient_multiplier);
+      }
+    }
     const double limit = max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity();
     return clip_grad_norm(tensors_, limit);
   }
 
   void optimizer_step(double learning_rate) override {
     updater_->step(learning_rate);
-    for (auto& tensor : tensors_) tensor.mutable_grad().reset();
+    masters_->zero_gradients();
+    masters_->write_back();
   }
+
+  void skip_step() override { masters_->zero_gradients(); }
 
   std::vector<double> all_reduce_sum(std::vector<double> values) override { return values; }
   void barrier() override {}
@@ -198,10 +210,13 @@ class SingleProcessEngine final : public TrainingEngine {
       state["exp_avg_sq." + p.name] = moments->exp_avg_sq;
       state["step." + p.name] = torch::tensor(moments->step, torch::kInt64);
     }
+    masters_->save(state);
     return state;
   }
 
-  void load_optimizer_state(const TensorMap& state) override {
+  void load_optimizer_state(const TensorMap& saved) override {
+    TensorMap state = saved;
+    masters_->load(state);  // takes its entries out
     std::size_t used = 0;
     for (const auto& p : parameters_) {
       const auto entry = [&](const std::string& kind) -> const at::Tensor* {
@@ -230,7 +245,8 @@ class SingleProcessEngine final : public TrainingEngine {
 
  private:
   c10::Device device_;
-  std::vector<NamedParameter> parameters_;
+  std::optional<MasterWeights> masters_;
+  std::vector<NamedParameter> parameters_;  // the masters: what the optimizer updates
   std::vector<torch::Tensor> tensors_;
   std::unique_ptr<Updater> updater_;
 };

@@ -3,7 +3,6 @@
 // TrainingEngine so the loop is the same for one process and for many.
 #include "llmrdzv/train/train_loop.hpp"
 
-#include <ATen/autocast_mode.h>
 #include <torch/utils.h>
 
 #include <malloc.h>
@@ -15,6 +14,7 @@
 #include <limits>
 
 #include "checkpoint_state.hpp"
+#include "device_traits.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/train/lr_schedule.hpp"
@@ -46,26 +46,6 @@ void keep_freed_memory() {
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-// bf16 autocast for the forward pass on CUDA; nothing on the CPU (fp32 there).
-class AutocastScope {
- public:
-  explicit AutocastScope(const c10::Device& device) : enabled_(device.is_cuda()) {
-    if (!enabled_) return;
-    at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-    at::autocast::set_autocast_enabled(at::kCUDA, true);
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    at::autocast::set_autocast_enabled(at::kCUDA, false);
-    at::autocast::clear_cache();
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool enabled_;
-};
 
 std::uint64_t resolve_block_size(const TrainOptions& o, const model::Gpt2Config& config) {
   if (o.block_size == 0) return static_cast<std::uint64_t>(std::min<std::int64_t>(config.n_positions, 1024));
@@ -121,7 +101,6 @@ double evaluate(model::Gpt2LmHeadModel& model, const EvalBlocks& blocks, Trainin
   for (std::uint64_t first = range.begin; first < range.end; first += batch_size) {
     const std::uint64_t n = std::min(batch_size, range.end - first);
     const at::Tensor ids = blocks.read(first, n).to(engine.device());
-    AutocastScope autocast(engine.device());
     loss_sum += model->forward(ids, ids).loss.item<double>() * static_cast<double>(n);
     count += static_cast<double>(n);
   }
@@ -154,6 +133,7 @@ struct TrainContext {
   model::Gpt2LmHeadModel& model;
   const EvalBlocks* eval_blocks;
   Reporter& reporter;
+  const Precision& precision;
 };
 
 void record_eval(TrainContext& c, std::int64_t step, double loss) {
@@ -192,6 +172,11 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
   const double tokens_per_step = static_cast<double>(shape.global() * block_size);
   const double world = c.engine.world_size();
   const std::int64_t first_step = state.global_step;
+  std::optional<LossScaler> scaler;
+  if (c.precision.loss_scaling()) {
+    scaler.emplace();
+    if (state.loss_scale > 0) scaler->restore(state.loss_scale, state.loss_scale_good_steps);
+  }
 
   const auto start = Clock::now();
   const double comm_start = c.engine.comm_wait_seconds();
@@ -206,18 +191,25 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     for (std::size_t m = 0; m < micro_batches.size(); ++m) {
       c.engine.begin_micro_step(m + 1 == micro_batches.size());
       const at::Tensor ids = micro_batches[m].to(c.engine.device());
-      at::Tensor loss;
-      {
-        AutocastScope autocast(c.engine.device());
-        loss = c.model->forward(ids, ids).loss;
-      }
-      (loss / static_cast<double>(micro_batches.size())).backward();
+      const at::Tensor loss = c.model->forward(ids, ids).loss;
+      (loss * (scaler ? scaler->scale() : 1.0) / static_cast<double>(micro_batches.size())).backward();
       step_loss += loss.item<double>();
     }
     step_loss /= static_cast<double>(micro_batches.size());
-    const double grad_norm = c.engine.finish_gradients(o.max_grad_norm);
+    const double loss_scale = scaler ? scaler->scale() : 1.0;
+    const double grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
     const double lr = schedule.at(step);
-    c.engine.optimizer_step(lr);
+    if (!scaler || scaler->update(std::isfinite(grad_norm))) {
+      c.engine.optimizer_step(lr);
+    } else {
+      c.engine.skip_step();
+      c.reporter.message("step " + std::to_string(step + 1) + ": fp16 gradients overflowed at loss scale " +
+                         std::to_string(static_cast<long long>(loss_scale)) + "; step skipped, scale halved");
+    }
+    if (scaler) {
+      state.loss_scale = scaler->scale();
+      state.loss_scale_good_steps = scaler->good_steps();
+    }
     state.global_step = ++step;
     state.train_loss_sum += step_loss;
     interval_loss += step_loss;
@@ -236,11 +228,13 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
                                            : static_cast<double>(batches->position().epoch);
       // Per step, as means over the interval: wall time, and the part of it rank 0 was blocked in
       // collectives (communication not overlapped with computation, or waiting for other ranks).
-      c.reporter.record({{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
-                         {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm)},
-                         {"tokens_per_second", metric(report.tokens_per_second)},
-                         {"step_time_s", metric(interval_seconds / steps_in_interval)},
-                         {"comm_wait_s", metric((c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval)}});
+      json::Object record{{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
+                          {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm)},
+                          {"tokens_per_second", metric(report.tokens_per_second)},
+                          {"step_time_s", metric(interval_seconds / steps_in_interval)},
+                          {"comm_wait_s", metric((c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval)}};
+      if (scaler) record.emplace_back("loss_scale", metric(scaler->scale()));
+      c.reporter.record(record);
       interval_loss = 0;
       interval_steps = 0;
       interval_start = Clock::now();
@@ -312,11 +306,15 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
     if (engine.is_main()) restore_model(*resume, model);
   }
   model->to(engine.device());
+  const Precision precision = resolve_precision(o, device_traits(engine.device()));
+  apply_math_modes(precision);
+  if (precision.dtype != ComputeDtype::fp32) model->to(scalar_type(precision.dtype));
   engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
 
   Reporter reporter(o, engine.is_main());
+  reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
 
@@ -331,7 +329,7 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
                    "--validation_file or a larger percentage"
              : ": give a longer --validation_file or a smaller --block_size"));
   }
-  TrainContext context{o, engine, model, eval_blocks.get(), reporter};
+  TrainContext context{o, engine, model, eval_blocks.get(), reporter, precision};
 
   TrainSummary summary;
   summary.global_step = state.global_step;

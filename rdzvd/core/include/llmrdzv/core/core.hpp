@@ -33,9 +33,19 @@ struct CoreSettings {
   Millis rendezvous_idle_timeout{3600000}; // collect a rendezvous nobody touched this long
 };
 
+// How many participants a rendezvous takes: MIN:MAX (MIN == MAX: a fixed size).
+struct ParticipantRange {
+  std::int32_t min = 0;
+  std::int32_t max = 0;
+};
+
 struct CoreConfig {
   AuthConfig auth;
   CoreSettings settings;
+  // Step mode, from the one who started the daemon (slurmstepd knows the step's layout): the
+  // participant range of its rendezvous. A Join asking for another is refused, so the first
+  // joiner cannot dictate the membership. Unset: the first Join's range holds.
+  std::optional<ParticipantRange> step_participants;
 };
 
 enum class LogLevel { error, warn, info, debug };
@@ -144,6 +154,7 @@ class Core {
 
   CoreSettings settings_;
   Authenticator auth_;
+  std::optional<ParticipantRange> step_participants_;
   const Clock& clock_;
   LogSink log_;
   TimerQueue timers_;

@@ -1,4 +1,5 @@
 // Data-parallel gradient synchronisation, as DDP does it (LibTorch C++ has no DDP module):
+// the buffer is fp32 whatever the parameters' type (bf16/fp16 gradients are summed in fp32);
 // parameters are grouped into buckets of a configurable size in reverse model order (backward
 // produces the last layers' gradients first); a post-accumulate-grad hook on every parameter
 // copies its gradient into the bucket's slice of one flat buffer, and when a bucket is complete
@@ -65,6 +66,14 @@ class GradientBuckets {
   void finish();
   // Writes flat()'s mean gradients back into every parameter's .grad.
   void copy_to_grads();
+  // The same into the .grad of `tensors` (one per parameter, same shapes; e.g. fp32 master
+  // weights, which then receive the fp32 mean rather than one rounded to the parameters' type).
+  void copy_to_grads_of(const std::vector<at::Tensor>& tensors);
+
+  // For bf16/fp16 parameters, before each micro-batch's backward: moves the gradients autograd
+  // accumulated so far into the fp32 buffer and drops them from the parameters, so gradients
+  // accumulate over micro-batches in fp32 (the last micro-batch's hooks add to what was folded).
+  void fold();
 
   const at::Tensor& flat() const { return flat_; }
   const std::vector<FlatSlot>& slots() const { return slots_; }  // per parameter, model order
@@ -94,6 +103,7 @@ class GradientBuckets {
   std::vector<FlatSlot> slots_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<bool> ready_;              // per parameter, this step
+  std::vector<bool> folded_;             // per parameter: fold() put some of this step's gradient in flat_
   std::vector<Bucket> buckets_;
   std::size_t next_to_launch_ = 0;
   std::size_t launched_by_hooks_ = 0;

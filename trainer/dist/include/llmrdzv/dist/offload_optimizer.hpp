@@ -67,6 +67,14 @@ class OffloadAdamW {
   std::int64_t chunk_elements() const { return chunk_; }
   // Seconds the last step() spent waiting for the all-gather of the shards.
   double last_gather_wait_seconds() const { return last_gather_wait_seconds_; }
+  // The last step()'s pipeline: its chunks, and how many of their gradient downloads had already
+  // landed (CUDA events) when the host came to update them, i.e. ran during the host's update
+  // of the chunk before. 0 on the CPU, where copies are synchronous.
+  struct PipelineStats {
+    std::int64_t chunks = 0;
+    std::int64_t downloads_landed_before_wait = 0;
+  };
+  PipelineStats last_pipeline_stats() const;
 
  private:
   void load_resharded(const std::map<std::string, at::Tensor>& state);

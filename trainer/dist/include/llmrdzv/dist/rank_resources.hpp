@@ -3,7 +3,10 @@
 // are tested on this GPU-less machine.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace llmrdzv::dist {
 
@@ -26,5 +29,29 @@ int node_cpus();
 
 // "cuda:1 (CUDA_VISIBLE_DEVICES=2,3)" style description of the binding for the log.
 std::string describe_cuda_binding(int device, int visible_devices);
+
+// This machine's host name (gethostname), or "localhost" when it has none.
+std::string host_name();
+
+// The GPU one rank binds, as the other ranks compare it: its node, the device's UUID (the same
+// GPU has the same UUID whatever CUDA_VISIBLE_DEVICES renumbers it to), and its index as the rank
+// sees it (for the message).
+struct RankGpu {
+  int rank = 0;
+  std::string host;
+  std::string uuid;
+  int index = 0;
+  int visible = 1;  // GPUs this rank sees
+};
+
+// One line per rank, "rank host uuid index visible" (host and uuid hold no spaces), and back.
+// parse_rank_gpus throws std::invalid_argument naming a malformed line.
+std::string rank_gpu_line(const RankGpu& gpu);
+std::vector<RankGpu> parse_rank_gpus(std::string_view lines);
+
+// NCCL runs one rank per GPU; two ranks on one GPU fail deep inside NCCL ("Duplicate GPU
+// detected") after seconds. nullopt when every rank has a GPU of its own, else one line that
+// names the ranks, the node and the GPU, and says what to do.
+std::optional<std::string> shared_gpu_problem(std::vector<RankGpu> gpus);
 
 }  // namespace llmrdzv::dist

@@ -48,8 +48,13 @@ class RdzvStore final : public c10d::Store {
   std::int64_t queueLen(const std::string& key) override;
   // Keys under this store's prefix, with the prefix removed.
   std::vector<std::string> listKeys() override;
-  void barrier(const std::string& key, std::int64_t world_size,
-               const std::chrono::milliseconds& timeout) override;
+  // rdzvd's barrier. c10d::Store declares this virtual only in newer torch (CMake finds out:
+  // LLMRDZV_TORCH_STORE_HAS_BARRIER); with torch 2.11 it is this class's own member.
+  void barrier(const std::string& key, std::int64_t world_size, const std::chrono::milliseconds& timeout)
+#if LLMRDZV_TORCH_STORE_HAS_BARRIER
+      override
+#endif
+      ;
 
   std::uint64_t round() const { return round_; }
   const std::string& prefix() const { return prefix_; }

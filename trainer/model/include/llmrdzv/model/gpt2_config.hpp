@@ -44,8 +44,17 @@ struct Gpt2Config {
 
 // Throws ConfigError when a value is out of its domain (sizes >= 1, n_embd divisible by n_head,
 // dropouts in [0, 1), epsilon > 0, a known activation, token ids inside the vocabulary, only tied
-// embeddings). `origin` names where the config came from, for the message.
+// embeddings, at most kMaxParameters parameters). `origin` names where the config came from.
 void validate(const Gpt2Config& config, std::string_view origin);
+
+// The parameters the config implies (the tied LM head counted once), in double: a config with
+// absurd sizes must be described, not overflow.
+double parameter_count(const Gpt2Config& config);
+// A trillion parameters (4 TB in fp32): more than any machine this trainer runs on holds.
+inline constexpr double kMaxParameters = 1e12;
+// "n_layer=12, n_embd=768, n_inner=3072, vocab_size=50257, n_positions=1024 imply 1.24e+08
+// parameters (0.46 GiB in fp32)": the fields that size a model, for messages.
+std::string describe_size(const Gpt2Config& config);
 
 // Parses config.json text. model_type must be "gpt2" when present; unknown keys are ignored
 // (HF writes many: architectures, task_specific_params, ...); known keys must have the right type.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace llmrdzv::train {
@@ -60,6 +61,11 @@ struct TrainOptions {
   std::int64_t nproc = 0;    // > 0: start a local rdzvd and this many ranks (standalone_launcher.hpp)
   std::int64_t threads = 0;  // torch intra-op threads; 0 = torch's default
   bool use_cpu = false;      // stay on the CPU even when CUDA is available
+
+  // Precision (precision.hpp resolves the defaults once the device is known).
+  std::optional<bool> bf16;  // bf16 parameters/gradients, fp32 master weights; unset = on for GPUs that support it
+  bool fp16 = false;         // fp16 parameters/gradients with dynamic loss scaling, fp32 master weights
+  std::optional<bool> tf32;  // TF32 tensor cores for fp32 matmuls and convolutions; unset = on for CUDA
 
   // Data parallelism (read by the training engine, see training_engine.hpp).
   std::string offload = "none";  // none | optimizer

@@ -7,8 +7,11 @@
 // engines (trainer/dist) implement the same interface.
 //
 // Call order per optimizer step, as the loop makes it:
-//   for each micro-batch m of G:  begin_micro_step(m == G-1); forward; (loss / G).backward();
-//   norm = finish_gradients(max_grad_norm);  optimizer_step(lr);
+//   for each micro-batch m of G:  begin_micro_step(m == G-1); forward; (loss * S / G).backward();
+//   norm = finish_gradients(max_grad_norm, 1 / S);  optimizer_step(lr)  (or skip_step())
+// where S is fp16's loss scale (1 otherwise). Parameters may be bf16 or fp16 (mixed precision):
+// engines then keep fp32 master weights (master_weights.hpp), accumulate gradients in fp32 and
+// round the updated masters back into the parameters after each step.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -61,12 +64,16 @@ class TrainingEngine {
   // (`last_micro_step`) needs its gradients synchronised.
   virtual void begin_micro_step(bool last_micro_step) = 0;
 
-  // After the last micro-batch's backward: complete gradient synchronisation, then clip the norm
-  // of the whole (global) gradient to max_norm (0 = no clipping). Returns the norm before clipping.
-  virtual double finish_gradients(double max_norm) = 0;
+  // After the last micro-batch's backward: complete gradient synchronisation, multiply the
+  // gradient by `gradient_multiplier` (undoing a loss scale), then clip the norm of the whole
+  // (global) gradient to max_norm (0 = no clipping). Returns the norm before clipping, the same on
+  // every rank; not finite when a gradient overflowed.
+  virtual double finish_gradients(double max_norm, double gradient_multiplier = 1.0) = 0;
 
   // One AdamW update of every parameter at `learning_rate`, then the gradients are zeroed.
   virtual void optimizer_step(double learning_rate) = 0;
+  // Instead of optimizer_step, for a step whose gradients overflowed: the gradients are dropped.
+  virtual void skip_step() = 0;
 
   // Element-wise sum over all ranks (loss sums, token counts). With one rank: the input.
   virtual std::vector<double> all_reduce_sum(std::vector<double> values) = 0;

@@ -1,0 +1,216 @@
+// The trainer's CUDA paths on a real GPU (see CMakeLists.txt). Tolerances are stated per test:
+// bf16 follows fp32 within 3% per step (bf16 keeps 8 bits of mantissa; the CPU test allows the
+// same), offload follows no offload within 1e-4 in fp32 (the host AdamW and torch's CUDA AdamW
+// round differently) and 1% in bf16.
+#include <torch/cuda.h>
+
+#include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/io/safetensors.hpp"
+#include "llmrdzv/io/safetensors_torch.hpp"
+
+#include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "run_checks.hpp"
+#include "scratch_dir.hpp"
+#include "trainer_process.hpp"
+#include "worker_launch.hpp"
+
+using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_ok;
+using trainer_test::metric_series;
+using trainer_test::run_trainer;
+using trainer_test::RunResult;
+
+namespace {
+
+std::string corpus() {
+  std::string text;
+  unsigned state = 29;
+  static const char* words[] = {"kernel", "stream", "event", "tensor", "core", "warp", "block", "grid", "nccl"};
+  for (int i = 0; i < 2000; ++i) {
+    state = state * 1103515245u + 12345u;
+    text += words[(state >> 16) % 9];
+    text += (i % 11 == 10) ? ".\n" : " ";
+  }
+  return text;
+}
+
+// 30 steps of a small GPT-2 (no dropout) on the GPU.
+std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out, std::vector<std::string> extra) {
+  std::vector<std::string> args = {
+      "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0", "--output_dir", out,
+      "--cache_dir", dir.file("cache"), "--config_overrides",
+      "n_layer=2,n_head=4,n_embd=128,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "64",
+      "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2", "--learning_rate", "2e-3",
+      "--weight_decay", "0.1", "--max_grad_norm", "1.0", "--warmup_steps", "3", "--max_steps", "30",
+      "--logging_steps", "1", "--save_steps", "15", "--seed", "8"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& reference, double relative) {
+  REQUIRE(got.size() == reference.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("step " << i + 1 << ": " << got[i] << " vs " << reference[i]);
+    CHECK(std::abs(got[i] - reference[i]) <= relative * reference[i]);
+  }
+}
+
+// What a clean run leaves out of stderr: c10d's and NCCL's complaints at exit, stack traces.
+void expect_clean_stderr(const RunResult& run) {
+  INFO("stderr:\n" << run.err);
+  for (const char* noise : {"destroy_process_group", "should dump flag", "Exception raised from", "terminate called",
+                            "Traceback", "frame #", "Duplicate GPU"}) {
+    CHECK(run.err.find(noise) == std::string::npos);
+  }
+}
+
+struct Corpus {
+  Corpus() { dir.write("corpus.txt", corpus()); }
+  ScratchDir dir{"gpu-run"};
+};
+
+}  // namespace
+
+TEST_CASE("bf16 on the GPU follows fp32 within 3% per step, and both runs end cleanly", "[gpu][precision]") {
+  Corpus c;
+  const RunResult fp32 = run_trainer(run_args(c.dir, c.dir.file("fp32"), {"--bf16", "false", "--tf32", "false"}));
+  expect_ok(fp32);
+  CHECK_THAT(fp32.out, Catch::Contains("in fp32"));
+  const RunResult bf16 = run_trainer(run_args(c.dir, c.dir.file("bf16"), {}));  // the default on a bf16 GPU
+  expect_ok(bf16);
+  CHECK_THAT(bf16.out, Catch::Contains("in bf16 (fp32 master weights), TF32 on"));
+  const auto reference = metric_series(c.dir.file("fp32/metrics.jsonl"), "loss");
+  REQUIRE(reference.back() < reference.front() * 0.8);
+  expect_close(metric_series(c.dir.file("bf16/metrics.jsonl"), "loss"), reference, 0.03);
+  expect_clean_stderr(fp32);
+  expect_clean_stderr(bf16);
+}
+
+TEST_CASE("fp16 with loss scaling on the GPU follows fp32 within 3% per step", "[gpu][precision]") {
+  Corpus c;
+  const RunResult fp32 = run_trainer(run_args(c.dir, c.dir.file("fp32"), {"--bf16", "false", "--tf32", "false"}));
+  expect_ok(fp32);
+  const RunResult fp16 = run_trainer(run_args(c.dir, c.dir.file("fp16"), {"--fp16", "--tf32", "false"}));
+  expect_ok(fp16);
+  CHECK_THAT(fp16.out, Catch::Contains("in fp16 (fp32 master weights, dynamic loss scaling)"));
+  expect_close(metric_series(c.dir.file("fp16/metrics.jsonl"), "loss"),
+               metric_series(c.dir.file("fp32/metrics.jsonl"), "loss"), 0.03);
+  CHECK(metric_series(c.dir.file("fp16/metrics.jsonl"), "loss_scale").back() >= 1024);
+}
+
+TEST_CASE("offload optimizer on the GPU follows no offload (1e-4 in fp32, 1% in bf16)", "[gpu][offload]") {
+  Corpus c;
+  for (const std::string precision : {"fp32", "bf16"}) {
+    DYNAMIC_SECTION(precision) {
+      const std::vector<std::string> flags =
+          precision == "fp32" ? std::vector<std::string>{"--bf16", "false", "--tf32", "false"} : std::vector<std::string>{"--bf16"};
+      const std::string plain = c.dir.file(precision + "-plain"), offload = c.dir.file(precision + "-offload");
+      std::vector<std::string> with_offload = flags;
+      with_offload.insert(with_offload.end(), {"--offload", "optimizer"});
+      expect_ok(run_trainer(run_args(c.dir, plain, flags)));
+      const RunResult run = run_trainer(run_args(c.dir, offload, with_offload));
+      expect_ok(run);
+      expect_clean_stderr(run);
+      expect_close(metric_series(offload + "/metrics.jsonl", "loss"), metric_series(plain + "/metrics.jsonl", "loss"),
+                   precision == "fp32" ? 1e-4 : 0.01);
+    }
+  }
+}
+
+TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA events)", "[gpu][offload]") {
+  // 64 chunks of 1M floats: while the host updates chunk i, chunk i+1's gradient download must
+  // already have landed when the host comes for it (its event complete), i.e. it ran meanwhile.
+  const auto run = llmrdzv::testing::run_workers(
+      1, {"--mode", "offload-overlap", "--params", std::to_string(64 << 20), "--chunk", std::to_string(1 << 20),
+          "--steps", "3"});
+  llmrdzv::testing::require_success(run);
+  const auto lines = llmrdzv::testing::lines_with(run, "step ");
+  REQUIRE(lines.size() == 3);
+  for (std::size_t i = 1; i < lines.size(); ++i) {  // the first step also pins and allocates
+    std::istringstream in(lines[i]);
+    std::string word;
+    long long step = 0, chunks = 0, landed = 0;
+    in >> word >> step >> word >> chunks >> word >> landed;
+    INFO(lines[i]);
+    CHECK(chunks == 64);
+    CHECK(landed >= chunks - 2);
+  }
+}
+
+TEST_CASE("NCCL at world size 1 starts and shuts down cleanly", "[gpu][nccl]") {
+  Corpus c;
+  const RunResult run = run_trainer(run_args(c.dir, c.dir.file("nccl"), {"--nproc", "1", "--max_steps", "5"}));
+  expect_ok(run);
+  CHECK_THAT(run.err + run.out, Catch::Contains("trains on cuda:0"));
+  expect_clean_stderr(run);
+}
+
+TEST_CASE("ranks that would share a GPU stop before NCCL starts, with one clear line", "[gpu][nccl][errors]") {
+  Corpus c;
+  const int ranks = static_cast<int>(torch::cuda::device_count()) + 1;
+  const auto start = std::chrono::steady_clock::now();
+  const RunResult run = run_trainer(run_args(c.dir, c.dir.file("shared"), {"--nproc", std::to_string(ranks)}));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO("stderr:\n" << run.err);
+  CHECK(run.exit_code != 0);
+  CHECK_THAT(run.err, Catch::Contains("would share one GPU"));
+  CHECK_THAT(run.err, Catch::Contains("NCCL needs a GPU per rank"));
+  CHECK(run.err.find("Duplicate GPU") == std::string::npos);
+  CHECK(run.err.find("frame #") == std::string::npos);
+  CHECK(seconds < 30);
+}
+
+TEST_CASE("a GPU run resumed from a checkpoint repeats the uninterrupted run exactly", "[gpu][resume]") {
+  Corpus c;
+  expect_ok(run_trainer(run_args(c.dir, c.dir.file("full"), {})));
+  expect_ok(run_trainer(
+      run_args(c.dir, c.dir.file("resumed"), {"--resume_from_checkpoint", c.dir.file("full/checkpoint-15")})));
+  const auto full = metric_series(c.dir.file("full/metrics.jsonl"), "loss");
+  const auto again = metric_series(c.dir.file("resumed/metrics.jsonl"), "loss");
+  REQUIRE(again.size() == 15);
+  for (std::size_t i = 0; i < again.size(); ++i) CHECK(again[i] == full[15 + i]);
+  CHECK(llmrdzv::testing::read_file(c.dir.file("resumed/model.safetensors")) ==
+        llmrdzv::testing::read_file(c.dir.file("full/model.safetensors")));
+}
+
+TEST_CASE("a model trained on the GPU exports to transformers with the same logits, and generates there",
+          "[gpu][export][generate]") {
+  Corpus c;
+  const std::string out = c.dir.file("export");
+  expect_ok(run_trainer(run_args(c.dir, out, {"--bf16", "false", "--tf32", "false"})));
+  // Our logits for the exported model on the GPU, in fp32, against transformers' on the CPU.
+  llmrdzv::model::Gpt2LmHeadModel model = llmrdzv::io::load_hf_model(out);
+  model->eval();
+  model->to(torch::kCUDA);
+  torch::manual_seed(3);
+  const at::Tensor ids = torch::randint(0, model->config().vocab_size, {3, 40});
+  torch::NoGradGuard no_grad;
+  const auto result = model->forward(ids.to(torch::kCUDA), ids.to(torch::kCUDA));
+  llmrdzv::io::save_tensors(c.dir.path() / "ours.safetensors",
+                            {{"input_ids", ids}, {"labels", ids}, {"logits", result.logits.to(torch::kCPU).contiguous()},
+                             {"loss", result.loss.to(torch::kCPU).reshape({1})}},
+                            {});
+  const std::string check = std::string(LLMRDZV_TEST_PYTHON) + " " + LLMRDZV_HF_REFERENCE_SCRIPT + " check " + out + " " +
+                            c.dir.file("ours.safetensors");
+  CHECK(std::system(check.c_str()) == 0);
+
+  // Greedy generation on the GPU equals greedy generation on the CPU.
+  const std::vector<std::string> greedy = {"generate", "--model", out, "--prompt", "kernel stream", "--max_new_tokens",
+                                           "20", "--temperature", "0"};
+  const RunResult gpu = run_trainer(greedy);
+  std::vector<std::string> on_cpu = greedy;
+  on_cpu.push_back("--use_cpu");
+  const RunResult cpu = run_trainer(on_cpu);
+  expect_ok(gpu);
+  expect_ok(cpu);
+  CHECK(gpu.out == cpu.out);
+  CHECK(gpu.out.starts_with("kernel stream"));
+}

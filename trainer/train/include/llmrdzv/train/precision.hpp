@@ -1,0 +1,60 @@
+// The number formats a training run computes in, decided once the training device is known, as
+// HF Trainer's --bf16/--fp16/--tf32 do: mixed precision keeps bf16 (or fp16) parameters and
+// gradients for forward and backward and fp32 master weights and AdamW state in the optimizer
+// (master_weights.hpp); fp16 adds dynamic loss scaling (LossScaler). Torch-free, so the rules are
+// tested without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "llmrdzv/train/options.hpp"
+
+namespace llmrdzv::train {
+
+enum class ComputeDtype { fp32, bf16, fp16 };
+
+struct Precision {
+  ComputeDtype dtype = ComputeDtype::fp32;  // parameters, activations and gradients
+  bool tf32 = false;                        // fp32 matmuls/convolutions on TF32 tensor cores
+  bool loss_scaling() const { return dtype == ComputeDtype::fp16; }
+};
+
+// What the training device offers.
+struct DeviceTraits {
+  bool cuda = false;
+  std::string name = "cpu";  // e.g. "NVIDIA H100 80GB HBM3"
+  int compute_capability_major = 0;
+  bool supports_bf16() const { return !cuda || compute_capability_major >= 8; }
+  bool supports_tf32() const { return cuda && compute_capability_major >= 8; }
+};
+
+// --bf16/--fp16/--tf32 with their auto defaults: bf16 and TF32 on for CUDA GPUs that have them,
+// fp32 on the CPU. Throws std::invalid_argument naming the flag when the device lacks what it asks.
+Precision resolve_precision(const TrainOptions& options, const DeviceTraits& device);
+
+// "bf16 (fp32 master weights), TF32 on" for the log.
+std::string describe(const Precision& precision);
+const char* dtype_name(ComputeDtype dtype);
+
+// fp16's dynamic loss scaling, as torch.amp.GradScaler does it: the loss is multiplied by scale()
+// before backward; a step whose gradients overflowed (a non-finite norm) is skipped and the scale
+// halved; after `growth_interval` good steps in a row it doubles.
+class LossScaler {
+ public:
+  static constexpr double kInitialScale = 65536.0;
+  static constexpr std::int64_t kGrowthInterval = 2000;
+
+  double scale() const { return scale_; }
+  std::int64_t good_steps() const { return good_steps_; }
+  // After a step's gradients are known: true = apply the step, false = skip it (overflow).
+  bool update(bool gradients_finite);
+  // From a checkpoint; throws std::invalid_argument for a scale that is not a positive number.
+  void restore(double scale, std::int64_t good_steps);
+
+ private:
+  double scale_ = kInitialScale;
+  std::int64_t good_steps_ = 0;
+};
+
+}  // namespace llmrdzv::train

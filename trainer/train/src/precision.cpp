@@ -1,0 +1,68 @@
+// Precision rules and loss scaling of precision.hpp.
+#include "llmrdzv/train/precision.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace llmrdzv::train {
+
+Precision resolve_precision(const TrainOptions& o, const DeviceTraits& device) {
+  Precision p;
+  if (o.fp16 && o.bf16.value_or(false)) throw std::invalid_argument("--fp16 and --bf16 cannot both be on");
+  if (o.fp16) {
+    p.dtype = ComputeDtype::fp16;
+  } else if (o.bf16.value_or(device.cuda && device.supports_bf16())) {
+    if (!device.supports_bf16()) {
+      throw std::invalid_argument("--bf16: " + device.name + " (compute capability " +
+                                  std::to_string(device.compute_capability_major) +
+                                  ".x) has no bf16 arithmetic; use --fp16, or --bf16 false for fp32");
+    }
+    p.dtype = ComputeDtype::bf16;
+  }
+  if (o.tf32.value_or(false) && !device.supports_tf32()) {
+    throw std::invalid_argument(device.cuda ? "--tf32: " + device.name + " has no TF32 tensor cores (compute capability 8.0 or newer)"
+                                            : std::string("--tf32 needs a CUDA GPU (this run trains on the CPU)"));
+  }
+  p.tf32 = o.tf32.value_or(device.supports_tf32());
+  return p;
+}
+
+const char* dtype_name(ComputeDtype dtype) {
+  switch (dtype) {
+    case ComputeDtype::bf16: return "bf16";
+    case ComputeDtype::fp16: return "fp16";
+    case ComputeDtype::fp32: break;
+  }
+  return "fp32";
+}
+
+std::string describe(const Precision& p) {
+  std::string text = dtype_name(p.dtype);
+  if (p.dtype != ComputeDtype::fp32) text += " (fp32 master weights" + std::string(p.loss_scaling() ? ", dynamic loss scaling)" : ")");
+  return text + (p.tf32 ? ", TF32 on" : "");
+}
+
+bool LossScaler::update(bool gradients_finite) {
+  if (!gradients_finite) {
+    scale_ = std::max(1.0, scale_ / 2);
+    good_steps_ = 0;
+    return false;
+  }
+  if (++good_steps_ >= kGrowthInterval) {
+    scale_ *= 2;
+    good_steps_ = 0;
+  }
+  return true;
+}
+
+void LossScaler::restore(double scale, std::int64_t good_steps) {
+  if (!std::isfinite(scale) || scale < 1 || good_steps < 0) {
+    throw std::invalid_argument("loss scale " + std::to_string(scale) + " after " + std::to_string(good_steps) +
+                                " good steps is not a valid loss-scaler state");
+  }
+  scale_ = scale;
+  good_steps_ = good_steps;
+}
+
+}  // namespace llmrdzv::train
