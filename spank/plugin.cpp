@@ -50,9 +50,11 @@ PluginState& state() {
   return instance;
 }
 
-// How srun hands the step's token to slurmstepd: srun's environment goes to the step, and
-// SLURM_* variables go even with --export=NONE. Tasks see it as RDZV_TOKEN only.
+// How srun hands the step's token and its randomly chosen ports to slurmstepd: srun's
+// environment goes to the step, and SLURM_* variables go even with --export=NONE. Tasks see them
+// as RDZV_TOKEN, RDZV_ENDPOINT and MASTER_PORT only.
 constexpr const char* kTokenCarrier = "SLURM_LLM_RDZV_TOKEN";
+constexpr const char* kPortsCarrier = "SLURM_LLM_RDZV_PORTS";
 
 int report(const std::string& message) {
   slurm_error("llm-rdzv: %s", message.c_str());
@@ -107,7 +109,18 @@ std::string step_token(spank_t sp, const StepSettings& settings, const StepLayou
 
 // rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no
 // directory the job's user controls.
-void start_step_daemon(const StepSettings& settings, const StepLayout& layout,
+// srun's random ports; the deterministic (job, step) ports only where no srun started the step.
+StepPorts ports_of_step(spank_t sp, const StepSettings& settings, const StepLayout& layout) {
+  const std::string carried = getenv_from_job(sp, kPortsCarrier);
+  if (!carried.empty()) return parse_ports_text(carried, settings.ports);
+  if (!is_script_step(layout.step_id)) {
+    throw ArgError(std::string("the step has no ports from srun (") + kPortsCarrier +
+                   " is missing): is the llm-rdzv plugin loaded where srun runs?");
+  }
+  return step_ports(settings, layout.job_id, layout.step_id);
+}
+
+void start_step_daemon(const StepSettings& settings, const StepLayout& layout, const StepPorts& ports,
                        const std::string& rdzv_id, const std::string& token, const JobUser& user) {
   PluginState& s = state();
   LaunchSpec spec;
@@ -120,7 +133,6 @@ void start_step_daemon(const StepSettings& settings, const StepLayout& layout,
     spec.log_path = s.site.log_dir + "/rdzvd-" + rendezvous_id({}, layout.job_id, layout.step_id) + "-" +
                     std::to_string(getpid()) + ".log";
   }
-  const StepPorts ports = step_ports(settings, layout.job_id, layout.step_id);
   spec.args = rdzvd_arguments(s.site, settings, layout, rdzv_id, ports.rdzvd);
   s.daemon = start_daemon(spec);
   slurm_debug("llm-rdzv: rdzvd pid %d serves %s on port %u", int(s.daemon.pid), rdzv_id.c_str(), unsigned(s.daemon.port));
@@ -139,9 +151,10 @@ int prepare_remote(spank_t sp) {
   const JobUser user = job_user(sp);
   const std::string token = step_token(sp, settings, layout, rdzv_id, user.uid);
   const std::string master = master_address(settings.addr, first_node(sp, layout));
-  s.env = step_env(settings, layout, master, s.site.server.value_or(""), token);
+  const StepPorts ports = ports_of_step(sp, settings, layout);
+  s.env = step_env(settings, layout, ports, master, s.site.server.value_or(""), token);
   if (settings.mode == Mode::step && layout.node_id == 0) {
-    start_step_daemon(settings, layout, rdzv_id, token, user);
+    start_step_daemon(settings, layout, ports, rdzv_id, token, user);
   }
   return 0;
 }
@@ -151,6 +164,11 @@ int prepare_local() {
   // spank_setenv only works remotely.
   if (settings.mode == Mode::step && setenv(kTokenCarrier, make_random_token().c_str(), 1) != 0) {
     throw ArgError("cannot pass the step's token to the tasks");
+  }
+  // Unpredictable ports: another user cannot bind the step's rdzvd or MASTER_PORT in advance.
+  const std::uint64_t random = std::stoull(make_random_token().substr(0, 16), nullptr, 16);
+  if (setenv(kPortsCarrier, ports_text(random_step_ports(settings.ports, random)).c_str(), 1) != 0) {
+    throw ArgError("cannot pass the step's ports to the nodes");
   }
   return 0;
 }
@@ -215,6 +233,7 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
       for (const std::string& name : contract_variables()) spank_unsetenv(sp, name.c_str());
     }
     spank_unsetenv(sp, kTokenCarrier);
+    spank_unsetenv(sp, kPortsCarrier);
     return 0;
   }
   if (!s.active) return 0;
@@ -235,6 +254,7 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
       }
     }
     spank_unsetenv(sp, kTokenCarrier);
+    spank_unsetenv(sp, kPortsCarrier);
     return 0;
   });
 }
@@ -242,7 +262,9 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
 extern "C" int slurm_spank_exit(spank_t, int, char**) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   return guarded([] {
-    stop_daemon(state().daemon, std::chrono::milliseconds(3000));
+    // Ranks on other nodes get up to a heartbeat timeout (+2 s) to leave, or to be seen failing.
+    const std::uint32_t heartbeat_ms = state().site.heartbeat_timeout_ms ? state().site.heartbeat_timeout_ms : 10000;
+    finish_daemon(state().daemon, std::chrono::milliseconds(heartbeat_ms + 2000), std::chrono::milliseconds(3000));
     state().daemon = {};
     return 0;
   });

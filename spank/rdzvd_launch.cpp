@@ -179,6 +179,19 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
   }
 }
 
+void finish_daemon(const RunningDaemon& daemon, std::chrono::milliseconds drain, std::chrono::milliseconds grace) {
+  if (daemon.pid <= 0) return;
+  int status = 0;
+  if (waitpid(daemon.pid, &status, WNOHANG) != 0) return;
+  kill(daemon.pid, SIGUSR1);
+  const auto deadline = Clock::now() + drain;
+  while (Clock::now() < deadline) {
+    if (waitpid(daemon.pid, &status, WNOHANG) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  stop_daemon(daemon, grace);
+}
+
 void stop_daemon(const RunningDaemon& daemon, std::chrono::milliseconds grace) {
   if (daemon.pid <= 0) return;
   int status = 0;

@@ -53,6 +53,11 @@ struct RunningDaemon {
 // start is killed and reaped before the throw.
 RunningDaemon start_daemon(const LaunchSpec& spec);
 
+// The end of the step on the daemon's node, whose own tasks are done while ranks on other nodes
+// may still be leaving: SIGUSR1 asks the daemon to exit once no member remains; after `drain` it
+// is stopped as stop_daemon does, with `grace`.
+void finish_daemon(const RunningDaemon& daemon, std::chrono::milliseconds drain, std::chrono::milliseconds grace);
+
 // SIGTERM, up to `grace` for it to exit, then SIGKILL. Only signals the process while it is
 // still our unreaped child, so a recycled pid is never hit.
 void stop_daemon(const RunningDaemon& daemon, std::chrono::milliseconds grace);

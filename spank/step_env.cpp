@@ -24,15 +24,45 @@ StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::ui
           step_port(settings.ports, job_id, step_id, PortPurpose::master)};
 }
 
+StepPorts random_step_ports(const PortRange& range, std::uint64_t random) {
+  const std::uint32_t size = range.size();  // at least 2 (parse_step_ports)
+  StepPorts ports;
+  ports.rdzvd = std::uint16_t(range.lo + random % size);
+  // The master port: any other port of the range, uniformly.
+  const std::uint32_t offset = 1 + std::uint32_t((random / size) % (size - 1));
+  ports.master = std::uint16_t(range.lo + (ports.rdzvd - range.lo + offset) % size);
+  return ports;
+}
+
+std::string ports_text(const StepPorts& ports) {
+  return std::to_string(ports.rdzvd) + "," + std::to_string(ports.master);
+}
+
+StepPorts parse_ports_text(const std::string& text, const PortRange& range) {
+  const auto comma = text.find(',');
+  const auto bad = [&]() -> StepPorts {
+    throw ArgError("the step's ports from srun ('" + text + "') are not two different ports in " + describe(range));
+  };
+  if (comma == std::string::npos) return bad();
+  StepPorts ports;
+  try {
+    ports.rdzvd = std::uint16_t(parse_count("ports", text.substr(0, comma), range.lo, range.hi));
+    ports.master = std::uint16_t(parse_count("ports", text.substr(comma + 1), range.lo, range.hi));
+  } catch (const ArgError&) {
+    return bad();
+  }
+  if (ports.rdzvd == ports.master) return bad();
+  return ports;
+}
+
 WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout) {
   if (!settings.nodes) return {layout.ntasks, layout.ntasks};
   const std::uint32_t per_node = (layout.ntasks + layout.nnodes - 1) / layout.nnodes;
   return {settings.nodes->min * per_node, settings.nodes->max * per_node};
 }
 
-EnvList step_env(const StepSettings& settings, const StepLayout& layout, const std::string& master_addr,
-                 const std::string& site_server, const std::string& token) {
-  const StepPorts ports = step_ports(settings, layout.job_id, layout.step_id);
+EnvList step_env(const StepSettings& settings, const StepLayout& layout, const StepPorts& ports,
+                 const std::string& master_addr, const std::string& site_server, const std::string& token) {
   const WorldBounds world = world_bounds(settings, layout);
   const bool site = settings.mode == Mode::site;
   const std::string endpoint = site ? site_server : master_addr + ":" + std::to_string(ports.rdzvd);
@@ -74,7 +104,7 @@ void check_node_bounds(const StepSettings& settings, const StepLayout& layout) {
 
 std::vector<std::string> contract_variables() {
   std::vector<std::string> names;
-  for (const auto& [name, value] : step_env(StepSettings{}, StepLayout{}, "", ":0", "")) names.push_back(name);
+  for (const auto& [name, value] : step_env(StepSettings{}, StepLayout{}, StepPorts{}, "", ":0", "")) names.push_back(name);
   for (const auto& [name, value] : task_env(0, 0)) names.push_back(name);
   return names;
 }

@@ -34,7 +34,18 @@ struct StepPorts {
   std::uint16_t rdzvd = 0;
   std::uint16_t master = 0;
 };
+// The deterministic ports of a step, a pure function of (job id, step id): only the fallback
+// for steps no srun started (the batch script, salloc's interactive step), whose ports nobody
+// could hand to the nodes; anyone who reads squeue can compute them.
 StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id);
+
+// srun picks the step's ports at random inside the range (two different ports; `random` is 64
+// bits from the kernel's generator) and hands them to every node's slurmstepd the way the token
+// travels, as "RDZVD,MASTER" (ports_text / parse_ports_text). parse_ports_text throws ArgError
+// for text that is not two different ports inside `range`.
+StepPorts random_step_ports(const PortRange& range, std::uint64_t random);
+std::string ports_text(const StepPorts& ports);
+StepPorts parse_ports_text(const std::string& text, const PortRange& range);
 
 // Participant bounds: the step's task count, or nodes=MIN:MAX times the tasks per node.
 struct WorldBounds {
@@ -47,10 +58,11 @@ WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout)
 // the rendezvous would turn ranks away.
 void check_node_bounds(const StepSettings& settings, const StepLayout& layout);
 
-// Everything but the per-task variables. `site_server` (HOST:PORT) is used in site mode; there
-// LLM_RDZV_PORT_RANGE is its one port, so clients do not probe the step range.
-EnvList step_env(const StepSettings& settings, const StepLayout& layout, const std::string& master_addr,
-                 const std::string& site_server, const std::string& token);
+// Everything but the per-task variables, for a step using `ports`. `site_server` (HOST:PORT) is
+// used in site mode; there LLM_RDZV_PORT_RANGE is its one port, so clients do not probe the step
+// range.
+EnvList step_env(const StepSettings& settings, const StepLayout& layout, const StepPorts& ports,
+                 const std::string& master_addr, const std::string& site_server, const std::string& token);
 
 // RANK and LOCAL_RANK of one task.
 EnvList task_env(std::uint32_t rank, std::uint32_t local_rank);

@@ -360,6 +360,14 @@ void Core::check_heartbeat(const std::string& rdzv_key, const std::string& parti
   });
 }
 
+bool Core::has_live_members() const {
+  if (!sessions_.empty()) return true;
+  for (const auto& [key, rdzv] : registry_) {
+    if (rdzv->round_active() || !rdzv->pending.empty()) return true;
+  }
+  return false;
+}
+
 Status Core::leave(const Scope& scope, const std::string& participant_id) {
   if (auto status = check_id("participant_id", participant_id); !status.ok()) return status;
   auto found = find(scope);

@@ -88,7 +88,9 @@ class Daemon {
         host_({load_auth(options_), options_.core, options_.participants}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
               io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
-        idle_timer_(io_) {}
+        drain_signal_(io_, SIGUSR1),
+        idle_timer_(io_),
+        drain_timer_(io_) {}
 
   int run() {
     BoundServer bound = bind_first_free(options_, host_, log_);
@@ -102,6 +104,7 @@ class Daemon {
               " mode=" + core::mode_name(options_.mode) +
               (options_.mode == core::Mode::step ? " rdzv=" + options_.rdzv_id : std::string()));
     wait_for_signal();
+    wait_for_drain();
     watch_idle();
     io_.run();
     bound.server->Wait();
@@ -139,6 +142,27 @@ class Daemon {
     }
   }
 
+  // SIGUSR1 (slurmstepd, when the step's first node is done): exit as soon as no member remains,
+  // so ranks on other nodes can still leave (or be seen failing) before the daemon goes.
+  void wait_for_drain() {
+    drain_signal_.async_wait([this](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      log_.info("SIGUSR1: exiting once no member remains");
+      watch_drain();
+    });
+  }
+
+  void watch_drain() {
+    if (!host_.run([](core::Core& core) { return core.has_live_members(); })) {
+      stop("SIGUSR1 and no member remains");
+      return;
+    }
+    drain_timer_.expires_after(std::chrono::milliseconds(50));
+    drain_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) watch_drain();
+    });
+  }
+
   // Ticks every second even with no idle timeout, so a SIGHUP can turn it on or off (0 = never).
   void watch_idle() {
     idle_timer_.expires_after(std::chrono::seconds(1));
@@ -157,7 +181,9 @@ class Daemon {
   void stop(const std::string& reason) {
     log_.info("stopping: " + reason);
     signals_.cancel();
+    drain_signal_.cancel();
     idle_timer_.cancel();
+    drain_timer_.cancel();
     host_.run([&](core::Core& core) { core.shutdown(reason); });
     // Everything blocked has been completed; give the SHUTDOWN events a moment to be written.
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -170,7 +196,9 @@ class Daemon {
   boost::asio::io_context io_;
   CoreHost host_;
   boost::asio::signal_set signals_;
+  boost::asio::signal_set drain_signal_;
   boost::asio::steady_timer idle_timer_;
+  boost::asio::steady_timer drain_timer_;
   grpc::Server* server_ = nullptr;
 };
 

@@ -387,6 +387,7 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --help                       this text
 
 Signals: SIGTERM/SIGINT stop gracefully (sessions get SHUTDOWN, blocked calls UNAVAILABLE, exit 0);
+SIGUSR1 stops it once no member remains (slurmstepd sends it when the step's first node is done);
 SIGHUP reloads the config file. Bad flags or config: a message naming the key, exit status 2.
 )";
 

@@ -51,7 +51,41 @@ grpc::Status join(int port, const std::string& token, v1::JoinResponse* response
   return stub->Join(&context, request, response);
 }
 
+grpc::Status leave(int port, const std::string& token) {
+  auto stub = v1::Rendezvous::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::LeaveRequest request;
+  request.mutable_scope()->set_rdzv_id("9.0");
+  request.mutable_scope()->set_token(token);
+  request.set_participant_id("p");
+  v1::LeaveResponse response;
+  return stub->Leave(&context, request, &response);
+}
+
 }  // namespace
+
+TEST_CASE("SIGUSR1 stops rdzvd once no member remains, not before", "[daemon]") {
+  ScratchDir dir;
+  {
+    DaemonProcess rdzvd(step_args(dir), dir.file("rdzvd.log"));
+    const int port = rdzvd.port(dir.file("port"));
+    v1::JoinResponse response;
+    REQUIRE(join(port, "daemon-test-token", &response).ok());
+    rdzvd.signal(SIGUSR1);
+    CHECK(rdzvd.log_contains("SIGUSR1: exiting once no member remains", 5s));
+    CHECK_FALSE(rdzvd.wait(700ms));  // a member is still in its round
+    REQUIRE(leave(port, "daemon-test-token").ok());
+    REQUIRE(rdzvd.wait(5s) == 0);
+    CHECK_THAT(rdzvd.log(), Catch::Contains("stopping: SIGUSR1 and no member remains"));
+  }
+  ScratchDir fresh;  // its own port file: the first daemon's would be read before this one listens
+  DaemonProcess idle(step_args(fresh), fresh.file("idle.log"));
+  idle.port(fresh.file("port"));
+  idle.signal(SIGUSR1);
+  CHECK(idle.wait(5s) == std::optional<int>(0));  // nobody ever joined: it goes at once
+}
 
 TEST_CASE("rdzvd --help describes the flags and exits 0", "[daemon]") {
   ScratchDir dir;

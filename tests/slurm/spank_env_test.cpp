@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "step_env.hpp"
 
@@ -29,8 +30,8 @@ StepSettings settings_with(PortRange ports) {
 TEST_CASE("step mode env follows the step layout") {
   const StepSettings settings = settings_with({20000, 20999});
   StepLayout layout{.job_id = 42, .step_id = 3, .nnodes = 3, .node_id = 1, .ntasks = 6, .local_tasks = 2};
-  const auto env = as_map(step_env(settings, layout, "node1", "", "tok"));
-  const StepPorts ports = step_ports(settings, 42, 3);
+  const StepPorts ports{20417, 20088};
+  const auto env = as_map(step_env(settings, layout, ports, "node1", "", "tok"));
   CHECK(env.at("MASTER_ADDR") == "node1");
   CHECK(env.at("MASTER_PORT") == std::to_string(ports.master));
   CHECK(env.at("RDZV_ENDPOINT") == "node1:" + std::to_string(ports.rdzvd));
@@ -52,7 +53,41 @@ TEST_CASE("step mode env follows the step layout") {
   CHECK(task.at("LOCAL_RANK") == "1");
 }
 
-TEST_CASE("ports are in range, differ between rdzvd and master, and between steps") {
+TEST_CASE("srun's random ports are two different ports of the range, spread over all of it") {
+  const PortRange range{20000, 20999};
+  std::set<std::uint16_t> rdzvd, master;
+  std::uint64_t state = 88172645463325252ULL;
+  for (int i = 0; i < 2000; ++i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;  // xorshift64: stands in for getrandom
+    const StepPorts ports = random_step_ports(range, state);
+    REQUIRE(range.contains(ports.rdzvd));
+    REQUIRE(range.contains(ports.master));
+    REQUIRE(ports.rdzvd != ports.master);
+    rdzvd.insert(ports.rdzvd);
+    master.insert(ports.master);
+  }
+  CHECK(rdzvd.size() > 800);  // of 1000 ports, after 2000 draws (expected ~865)
+  CHECK(master.size() > 800);
+  // A two-port range: each draw uses both ports.
+  for (std::uint64_t r = 0; r < 8; ++r) {
+    const StepPorts two = random_step_ports({30000, 30001}, r);
+    CHECK(two.rdzvd + two.master == 60001);
+  }
+}
+
+TEST_CASE("the ports srun hands to the nodes round-trip, and bad text is refused") {
+  const PortRange range{20000, 20999};
+  const StepPorts ports{20417, 20088};
+  const StepPorts back = parse_ports_text(ports_text(ports), range);
+  CHECK(back.rdzvd == 20417);
+  CHECK(back.master == 20088);
+  for (const std::string bad : {"", "20417", "20417,20417", "20417,30000", "x,y", "20417,20088,1", "-1,20000"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_ports_text(bad, range), Catch::Contains("are not two different ports in 20000-20999"));
+  }
+}
+
+TEST_CASE("fallback ports are in range, differ between rdzvd and master, and between steps") {
   const StepSettings settings = settings_with({20000, 20999});
   int differing = 0;
   for (std::uint32_t step = 0; step < 50; ++step) {
@@ -72,7 +107,7 @@ TEST_CASE("elastic nodes=MIN:MAX become participant bounds") {
   const WorldBounds bounds = world_bounds(settings, layout);
   CHECK(bounds.min == 8);
   CHECK(bounds.max == 16);
-  const auto env = as_map(step_env(settings, layout, "n", "", "t"));
+  const auto env = as_map(step_env(settings, layout, StepPorts{20000, 20001}, "n", "", "t"));
   CHECK(env.at("LLM_RDZV_MIN_WORLD") == "8");
   CHECK(env.at("LLM_RDZV_MAX_WORLD") == "16");
 }
@@ -97,7 +132,7 @@ TEST_CASE("the contract's variable names cover everything a task gets") {
   const auto names = contract_variables();
   const StepSettings settings = settings_with({20000, 20999});
   const StepLayout layout{.job_id = 2, .step_id = 1, .nnodes = 1, .node_id = 0, .ntasks = 2, .local_tasks = 2};
-  EnvList all = step_env(settings, layout, "n", "", "t");
+  EnvList all = step_env(settings, layout, StepPorts{20000, 20001}, "n", "", "t");
   for (auto& kv : task_env(1, 1)) all.push_back(kv);
   REQUIRE(names.size() == all.size());
   for (const auto& [name, value] : all) CHECK(std::find(names.begin(), names.end(), name) != names.end());
@@ -115,13 +150,13 @@ TEST_CASE("batch and interactive steps get readable ids, and a user id wins") {
   CHECK(is_extern_step(0xfffffffc));
   settings.id = "span";
   CHECK(rendezvous_id(settings, 9, 0) == "span");
-  CHECK(as_map(step_env(settings, {}, "n", "", "t")).at("RDZV_ID") == "span");
+  CHECK(as_map(step_env(settings, {}, StepPorts{20000, 20001}, "n", "", "t")).at("RDZV_ID") == "span");
 }
 
 TEST_CASE("site mode points tasks at the site's rdzvd") {
   StepSettings settings = settings_with({20000, 20999});
   settings.mode = Mode::site;
-  const auto env = as_map(step_env(settings, {}, "node1", "rdzv.site:7000", "v1.1000.ab"));
+  const auto env = as_map(step_env(settings, {}, StepPorts{20000, 20001}, "node1", "rdzv.site:7000", "v1.1000.ab"));
   CHECK(env.at("RDZV_ENDPOINT") == "rdzv.site:7000");
   CHECK(env.at("LLM_RDZV_PORT_RANGE") == "7000");
   CHECK(env.at("MASTER_ADDR") == "node1");

@@ -96,6 +96,23 @@ TEST_CASE("a daemon that ignores SIGTERM is killed after the grace period") {
   CHECK_FALSE(running(daemon.pid));
 }
 
+TEST_CASE("at the step's end the daemon is asked to drain (SIGUSR1), and stopped if it does not") {
+  ScratchDir dir("spank-launch");
+  const RunningDaemon draining =
+      start_daemon(shell_daemon(dir, "trap 'exit 0' USR1; echo 20005 >&3; while :; do sleep 0.05; done"));
+  auto start = std::chrono::steady_clock::now();
+  finish_daemon(draining, std::chrono::milliseconds(5000), std::chrono::milliseconds(300));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(2000));
+  CHECK_FALSE(running(draining.pid));
+  LaunchSpec stubborn_spec = shell_daemon(dir, "trap '' USR1; echo 20006 >&3; while :; do sleep 0.05; done");
+  stubborn_spec.log_path = dir.file("stubborn.log");  // each daemon creates its own log
+  const RunningDaemon stubborn = start_daemon(stubborn_spec);
+  start = std::chrono::steady_clock::now();
+  finish_daemon(stubborn, std::chrono::milliseconds(400), std::chrono::milliseconds(300));
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(400));
+  CHECK_FALSE(running(stubborn.pid));
+}
+
 TEST_CASE("start failures say why") {
   ScratchDir dir("spank-launch");
   SECTION("missing program") {

@@ -95,12 +95,20 @@ set -e
 [ $rc -ne 0 ] || fail "srun ran with a malformed plugstack.conf"
 expect_match "$out" "llm-rdzv: plugstack.conf: unknown plugstack.conf argument 'colour'" "bad plugstack argument"
 cp plugstack.orig "$conf"
-sed -i 's/$/ port_range=40000-40100/' "$conf"
+sed -i 's/ port_range=[0-9-]*/ port_range=40000-40100/' "$conf"
 set +e
 out=$(as_user srun -N1 true 2>&1); rc=$?
 set -e
 [ $rc -ne 0 ] || fail "srun ran with port_range inside the ephemeral ports"
 expect_match "$out" "llm-rdzv: plugstack.conf: port_range: '40000-40100' overlaps the kernel's ephemeral ports" "ephemeral port_range"
+# A key given twice is refused, not silently overridden by the later one.
+cp plugstack.orig "$conf"
+sed -i 's/$/ timeout=30 timeout=60/' "$conf"
+set +e
+out=$(as_user srun -N1 true 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] || fail "srun ran with a repeated plugstack.conf key"
+expect_match "$out" "llm-rdzv: plugstack.conf: 'timeout' is given twice" "repeated plugstack key"
 # A site default turns it on for every step; --llm-rdzv=off turns it off again for one step.
 cp plugstack.orig "$conf"
 sed -i 's/$/ default=on/' "$conf"

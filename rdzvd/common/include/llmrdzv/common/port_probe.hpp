@@ -1,9 +1,10 @@
-// Deterministic ports for a job step, shared by the SPANK plugin, rdzvd and the client library.
+// Port ranges and the probe sequence, shared by the SPANK plugin, rdzvd and the client library.
 //
-// Every node of a step must agree on MASTER_PORT and on where rdzvd listens without talking to
-// each other, so both come from (job id, step id) hashed into the site's port range. If rdzvd's
-// port is taken, rdzvd and its clients walk the same probe sequence from that base; a client that
-// reaches an rdzvd serving another rendezvous id moves on (see proto: "foreign-rendezvous:").
+// Every node of a step must agree on MASTER_PORT and on where rdzvd listens. srun picks both at
+// random and hands them to the nodes (spank/step_env.hpp); steps no srun starts derive them from
+// (job id, step id) hashed into the site's port range (step_port). If rdzvd's port is taken, rdzvd
+// and its clients walk the same probe sequence from that base; a client that reaches an rdzvd
+// serving another rendezvous id moves on (see proto: "foreign-rendezvous:").
 #pragma once
 
 #include <cstdint>

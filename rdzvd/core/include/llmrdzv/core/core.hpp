@@ -114,6 +114,10 @@ class Core {
   const CoreSettings& settings() const { return settings_; }
   TimePoint last_activity() const { return last_activity_; }
   std::size_t rendezvous_count() const { return registry_.size(); }
+  // True while some rendezvous has a member in its current round or a joiner waiting for the
+  // next, or a session stream is attached: a per-step daemon that is told its step's first node
+  // is done (SIGUSR1) waits for this to turn false.
+  bool has_live_members() const;
 
   // The daemon's log, also for what the layers around the core see (never tokens).
   void log(LogLevel level, const std::string& message) const;
