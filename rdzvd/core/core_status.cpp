@@ -37,6 +37,12 @@ DaemonInfo Core::summary() const {
   DaemonInfo daemon;
   daemon.uptime_ms = age_ms(clock_.now(), started_);
   daemon.mode = mode_name(auth_.mode());
+  daemon.totals.rendezvous = std::int64_t(registry_.size());
+  for (const auto& [key, rdzv] : registry_) {
+    daemon.totals.members += std::int64_t(rdzv->members.size());
+    daemon.totals.waiting += std::int64_t(rdzv->pending.size());
+    daemon.totals.kv_bytes += rdzv->usage.bytes;
+  }
   return daemon;
 }
 
@@ -44,6 +50,7 @@ Result<DaemonInfo> Core::status(const std::optional<Scope>& scope) const {
   const TimePoint now = clock_.now();
   DaemonInfo daemon = summary();
   if (!scope) {
+    if (auth_.mode() == Mode::site) return daemon;  // the totals only: the rest belongs to each rendezvous' user
     for (const auto& [key, rdzv] : registry_) daemon.rendezvous.push_back(summarise(*rdzv, now));
     std::sort(daemon.rendezvous.begin(), daemon.rendezvous.end(),
               [](const auto& a, const auto& b) { return a.rdzv_id < b.rdzv_id; });

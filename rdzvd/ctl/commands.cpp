@@ -61,13 +61,20 @@ void ping(const CtlArgs& args, std::ostream& out) {
   const auto status = client.status(false);
   const auto elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
   out << "rdzvd " << client.endpoint() << " answers: version=" << status.version << " mode=" << status.mode
-      << " uptime_ms=" << status.uptime_ms << " rendezvous=" << status.rendezvous.size() << " time_ms=" << std::fixed
+      << " uptime_ms=" << status.uptime_ms << " rendezvous=" << status.totals.rendezvous
+      << " members=" << status.totals.members << " time_ms=" << std::fixed
       << std::setprecision(1) << elapsed.count() << "\n";
 }
 
 void list(const CtlArgs& args, std::ostream& out) {
   const auto status = connect(args).status(false);
-  out << "rdzvd mode=" << status.mode << " version=" << status.version << " uptime_ms=" << status.uptime_ms << "\n";
+  out << "rdzvd mode=" << status.mode << " version=" << status.version << " uptime_ms=" << status.uptime_ms
+      << " rendezvous=" << status.totals.rendezvous << " members=" << status.totals.members
+      << " waiting=" << status.totals.waiting << " kv_bytes=" << status.totals.kv_bytes << "\n";
+  if (status.mode == "site") {
+    out << "(site mode: the rendezvous themselves are shown only to their users: rdzvctl show --rdzv-id ID)\n";
+    return;
+  }
   print_rendezvous_table(status.rendezvous, out);
 }
 

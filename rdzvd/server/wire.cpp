@@ -68,6 +68,11 @@ void to_wire(const core::SessionEvent& event, llmrdzv::v1::SessionEvent& wire) {
 void to_wire(const core::DaemonInfo& info, llmrdzv::v1::StatusResponse& response) {
   response.set_uptime_ms(info.uptime_ms);
   response.set_mode(info.mode);
+  auto* totals = response.mutable_totals();
+  totals->set_rendezvous(info.totals.rendezvous);
+  totals->set_members(info.totals.members);
+  totals->set_waiting(info.totals.waiting);
+  totals->set_kv_bytes(info.totals.kv_bytes);
   for (const auto& r : info.rendezvous) {
     auto* out = response.add_rendezvous();
     out->set_rdzv_id(r.rdzv_id);

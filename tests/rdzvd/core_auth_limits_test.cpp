@@ -73,6 +73,27 @@ TEST_CASE("site mode: HMAC tokens, per-uid namespaces, wrong tokens denied", "[c
   CHECK(f.join(garbage)->status.code == Code::permission_denied);
 }
 
+TEST_CASE("site mode: Status without a valid scope shows only the totals", "[core][auth]") {
+  CoreFixture f(site_config());
+  REQUIRE(f.join(site_join("train", 1000, "a"))->status.ok());
+  REQUIRE(f.join(site_join("secret-project", 1001, "b"))->status.ok());
+  const Scope alice{"train", llmrdzv::site_token("the-site-secret", 1000, "train")};
+  REQUIRE(f.core.set(alice, 0, "k", "12345").ok());
+  const auto anyone = f.core.status(std::nullopt);
+  REQUIRE(anyone.ok());
+  CHECK(anyone.value().rendezvous.empty());  // no ids, states or sizes of other users' rendezvous
+  CHECK(anyone.value().totals.rendezvous == 2);
+  CHECK(anyone.value().totals.members == 2);
+  CHECK(anyone.value().totals.waiting == 0);
+  CHECK(anyone.value().totals.kv_bytes == 6);
+  const auto own = f.core.status(alice);  // a user sees their own rendezvous in full
+  REQUIRE(own.ok());
+  REQUIRE(own.value().rendezvous.size() == 1);
+  CHECK(own.value().rendezvous[0].rdzv_id == "train");
+  CHECK(own.value().rendezvous[0].member_details.size() == 1);
+  CHECK(f.core.status(Scope{"secret-project", alice.token}).status().code == Code::permission_denied);
+}
+
 TEST_CASE("tokens never appear in log lines or error messages", "[core][auth]") {
   CoreFixture f;
   f.join_all(2);

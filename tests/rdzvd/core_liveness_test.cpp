@@ -187,6 +187,9 @@ TEST_CASE("status reports counters, and members only with a valid scope", "[core
   CHECK(r.num_keys == 1);
   CHECK(r.kv_bytes == 8);
   CHECK(r.member_details.empty());
+  CHECK(summary.value().totals.rendezvous == 1);
+  CHECK(summary.value().totals.members == 2);
+  CHECK(summary.value().totals.kv_bytes == 8);
   auto detailed = f.core.status(f.scope());
   REQUIRE(detailed.ok());
   REQUIRE(detailed.value().rendezvous[0].member_details.size() == 2);

@@ -378,6 +378,8 @@ TEST_CASE("status: features are advertised, and daemon_only leaves the rendezvou
   const auto full = status_of(server, false);
   CHECK(full.rendezvous_size() == 1);
   CHECK(full.features_size() == 2);
+  CHECK(full.totals().rendezvous() == 1);
+  CHECK(brief.totals().members() == 1);  // the totals come with the brief reply too
   stream->context.TryCancel();
   finish(*stream);
 

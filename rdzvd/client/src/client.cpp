@@ -163,8 +163,10 @@ DaemonStatus Client::status(bool with_scope) const {
   impl_->call("status", Idempotent::yes, std::chrono::milliseconds(0), [&](grpc::ClientContext& context) {
     return impl_->connection.stub->Status(&context, request, &response);
   });
-  DaemonStatus result{response.version(), response.uptime_ms(), response.mode(), {}};
+  DaemonStatus result{response.version(), response.uptime_ms(), response.mode(), {}, {}};
   for (const auto& rendezvous : response.rendezvous()) result.rendezvous.push_back(rendezvous_status_of(rendezvous));
+  const auto& totals = response.totals();
+  result.totals = {totals.rendezvous(), totals.members(), totals.waiting(), totals.kv_bytes()};
   return result;
 }
 

@@ -48,7 +48,8 @@ struct DaemonStatus {
   std::string version;
   std::uint64_t uptime_ms = 0;
   std::string mode;
-  std::vector<RendezvousStatus> rendezvous;
+  std::vector<RendezvousStatus> rendezvous;  // site mode without a scope: none (see StatusTotals)
+  StatusTotals totals;
 };
 
 }  // namespace llmrdzv::client

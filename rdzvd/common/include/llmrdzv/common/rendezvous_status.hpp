@@ -32,4 +32,13 @@ struct RendezvousStatus {
   std::vector<MemberStatus> member_details;  // only in a reply to a Status call with a valid scope
 };
 
+// The whole daemon's counts, in every Status reply. In site mode a call without a valid scope gets
+// only these: other users' rendezvous ids, states and sizes are theirs.
+struct StatusTotals {
+  std::int64_t rendezvous = 0;
+  std::int64_t members = 0;   // in current rounds
+  std::int64_t waiting = 0;   // joiners gathering for a next round
+  std::int64_t kv_bytes = 0;
+};
+
 }  // namespace llmrdzv

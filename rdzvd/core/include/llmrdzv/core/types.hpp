@@ -78,6 +78,7 @@ struct WaiterRef {
 struct DaemonInfo {
   std::uint64_t uptime_ms = 0;
   std::string mode;
+  StatusTotals totals;
   std::vector<RendezvousStatus> rendezvous;
 };
 
