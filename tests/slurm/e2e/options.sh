@@ -88,27 +88,21 @@ grep -q '^leaked ' <<<"$out" && { echo "$out" >&2; fail "--llm-rdzv=off inside a
 conf="$cluster_dir/plugstack.conf"
 cp "$conf" plugstack.orig
 trap 'cp "$work/plugstack.orig" "$conf"' EXIT
-sed -i 's/$/ colour=blue/' "$conf"
-set +e
-out=$(as_user srun -N1 true 2>&1); rc=$?
-set -e
-[ $rc -ne 0 ] || fail "srun ran with a malformed plugstack.conf"
-expect_match "$out" "llm-rdzv: plugstack.conf: unknown plugstack.conf argument 'colour'" "bad plugstack argument"
-cp plugstack.orig "$conf"
-sed -i 's/ port_range=[0-9-]*/ port_range=40000-40100/' "$conf"
-set +e
-out=$(as_user srun -N1 true 2>&1); rc=$?
-set -e
-[ $rc -ne 0 ] || fail "srun ran with port_range inside the ephemeral ports"
-expect_match "$out" "llm-rdzv: plugstack.conf: port_range: '40000-40100' overlaps the kernel's ephemeral ports" "ephemeral port_range"
+# srun under the plugstack.conf line edited by the sed expression $1 must fail, naming the problem.
+rejected_by_plugstack() {
+  local edit=$1 message=$2 out rc
+  cp plugstack.orig "$conf"
+  sed -i "$edit" "$conf"
+  set +e
+  out=$(as_user srun -N1 true 2>&1); rc=$?
+  set -e
+  [ $rc -ne 0 ] || fail "srun ran with plugstack.conf edited by '$edit'"
+  expect_match "$out" "llm-rdzv: plugstack.conf: $message" "plugstack.conf edited by '$edit'"
+}
+rejected_by_plugstack 's/$/ colour=blue/' "unknown plugstack.conf argument 'colour'"
+rejected_by_plugstack 's/ port_range=[0-9-]*/ port_range=40000-40100/' "port_range: '40000-40100' overlaps the kernel's ephemeral ports"
 # A key given twice is refused, not silently overridden by the later one.
-cp plugstack.orig "$conf"
-sed -i 's/$/ timeout=30 timeout=60/' "$conf"
-set +e
-out=$(as_user srun -N1 true 2>&1); rc=$?
-set -e
-[ $rc -ne 0 ] || fail "srun ran with a repeated plugstack.conf key"
-expect_match "$out" "llm-rdzv: plugstack.conf: 'timeout' is given twice" "repeated plugstack key"
+rejected_by_plugstack 's/$/ timeout=30 timeout=60/' "'timeout' is given twice"
 # A site default turns it on for every step; --llm-rdzv=off turns it off again for one step.
 cp plugstack.orig "$conf"
 sed -i 's/$/ default=on/' "$conf"

@@ -23,6 +23,7 @@
 #include "child_process.hpp"
 #include "llmrdzv/io/json.hpp"
 #include "rdzvd_process.hpp"
+#include "run_checks.hpp"
 #include "scratch_dir.hpp"
 
 using namespace llmrdzv::testing;
@@ -41,16 +42,9 @@ std::string read_file(const fs::path& path) {
 }
 
 std::string corpus() {
-  std::string text;
-  unsigned state = 17;
-  static const char* words[] = {"rank", "world", "gloo", "store", "round", "token", "block", "epoch", "shard",
-                                "restart", "elastic", "resume"};
-  for (int i = 0; i < 2400; ++i) {
-    state = state * 1103515245u + 12345u;
-    text += words[(state >> 16) % 12];
-    text += (i % 11 == 10) ? ".\n" : " ";
-  }
-  return text;
+  return trainer_test::word_corpus({"rank", "world", "gloo", "store", "round", "token", "block", "epoch", "shard",
+                                    "restart", "elastic", "resume"},
+                                   17, 2400, 11);
 }
 
 struct Step {

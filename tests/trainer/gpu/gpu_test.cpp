@@ -23,6 +23,7 @@
 #include "worker_launch.hpp"
 
 using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_close;
 using trainer_test::expect_ok;
 using trainer_test::metric_series;
 using trainer_test::run_trainer;
@@ -31,15 +32,7 @@ using trainer_test::RunResult;
 namespace {
 
 std::string corpus() {
-  std::string text;
-  unsigned state = 29;
-  static const char* words[] = {"kernel", "stream", "event", "tensor", "core", "warp", "block", "grid", "nccl"};
-  for (int i = 0; i < 2000; ++i) {
-    state = state * 1103515245u + 12345u;
-    text += words[(state >> 16) % 9];
-    text += (i % 11 == 10) ? ".\n" : " ";
-  }
-  return text;
+  return trainer_test::word_corpus({"kernel", "stream", "event", "tensor", "core", "warp", "block", "grid", "nccl"}, 29, 2000, 11);
 }
 
 // 30 steps of a small GPT-2 (no dropout) on the GPU.
@@ -55,13 +48,6 @@ std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out,
   return args;
 }
 
-void expect_close(const std::vector<double>& got, const std::vector<double>& reference, double relative) {
-  REQUIRE(got.size() == reference.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("step " << i + 1 << ": " << got[i] << " vs " << reference[i]);
-    CHECK(std::abs(got[i] - reference[i]) <= relative * reference[i]);
-  }
-}
 
 // What a clean run leaves out of stderr: c10d's and NCCL's complaints at exit, stack traces.
 void expect_clean_stderr(const RunResult& run) {

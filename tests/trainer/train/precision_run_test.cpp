@@ -19,6 +19,7 @@
 
 using llmrdzv::testing::read_file;
 using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_close;
 using trainer_test::expect_ok;
 using trainer_test::metric_series;
 using trainer_test::run_trainer;
@@ -27,15 +28,7 @@ using trainer_test::RunResult;
 namespace {
 
 std::string corpus() {
-  std::string text;
-  unsigned state = 23;
-  static const char* words[] = {"bf16", "mantissa", "exponent", "master", "weight", "scale", "round", "float"};
-  for (int i = 0; i < 900; ++i) {
-    state = state * 1103515245u + 12345u;
-    text += words[(state >> 16) % 8];
-    text += (i % 9 == 8) ? ".\n" : " ";
-  }
-  return text;
+  return trainer_test::word_corpus({"bf16", "mantissa", "exponent", "master", "weight", "scale", "round", "float"}, 23, 900, 9);
 }
 
 // 20 steps of a tiny GPT-2 (no dropout), 2 micro-batches a step.
@@ -53,14 +46,6 @@ std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out,
   return args;
 }
 
-// Each step's loss within `relative` of the reference's.
-void expect_close(const std::vector<double>& got, const std::vector<double>& reference, double relative) {
-  REQUIRE(got.size() == reference.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    INFO("step " << i + 1 << ": " << got[i] << " vs " << reference[i]);
-    CHECK(std::abs(got[i] - reference[i]) <= relative * reference[i]);
-  }
-}
 
 // The dtype of every tensor in a safetensors file's header.
 std::vector<std::string> safetensors_dtypes(const std::string& path) {

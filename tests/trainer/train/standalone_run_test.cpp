@@ -33,15 +33,7 @@ using trainer_test::TrainerProcess;
 namespace {
 
 std::string corpus() {
-  std::string text;
-  unsigned state = 11;
-  static const char* words[] = {"rank", "world", "gloo", "store", "round", "token", "block", "epoch", "shard"};
-  for (int i = 0; i < 900; ++i) {
-    state = state * 1103515245u + 12345u;
-    text += words[(state >> 16) % 9];
-    text += (i % 13 == 12) ? ".\n" : " ";
-  }
-  return text;
+  return trainer_test::word_corpus({"rank", "world", "gloo", "store", "round", "token", "block", "epoch", "shard"}, 11, 900, 13);
 }
 
 std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out, int per_device, int accumulation,

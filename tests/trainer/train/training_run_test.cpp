@@ -33,16 +33,9 @@ const std::string kMemorise = "Abstract syntax trees. Bytecode runs. Coroutines 
 
 // Deterministic text of many distinct words, ~2.4 KB.
 std::string word_salad() {
-  static const char* words[] = {"list", "tuple", "dict", "set", "class", "module", "import", "yield",
-                                "lambda", "async", "await", "return", "frozen", "bytes", "str"};
-  std::string text;
-  unsigned state = 7;
-  for (int i = 0; i < 400; ++i) {
-    state = state * 1103515245u + 12345u;
-    text += words[(state >> 16) % 15];
-    text += (i % 11 == 10) ? ".\n" : " ";
-  }
-  return text;
+  return trainer_test::word_corpus({"list", "tuple", "dict", "set", "class", "module", "import", "yield", "lambda", "async",
+                                    "await", "return", "frozen", "bytes", "str"},
+                                   7, 400, 11);
 }
 
 // metrics.jsonl records by kind and step ("train" / "eval"); a later record for the same step
