@@ -132,8 +132,9 @@ Result<Rendezvous*> Core::create_or_find(const JoinRequest& request) {
       return limit_exceeded("max_rendezvous_per_user", settings_.limits.max_rendezvous_per_user,
                             "uid " + owner + " holds that many rendezvous");
   }
+  Usage* owner_usage = auth_.mode() == Mode::site ? &owner_usage_[auth_.owner_of(key.value())] : nullptr;
   auto rdzv = std::make_unique<Rendezvous>(key.value(), request.scope.rdzv_id, settings_.limits, timers_,
-                                           clock_, next_waiter_id_);
+                                           clock_, next_waiter_id_, owner_usage);
   rdzv->min_participants = request.min_participants;
   rdzv->max_participants = request.max_participants;
   rdzv->last_call = request.last_call_ms ? Millis(request.last_call_ms) : settings_.last_call;

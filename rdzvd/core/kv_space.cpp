@@ -38,7 +38,22 @@ KvSpace::~KvSpace() {
 void KvSpace::adjust_usage(std::int64_t keys, std::int64_t bytes) {
   ctx_.usage.keys += keys;
   ctx_.usage.bytes += bytes;
+  if (ctx_.owner_usage) {
+    ctx_.owner_usage->keys += keys;
+    ctx_.owner_usage->bytes += bytes;
+  }
   bytes_ += bytes;
+}
+
+Status KvSpace::check_bytes(std::int64_t growth, const std::string& what) const {
+  if (ctx_.usage.bytes + growth > std::int64_t(ctx_.limits.max_bytes))
+    return limit_exceeded("max_bytes", ctx_.limits.max_bytes,
+                          what + " would bring the rendezvous to " + std::to_string(ctx_.usage.bytes + growth) + " bytes");
+  if (ctx_.owner_usage && ctx_.owner_usage->bytes + growth > std::int64_t(ctx_.limits.max_bytes_per_user))
+    return limit_exceeded("max_bytes_per_user", ctx_.limits.max_bytes_per_user,
+                          what + " would bring this user's rendezvous to " +
+                              std::to_string(ctx_.owner_usage->bytes + growth) + " bytes");
+  return Status::Ok();
 }
 
 Status KvSpace::check_key(const std::string& key) const {
@@ -68,11 +83,7 @@ Status KvSpace::check_room(const std::string& key, std::size_t old_size, bool cr
     return limit_exceeded("max_keys", ctx_.limits.max_keys, "the rendezvous holds that many keys");
   const std::int64_t growth =
       std::int64_t(new_size) - std::int64_t(old_size) + (creates ? std::int64_t(key.size()) : 0);
-  if (ctx_.usage.bytes + growth > std::int64_t(ctx_.limits.max_bytes))
-    return limit_exceeded("max_bytes", ctx_.limits.max_bytes,
-                          "storing key " + quoted(key) + " would bring the rendezvous to " +
-                              std::to_string(ctx_.usage.bytes + growth) + " bytes");
-  return Status::Ok();
+  return check_bytes(growth, "storing key " + quoted(key));
 }
 
 void KvSpace::store(const std::string& key, std::string value) {
@@ -179,8 +190,7 @@ Status KvSpace::multi_set(std::vector<std::pair<std::string, std::string>> entri
   }
   if (ctx_.usage.keys + new_keys > std::int64_t(ctx_.limits.max_keys))
     return limit_exceeded("max_keys", ctx_.limits.max_keys, "multi_set would exceed it");
-  if (ctx_.usage.bytes + growth > std::int64_t(ctx_.limits.max_bytes))
-    return limit_exceeded("max_bytes", ctx_.limits.max_bytes, "multi_set would exceed it");
+  if (auto status = check_bytes(growth, "multi_set"); !status.ok()) return status;
   for (auto& [key, value] : entries) store(key, std::move(value));
   return Status::Ok();
 }

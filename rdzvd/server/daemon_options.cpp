@@ -169,6 +169,7 @@ const std::vector<Setting>& settings() {
     t.push_back(limit("max_key_length", &core::Limits::max_key_length));
     t.push_back(limit("max_value_size", &core::Limits::max_value_size));
     t.push_back(limit("max_bytes", &core::Limits::max_bytes));
+    t.push_back(limit("max_bytes_per_user", &core::Limits::max_bytes_per_user));
     t.push_back(limit("max_id_length", &core::Limits::max_id_length));
     t.push_back(limit("max_waiters", &core::Limits::max_waiters));
     t.push_back(limit("max_timeout_ms", &core::Limits::max_timeout_ms));
@@ -379,7 +380,7 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --wait-timeout MS            Barrier / blocking QueuePop with no timeout (default 300000)
   --rendezvous-idle-timeout MS collect a rendezvous untouched this long (default 3600000)
   --max-rendezvous N, --max-rendezvous-per-user N, --max-participants N, --max-keys N, --max-key-length N,
-  --max-value-size N, --max-bytes N, --max-id-length N, --max-waiters N,
+  --max-value-size N, --max-bytes N, --max-bytes-per-user N, --max-id-length N, --max-waiters N,
   --max-timeout-ms N, --max-keys-per-request N     limits (see etc/rdzvd.yaml)
   --max-message-bytes N        largest gRPC message accepted (default 67108864)
   --log-level error|warn|info|debug   (default info)

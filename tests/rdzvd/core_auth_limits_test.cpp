@@ -169,6 +169,28 @@ TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the lim
   expect(long_wait->status, "max_timeout_ms");
 }
 
+TEST_CASE("site mode: one user's rendezvous together hold at most max_bytes_per_user", "[core][limits]") {
+  CoreConfig config = site_config();
+  config.settings.limits.max_bytes = 100;
+  config.settings.limits.max_bytes_per_user = 150;
+  CoreFixture f(config);
+  REQUIRE(f.join(site_join("r1", 1, "a"))->status.ok());
+  REQUIRE(f.join(site_join("r2", 1, "b"))->status.ok());
+  REQUIRE(f.join(site_join("r3", 2, "c"))->status.ok());
+  const Scope r1{"r1", llmrdzv::site_token("the-site-secret", 1, "r1")};
+  const Scope r2{"r2", llmrdzv::site_token("the-site-secret", 1, "r2")};
+  const Scope r3{"r3", llmrdzv::site_token("the-site-secret", 2, "r3")};
+  REQUIRE(f.core.set(r1, 1, "k", std::string(89, 'v')).ok());  // uid 1: 90 bytes
+  const Status over = f.core.set(r2, 1, "k", std::string(69, 'v'));  // would be 160 for uid 1
+  CHECK(over.code == Code::resource_exhausted);
+  CHECK_THAT(over.message, Catch::Contains("limit max_bytes_per_user (150)") &&
+                               Catch::Contains("would bring this user's rendezvous to 160 bytes"));
+  CHECK(f.core.set(r3, 1, "k", std::string(89, 'v')).ok());  // another uid has its own budget
+  // When uid 1's first rendezvous ends, its bytes are given back.
+  REQUIRE(f.core.leave(r1, "a").ok());
+  CHECK(f.core.set(r2, 1, "k", std::string(69, 'v')).ok());
+}
+
 TEST_CASE("ids are checked for emptiness and length", "[core][limits]") {
   CoreFixture f;
   CHECK(f.core.set(Scope{"", "t"}, 0, "k", "v").code == Code::invalid_argument);

@@ -15,6 +15,7 @@
 
 #include "llmrdzv/core/auth.hpp"
 #include "llmrdzv/core/clock.hpp"
+#include "llmrdzv/core/kv_space.hpp"
 #include "llmrdzv/core/limits.hpp"
 #include "llmrdzv/core/status.hpp"
 #include "llmrdzv/core/timer_queue.hpp"
@@ -162,6 +163,9 @@ class Core {
   const Clock& clock_;
   LogSink log_;
   TimerQueue timers_;
+  // Site mode: per uid, the usage of all its rendezvous (max_bytes_per_user). Declared before
+  // registry_ so it outlives the rendezvous, whose spaces give their bytes back as they go.
+  std::unordered_map<std::string, Usage> owner_usage_;
   std::unordered_map<std::string, std::unique_ptr<Rendezvous>> registry_;
   std::unordered_map<std::uint64_t, SessionRecord> sessions_;
   std::uint64_t next_waiter_id_ = 1;

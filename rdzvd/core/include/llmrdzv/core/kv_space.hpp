@@ -31,6 +31,7 @@ struct Usage {
 struct KvContext {
   const Limits& limits;
   Usage& usage;
+  Usage* owner_usage;  // site mode: the totals of every rendezvous of this one's uid; else null
   TimerQueue& timers;
   const Clock& clock;
   std::uint64_t& next_waiter_id;
@@ -91,6 +92,9 @@ class KvSpace {
   Status check_keys(const std::vector<std::string>& keys) const;
   // Limits for replacing (or creating) `key`'s value with one of `new_size` bytes.
   Status check_room(const std::string& key, std::size_t old_size, bool creates, std::size_t new_size) const;
+  // max_bytes of the rendezvous and, in site mode, max_bytes_per_user of its uid, for `growth`
+  // more bytes; `what` ("storing key 'k'") starts the message.
+  Status check_bytes(std::int64_t growth, const std::string& what) const;
   void store(const std::string& key, std::string value);
   void key_written(const std::string& key);
   void adjust_usage(std::int64_t keys, std::int64_t bytes);

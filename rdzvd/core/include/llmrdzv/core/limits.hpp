@@ -15,6 +15,7 @@ struct Limits {
   std::uint32_t max_key_length = 1024;          // bytes
   std::uint32_t max_value_size = 16u << 20;     // bytes per value
   std::uint64_t max_bytes = 256ull << 20;       // key + value bytes per rendezvous, all spaces
+  std::uint64_t max_bytes_per_user = 1ull << 30;  // site mode: key + value bytes of all of one uid's rendezvous
   std::uint32_t max_id_length = 128;            // rdzv_id, participant_id, host
   std::uint32_t max_waiters = 65536;            // blocked calls (joins + KV waits) per rendezvous
   std::uint32_t max_timeout_ms = 3'600'000;     // any timeout a client asks for
