@@ -68,6 +68,8 @@ check "rdzvd may gain privileges" grep -Eq '^NoNewPrivs:[[:space:]]+1$' <<<"$sta
 check "rdzvd has capabilities" grep -Eq '^CapEff:[[:space:]]+0+$' <<<"$status"
 check "rdzvd's bounding set is not empty" grep -Eq '^CapBnd:[[:space:]]+0+$' <<<"$status"
 check "rdzvd runs without a seccomp filter" grep -Eq '^Seccomp:[[:space:]]+2$' <<<"$status"
+memory_max=$(property MemoryMax)
+check "rdzvd.service's MemoryMax is '$memory_max', not 8G" [ "$memory_max" = "$((8 << 30))" ]
 expect 1 "Permission denied" -- in_container setpriv --reuid=llm-rdzv --regid=llm-rdzv --clear-groups \
   cat /etc/llm-rdzv/site.secret
 for _ in $(seq 50); do in_container rdzvctl --endpoint 127.0.0.1:29400 ping >/dev/null 2>&1 && break; sleep 0.1; done
