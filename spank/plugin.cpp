@@ -107,8 +107,6 @@ std::string step_token(spank_t sp, const StepSettings& settings, const StepLayou
   return token;
 }
 
-// rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no
-// directory the job's user controls.
 // srun's random ports; the deterministic (job, step) ports only where no srun started the step.
 StepPorts ports_of_step(spank_t sp, const StepSettings& settings, const StepLayout& layout) {
   const std::string carried = getenv_from_job(sp, kPortsCarrier);
@@ -120,6 +118,8 @@ StepPorts ports_of_step(spank_t sp, const StepSettings& settings, const StepLayo
   return step_ports(settings, layout.job_id, layout.step_id);
 }
 
+// rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no
+// directory the job's user controls.
 void start_step_daemon(const StepSettings& settings, const StepLayout& layout, const StepPorts& ports,
                        const std::string& rdzv_id, const std::string& token, const JobUser& user) {
   PluginState& s = state();
