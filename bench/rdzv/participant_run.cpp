@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "bench_daemon.hpp"
+#include "llmrdzv/client/handshake.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
 
 namespace llmrdzv::bench {
@@ -97,18 +99,12 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
 
   bool connect(std::chrono::system_clock::time_point deadline) { return channel_->WaitForConnected(deadline); }
 
-  // What the client library asks once at connect: does the daemon take the join and the store
-  // calls that block on the Session stream?
-  bool daemon_speaks_stream() {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + shared_.config.timeout);
-    v1::StatusRequest request;
-    request.set_daemon_only(true);
-    v1::StatusResponse response;
-    if (!stub_->Status(&context, request, &response).ok()) return false;
-    int found = 0;
-    for (const auto& feature : response.features()) found += feature == "session-join" || feature == "session-calls";
-    return found == 2;
+  // The handshake the client library runs at connect: the daemon proves it holds the token,
+  // and its answer carries the ticket every later request shows and what the daemon speaks.
+  llmrdzv::client::HelloResult hello() {
+    const auto port = std::uint16_t(std::stoul(shared_.config.endpoint.substr(shared_.config.endpoint.rfind(':') + 1)));
+    return llmrdzv::client::hello(*stub_, shared_.config.rdzv_id, shared_.config.token, port,
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(shared_.config.timeout));
   }
 
   void start_baseline() {
@@ -359,7 +355,6 @@ RunResult run_participants(const RunConfig& config) {
                 PhaseCounter(config.participants),
                 PhaseCounter(n_left_events)};
   shared.scope.set_rdzv_id(config.rdzv_id);
-  shared.scope.set_token(config.token);
 
   const auto connect_start = Clock::now();
   std::vector<std::unique_ptr<Participant>> participants;
@@ -369,7 +364,14 @@ RunResult run_participants(const RunConfig& config) {
     if (!participant->connect(connect_deadline)) throw std::runtime_error("cannot connect to " + config.endpoint);
   }
   result.connect_wall_ms = ms_between(connect_start, Clock::now());
-  if (config.protocol == Protocol::stream && !participants.front()->daemon_speaks_stream()) {
+  const llmrdzv::client::HelloResult hello = participants.front()->hello();
+  if (hello.outcome != llmrdzv::client::HelloOutcome::proven)
+    throw std::runtime_error("rdzvd " + config.endpoint + " " + hello.reason);
+  shared.scope.set_ticket(hello.ticket);  // the same for every participant: it depends on token, id and daemon
+  const auto speaks = [&](const char* feature) {
+    return std::find(hello.features.begin(), hello.features.end(), feature) != hello.features.end();
+  };
+  if (config.protocol == Protocol::stream && !(speaks("session-join") && speaks("session-calls"))) {
     throw std::runtime_error("rdzvd " + config.endpoint + " does not advertise session-join and session-calls");
   }
 

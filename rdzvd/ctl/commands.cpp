@@ -17,6 +17,7 @@ constexpr std::size_t kValuePreviewBytes = 120;
 Client connect(const CtlArgs& args) {
   client::Options options;
   options.endpoint = args.endpoint;
+  options.port_range = args.port_range;
   options.rdzv_id = args.rdzv_id;
   options.token = args.token;
   options.connect_timeout = args.timeout;

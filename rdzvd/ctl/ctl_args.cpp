@@ -44,6 +44,7 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
   args.token = env_or_empty("RDZV_TOKEN");
   std::optional<std::string> token_flag, token_file;
   std::optional<std::uint64_t> round;
+  bool endpoint_flag = false;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -59,6 +60,7 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--endpoint") {
       args.endpoint = value;
+      endpoint_flag = true;
     } else if (flag == "--id") {
       args.rdzv_id = value;
     } else if (flag == "--token") {
@@ -102,6 +104,11 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
   if (round && args.command != Command::kv) throw UsageError("--round only applies to kv");
   args.round = round.value_or(0);
   if (args.endpoint.empty()) throw UsageError("no --endpoint given and RDZV_ENDPOINT is not set");
+  if (!endpoint_flag && std::getenv("LLM_RDZV_PORT_RANGE")) {
+    const std::string range = env_or_empty("LLM_RDZV_PORT_RANGE");
+    args.port_range = parse_port_range(range);
+    if (!args.port_range) throw UsageError("LLM_RDZV_PORT_RANGE='" + range + "' is not LO-HI");
+  }
   if ((args.command == Command::show || args.command == Command::kv) && args.token.empty()) {
     throw UsageError(name + " needs the rendezvous token: --token, --token-file or RDZV_TOKEN");
   }

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "llmrdzv/common/port_probe.hpp"
+
 namespace llmrdzv::ctl {
 
 inline constexpr const char* kUsage =
@@ -21,7 +23,10 @@ inline constexpr const char* kUsage =
     "                       rendezvous-wide space; needs the token)\n"
     "ID may also be given with --id, else $RDZV_ID; with ping, --id checks that the daemon\n"
     "serves it. Inside an llm-rdzv job step no option is needed.\n"
-    "defaults: --endpoint $RDZV_ENDPOINT, --token $RDZV_TOKEN, --timeout 5\n"
+    "defaults: --endpoint $RDZV_ENDPOINT (and the step's other candidate ports in\n"
+    "          $LLM_RDZV_PORT_RANGE), --token $RDZV_TOKEN, --timeout 5\n"
+    "The token never leaves rdzvctl: rdzvd first proves it holds it (exit status 4 when\n"
+    "the peer cannot: a wrong token, or not the rendezvous daemon).\n"
     "exit status: 0 ok, 1 other error, 2 usage, 3 rdzvd unreachable, 4 permission denied,\n"
     "             5 not found\n";
 
@@ -30,6 +35,9 @@ enum class Command { ping, list, show, kv };
 struct CtlArgs {
   Command command = Command::ping;
   std::string endpoint;
+  // Inside a step (endpoint from RDZV_ENDPOINT, LLM_RDZV_PORT_RANGE set): the step's candidate
+  // ports, walked as the ranks walk them, since rdzvd may have moved past a busy base port.
+  std::optional<PortRange> port_range;
   std::string rdzv_id;
   std::string token;
   std::uint64_t round = 0;

@@ -67,7 +67,10 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger
     builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
     tune_server(builder);
     bound.server = builder.BuildAndStart();
-    if (bound.server && bound.port > 0) return bound;
+    if (bound.server && bound.port > 0) {
+      bound.service->set_listen_port(bound.port);
+      return bound;
+    }
     log.info("cannot listen on " + bound.address + " (in use or not a local address), trying the next candidate");
   }
   std::string tried;

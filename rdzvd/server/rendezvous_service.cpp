@@ -65,6 +65,26 @@ grpc::ServerUnaryReactor* RendezvousService::quick(grpc::CallbackServerContext* 
   return reactor;
 }
 
+grpc::ServerUnaryReactor* RendezvousService::Hello(grpc::CallbackServerContext* context,
+                                                   const v1::HelloRequest* request, v1::HelloResponse* response) {
+  const int port = listen_port_.load();
+  if (port <= 0) {  // between BuildAndStart and set_listen_port: the proof would cover no port
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "rdzvd is starting"));
+    return reactor;
+  }
+  return quick(context, [&](core::Core& core) {
+    auto answer = core.hello(from_wire(*request), std::uint16_t(port));
+    if (!answer.ok()) return answer.status();
+    response->set_daemon_nonce(answer.value().daemon_nonce);
+    response->set_port(std::uint32_t(port));
+    response->set_proof(answer.value().proof);
+    response->set_version(version_);
+    for (const auto& feature : features_) response->add_features(feature);
+    return core::Status::Ok();
+  });
+}
+
 grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext*, const v1::JoinRequest* request,
                                                   v1::JoinResponse* response) {
   auto* call = new BlockingCall(host_);

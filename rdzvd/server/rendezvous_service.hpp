@@ -3,6 +3,7 @@
 // finish from its callback, so no thread waits; a cancelled call cancels its waiter.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
   RendezvousService(CoreHost& host, std::string version, std::vector<std::string> features = all_features())
       : host_(host), version_(std::move(version)), features_(std::move(features)) {}
 
+  // The port Hello's proof covers: the one the server listens on, known once it has started.
+  void set_listen_port(int port) { listen_port_.store(port); }
+
+  grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext*, const v1::HelloRequest*, v1::HelloResponse*) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext*, const v1::JoinRequest*, v1::JoinResponse*) override;
   grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionEvent>* Session(grpc::CallbackServerContext*) override;
   grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext*, const v1::LeaveRequest*, v1::LeaveResponse*) override;
@@ -63,6 +68,7 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
   CoreHost& host_;
   std::string version_;
   std::vector<std::string> features_;
+  std::atomic<int> listen_port_{0};
 };
 
 }  // namespace llmrdzv::server

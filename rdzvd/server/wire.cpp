@@ -21,7 +21,11 @@ grpc::Status to_grpc(const core::Status& status) {
   return grpc::Status(code, status.message);
 }
 
-core::Scope from_wire(const llmrdzv::v1::Scope& scope) { return {scope.rdzv_id(), scope.token()}; }
+core::Scope from_wire(const llmrdzv::v1::Scope& scope) { return {scope.rdzv_id(), scope.ticket()}; }
+
+core::HelloRequest from_wire(const llmrdzv::v1::HelloRequest& request) {
+  return {request.rdzv_id(), request.key_id(), request.client_nonce()};
+}
 
 core::JoinRequest from_wire(const llmrdzv::v1::JoinRequest& request) {
   core::JoinRequest r;

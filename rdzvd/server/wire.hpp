@@ -11,6 +11,7 @@ namespace llmrdzv::server {
 
 grpc::Status to_grpc(const core::Status& status);
 core::Scope from_wire(const llmrdzv::v1::Scope& scope);
+core::HelloRequest from_wire(const llmrdzv::v1::HelloRequest& request);
 core::JoinRequest from_wire(const llmrdzv::v1::JoinRequest& request);
 void to_wire(const core::Assignment& assignment, llmrdzv::v1::JoinResponse& response);
 void to_wire(const core::SessionEvent& event, llmrdzv::v1::SessionEvent& wire);

@@ -1,18 +1,15 @@
 // Step-port probing end to end: with the base port taken by a foreign socket and the next one by
 // an rdzvd of another rendezvous, our rdzvd binds the third candidate, and a client given only the
 // base port and the range finds it, also when it starts before the daemon is up.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <future>
-#include <random>
 
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/common/port_probe.hpp"
 #include "llmrdzv/common/token.hpp"
+#include "local_ports.hpp"
 #include "test_clients.hpp"
 
 using namespace llmrdzv::testing;
@@ -23,36 +20,8 @@ namespace {
 
 constexpr std::uint16_t kRangeSize = 8;
 
-// A listening TCP socket on 127.0.0.1:port that never accepts, or -1 if the port is taken.
-int listen_on(std::uint16_t port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || listen(fd, 16) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// A range of kRangeSize free ports below the ephemeral range, so nothing else grabs them mid-test.
-llmrdzv::PortRange free_range() {
-  std::mt19937 random(std::random_device{}());
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    const auto lo = std::uint16_t(std::uniform_int_distribution<int>(20000, 32000)(random));
-    bool all_free = true;
-    for (std::uint16_t port = lo; port < lo + kRangeSize && all_free; ++port) {
-      const int fd = listen_on(port);
-      all_free = fd >= 0;
-      if (fd >= 0) close(fd);
-    }
-    if (all_free) return {lo, std::uint16_t(lo + kRangeSize - 1)};
-  }
-  FAIL("no free port range found");
-  return {};
-}
+// A range of kRangeSize free ports.
+llmrdzv::PortRange free_range() { return free_port_range(kRangeSize); }
 
 std::vector<std::string> probing_args(const llmrdzv::PortRange& range) {
   return {"--port-range", std::to_string(range.lo) + "-" + std::to_string(range.hi), "--port-probes",

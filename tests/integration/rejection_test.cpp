@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "llmrdzv/client/client.hpp"
+#include "llmrdzv/client/handshake.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
 #include "test_clients.hpp"
 
@@ -26,7 +27,18 @@ namespace {
 class RawStub {
  public:
   explicit RawStub(const std::string& endpoint)
-      : stub_(v1::Rendezvous::NewStub(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()))) {}
+      : port_(std::uint16_t(std::stoul(endpoint.substr(endpoint.rfind(':') + 1)))),
+        stub_(v1::Rendezvous::NewStub(grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials()))) {}
+
+  // The scope of `rdzv_id` with the ticket a handshake with `token` gives.
+  v1::Scope scope(const std::string& rdzv_id, const std::string& token) {
+    const auto hello = llmrdzv::client::hello(*stub_, rdzv_id, token, port_, 10s);
+    REQUIRE(hello.outcome == llmrdzv::client::HelloOutcome::proven);
+    v1::Scope scope;
+    scope.set_rdzv_id(rdzv_id);
+    scope.set_ticket(hello.ticket);
+    return scope;
+  }
 
   template <class Request, class Response>
   grpc::Status call(grpc::Status (v1::Rendezvous::Stub::*method)(grpc::ClientContext*, const Request&, Response*),
@@ -38,15 +50,9 @@ class RawStub {
   }
 
  private:
+  std::uint16_t port_;
   std::unique_ptr<v1::Rendezvous::Stub> stub_;
 };
-
-v1::Scope scope_of(const RdzvdProcess& rdzvd) {
-  v1::Scope scope;
-  scope.set_rdzv_id(rdzvd.rdzv_id());
-  scope.set_token(rdzvd.token());
-  return scope;
-}
 
 v1::JoinRequest join_request(const v1::Scope& scope, int min, int max) {
   v1::JoinRequest request;
@@ -72,25 +78,26 @@ void check_still_serving(const ScratchDir& dir, RdzvdProcess& rdzvd) {
 
 }  // namespace
 
-TEST_CASE("a wrong token is rejected with PERMISSION_DENIED") {
+TEST_CASE("a wrong token is rejected with PERMISSION_DENIED at connect, naming the endpoint") {
   ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   ClientLaunch launch{.processes = 1, .env_for = [](int) { return EnvChanges{{"RDZV_TOKEN", "not-the-token"}}; }};
   auto processes = launch_test_clients(dir, rdzvd, 1, launch);
   CHECK(processes.front()->wait(30s) == 1);
-  CHECK_THAT(processes.front()->stderr_text(), Catch::Contains("rdzv-test-client: permission_denied: join"));
+  CHECK_THAT(processes.front()->stderr_text(),
+             Catch::Contains("rdzv-test-client: permission_denied: rdzvd " + rdzvd.endpoint()) &&
+                 Catch::Contains("did not prove it holds the rendezvous token"));
 
+  // The daemon cannot prove a token it does not hold, so the client stops before sending
+  // anything that depends on its own: at once, not after the connect timeout.
+  const auto denied = [](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; };
   auto options = rdzvd.client_options(1);
   options.token = rdzvd.token() + "x";
-  Client client(options);
-  CHECK_THROWS_MATCHES(client.join(), RdzvError,
-                       Catch::Predicate<RdzvError>([](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; }));
-  CHECK_THROWS_MATCHES(client.kv(0).set("k", "v"), RdzvError,
-                       Catch::Predicate<RdzvError>([](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; }));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_MATCHES(Client(options), RdzvError, Catch::Predicate<RdzvError>(denied));
+  CHECK(std::chrono::steady_clock::now() - start < options.connect_timeout);
   options.token.clear();
-  Client tokenless(options);
-  CHECK_THROWS_MATCHES(tokenless.kv(0).num_keys(), RdzvError,
-                       Catch::Predicate<RdzvError>([](const RdzvError& e) { return e.code() == ErrorCode::permission_denied; }));
+  CHECK_THROWS_MATCHES(Client(options), RdzvError, Catch::Predicate<RdzvError>(denied));
   check_still_serving(dir, rdzvd);
 }
 
@@ -120,7 +127,7 @@ TEST_CASE("malformed and hostile requests get errors while the daemon keeps serv
   ScratchDir dir;
   RdzvdProcess rdzvd(dir, RdzvdConfig{.mode = "site", .extra_args = {"--max-keys", "5000"}});
   RawStub raw(rdzvd.endpoint());
-  const v1::Scope scope = scope_of(rdzvd);
+  const v1::Scope scope = raw.scope(rdzvd.rdzv_id(), rdzvd.token());
 
   SECTION("empty, huge and unknown rendezvous ids") {
     v1::Scope empty = scope;
@@ -133,19 +140,17 @@ TEST_CASE("malformed and hostile requests get errors while the daemon keeps serv
     CHECK(too_long.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
     CHECK_THAT(too_long.error_message(), Catch::Contains("max_id_length"));
     v1::GetRequest unknown;
-    unknown.mutable_scope()->set_rdzv_id("nobody.0");
-    unknown.mutable_scope()->set_token(rdzvd.token_for("nobody.0"));
+    *unknown.mutable_scope() = raw.scope("nobody.0", rdzvd.token_for("nobody.0"));
     unknown.set_key("k");
     const auto status = raw.call(&v1::Rendezvous::Stub::Get, unknown);
     CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
     CHECK_THAT(status.error_message(), Catch::Contains("unknown rendezvous 'nobody.0'"));
-    unknown.mutable_scope()->set_token(rdzvd.token_for("somebody-else.0"));
+    unknown.mutable_scope()->set_ticket(raw.scope("somebody-else.0", rdzvd.token_for("somebody-else.0")).ticket());
     CHECK(raw.call(&v1::Rendezvous::Stub::Get, unknown).error_code() == grpc::StatusCode::PERMISSION_DENIED);
   }
   SECTION("negative and inconsistent sizes") {
-    v1::Scope sizes;  // a rendezvous of its own, so the real one below keeps its size
-    sizes.set_rdzv_id("sizes.0");
-    sizes.set_token(rdzvd.token_for("sizes.0"));
+    // A rendezvous of its own, so the real one below keeps its size.
+    const v1::Scope sizes = raw.scope("sizes.0", rdzvd.token_for("sizes.0"));
     REQUIRE(raw.call(&v1::Rendezvous::Stub::Join, join_request(sizes, 1, 1)).ok());
     CHECK(raw.call(&v1::Rendezvous::Stub::Join, join_request(sizes, -3, 2)).error_code() ==
           grpc::StatusCode::INVALID_ARGUMENT);
@@ -164,9 +169,7 @@ TEST_CASE("malformed and hostile requests get errors while the daemon keeps serv
     CHECK(raw.call(&v1::Rendezvous::Stub::Set, empty_key).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   }
   SECTION("a flood of keys hits the key limit of its own rendezvous only") {
-    v1::Scope flood_scope;
-    flood_scope.set_rdzv_id("flood.0");
-    flood_scope.set_token(rdzvd.token_for("flood.0"));
+    const v1::Scope flood_scope = raw.scope("flood.0", rdzvd.token_for("flood.0"));
     REQUIRE(raw.call(&v1::Rendezvous::Stub::Join, join_request(flood_scope, 1, 1)).ok());
     grpc::Status status;
     int batches = 0;

@@ -11,13 +11,18 @@ namespace {
 
 CoreConfig site_config() {
   CoreConfig config = step_config();
-  config.auth = {Mode::site, "", "", "the-site-secret"};
+  config.auth = {Mode::site, "", "", "the-site-secret", kTestDaemonNonce};
   return config;
+}
+
+// What a client holding the site token of (uid, rdzv_id) shows after its handshake.
+std::string site_ticket(std::uint32_t uid, const std::string& rdzv_id, const std::string& secret = "the-site-secret") {
+  return ticket_for(llmrdzv::site_token(secret, uid, rdzv_id), rdzv_id);
 }
 
 JoinRequest site_join(const std::string& rdzv_id, std::uint32_t uid, const std::string& participant) {
   JoinRequest r;
-  r.scope = {rdzv_id, llmrdzv::site_token("the-site-secret", uid, rdzv_id)};
+  r.scope = {rdzv_id, site_ticket(uid, rdzv_id)};
   r.participant_id = participant;
   r.host = "h";
   r.min_participants = 1;
@@ -35,14 +40,57 @@ TEST_CASE("step mode: other rendezvous ids are foreign, wrong or missing tokens 
   CHECK(o->status.code == Code::not_found);
   CHECK(o->status.message.rfind("foreign-rendezvous:", 0) == 0);
   auto wrong = f.request("a", 1, 1);
-  wrong.scope.token = "step-token-secreT";
+  wrong.scope.ticket = ticket_for("step-token-secreT", "42.0");
   CHECK(f.join(wrong)->status.code == Code::permission_denied);
   auto missing = f.request("a", 1, 1);
-  missing.scope.token.clear();
+  missing.scope.ticket.clear();
   CHECK(f.join(missing)->status.code == Code::permission_denied);
   CHECK(f.core.set(Scope{"42.0", "bad"}, 0, "k", "v").code == Code::permission_denied);
   CHECK(f.core.leave(Scope{"42.0", ""}, "a").code == Code::permission_denied);
+  // The token itself is no ticket (what a client older than the handshake sends), nor is the
+  // ticket a client computed against another daemon process's nonce.
+  CHECK(f.core.set(Scope{"42.0", "step-token-secret"}, 0, "k", "v").code == Code::permission_denied);
+  CHECK(f.core.set(Scope{"42.0", llmrdzv::client_ticket("step-token-secret", "42.0", std::string(32, 'o'))}, 0, "k", "v")
+            .code == Code::permission_denied);
   CHECK(f.join(f.request("a", 1, 1))->status.ok());
+}
+
+TEST_CASE("hello: the daemon proves the token over the client's nonce and its port", "[core][auth]") {
+  const std::string nonce = llmrdzv::random_bytes(llmrdzv::kNonceBytes);
+  SECTION("step mode") {
+    CoreFixture f;
+    const auto answer = f.core.hello({"42.0", "", nonce}, 4242);
+    REQUIRE(answer.ok());
+    CHECK(answer.value().daemon_nonce == kTestDaemonNonce);
+    // What the client recomputes with its own token and the port it dialled.
+    CHECK(answer.value().proof == llmrdzv::daemon_proof("step-token-secret", "42.0", "", 4242, nonce, kTestDaemonNonce));
+    CHECK(answer.value().proof != llmrdzv::daemon_proof("step-token-secret", "42.0", "", 4243, nonce, kTestDaemonNonce));
+    CHECK(answer.value().proof != llmrdzv::daemon_proof("step-token-secreT", "42.0", "", 4242, nonce, kTestDaemonNonce));
+    // A fresh client nonce gives a different proof: an old answer cannot be replayed.
+    const auto other = f.core.hello({"42.0", "", llmrdzv::random_bytes(llmrdzv::kNonceBytes)}, 4242);
+    REQUIRE(other.ok());
+    CHECK(other.value().proof != answer.value().proof);
+    const auto foreign = f.core.hello({"43.0", "", nonce}, 4242);
+    CHECK(foreign.status().code == Code::not_found);
+    CHECK(foreign.status().message.rfind("foreign-rendezvous:", 0) == 0);
+    CHECK(f.core.hello({"42.0", "", "short"}, 4242).status().code == Code::invalid_argument);
+    CHECK(f.core.hello({"", "", nonce}, 4242).status().code == Code::invalid_argument);
+  }
+  SECTION("site mode: the key id names the uid whose token proves") {
+    CoreFixture f(site_config());
+    const std::string token = llmrdzv::site_token("the-site-secret", 1000, "train");
+    REQUIRE(llmrdzv::token_key_id(token) == "v1.1000");
+    const auto answer = f.core.hello({"train", "v1.1000", nonce}, 7000);
+    REQUIRE(answer.ok());
+    CHECK(answer.value().proof == llmrdzv::daemon_proof(token, "train", "v1.1000", 7000, nonce, kTestDaemonNonce));
+    const auto other_uid = f.core.hello({"train", "v1.1001", nonce}, 7000);
+    REQUIRE(other_uid.ok());
+    CHECK(other_uid.value().proof != answer.value().proof);
+    const auto no_key = f.core.hello({"train", "", nonce}, 7000);
+    CHECK(no_key.status().code == Code::invalid_argument);
+    CHECK_THAT(no_key.status().message, Catch::Contains("site token"));
+    CHECK(f.core.hello({"train", "v1.007", nonce}, 7000).status().code == Code::invalid_argument);
+  }
 }
 
 TEST_CASE("site mode: HMAC tokens, per-uid namespaces, wrong tokens denied", "[core][auth]") {
@@ -55,21 +103,23 @@ TEST_CASE("site mode: HMAC tokens, per-uid namespaces, wrong tokens denied", "[c
   CHECK(f.core.rendezvous_count() == 2);
   CHECK(alice->assignment.world_size == 1);
   CHECK(bob->assignment.world_size == 1);
-  const Scope alice_scope{"train", llmrdzv::site_token("the-site-secret", 1000, "train")};
+  const Scope alice_scope{"train", site_ticket(1000, "train")};
   REQUIRE(f.core.set(alice_scope, 0, "k", "alice").ok());
-  const Scope bob_scope{"train", llmrdzv::site_token("the-site-secret", 1001, "train")};
+  const Scope bob_scope{"train", site_ticket(1001, "train")};
   auto seen_by_bob = std::make_shared<KvOutcome>();
   f.core.get(bob_scope, 0, "k", 0, CoreFixture::record(seen_by_bob));
   CHECK(seen_by_bob->status.code == Code::not_found);
 
   auto forged = site_join("train", 1000, "c");
-  forged.scope.token = llmrdzv::site_token("another-secret", 1000, "train");
+  forged.scope.ticket = site_ticket(1000, "train", "another-secret");
   CHECK(f.join(forged)->status.code == Code::permission_denied);
   auto other_id = site_join("train", 1000, "c");
   other_id.scope.rdzv_id = "eval";  // token of "train" used for "eval"
   CHECK(f.join(other_id)->status.code == Code::permission_denied);
   auto garbage = site_join("train", 1000, "c");
-  garbage.scope.token = "not-a-site-token";
+  garbage.scope.ticket = "not-a-site-ticket";
+  CHECK(f.join(garbage)->status.code == Code::permission_denied);
+  garbage.scope.ticket = llmrdzv::site_token("the-site-secret", 1000, "train");  // the token itself
   CHECK(f.join(garbage)->status.code == Code::permission_denied);
 }
 
@@ -77,7 +127,7 @@ TEST_CASE("site mode: Status without a valid scope shows only the totals", "[cor
   CoreFixture f(site_config());
   REQUIRE(f.join(site_join("train", 1000, "a"))->status.ok());
   REQUIRE(f.join(site_join("secret-project", 1001, "b"))->status.ok());
-  const Scope alice{"train", llmrdzv::site_token("the-site-secret", 1000, "train")};
+  const Scope alice{"train", site_ticket(1000, "train")};
   REQUIRE(f.core.set(alice, 0, "k", "12345").ok());
   const auto anyone = f.core.status(std::nullopt);
   REQUIRE(anyone.ok());
@@ -91,14 +141,14 @@ TEST_CASE("site mode: Status without a valid scope shows only the totals", "[cor
   REQUIRE(own.value().rendezvous.size() == 1);
   CHECK(own.value().rendezvous[0].rdzv_id == "train");
   CHECK(own.value().rendezvous[0].member_details.size() == 1);
-  CHECK(f.core.status(Scope{"secret-project", alice.token}).status().code == Code::permission_denied);
+  CHECK(f.core.status(Scope{"secret-project", alice.ticket}).status().code == Code::permission_denied);
 }
 
 TEST_CASE("tokens never appear in log lines or error messages", "[core][auth]") {
   CoreFixture f;
   f.join_all(2);
   auto wrong = f.request("x", 2, 2);
-  wrong.scope.token = "guessed-token-value";
+  wrong.scope.ticket = "guessed-token-value";
   auto o = f.join(wrong);
   f.core.leave(f.scope(), "p0");
   f.core.shutdown("test");
@@ -106,6 +156,7 @@ TEST_CASE("tokens never appear in log lines or error messages", "[core][auth]") 
   for (const auto& line : f.log) {
     CHECK(line.find("step-token-secret") == std::string::npos);
     CHECK(line.find("guessed-token-value") == std::string::npos);
+    CHECK(line.find(f.scope().ticket) == std::string::npos);
   }
   CHECK(o->status.message.find("guessed-token-value") == std::string::npos);
 }
@@ -142,7 +193,7 @@ TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the lim
   slow.timeout_ms = 10001;
   expect(f.join(slow)->status, "max_timeout_ms");
 
-  const Scope s{"r1", llmrdzv::site_token("the-site-secret", 1, "r1")};
+  const Scope s{"r1", site_ticket(1, "r1")};
   expect(f.core.set(s, 1, "123456789", "v"), "max_key_length");
   expect(f.core.set(s, 1, "k", std::string(17, 'v')), "max_value_size");
   REQUIRE(f.core.set(s, 1, "k1", std::string(16, 'v')).ok());   // 18 bytes
@@ -177,9 +228,9 @@ TEST_CASE("site mode: one user's rendezvous together hold at most max_bytes_per_
   REQUIRE(f.join(site_join("r1", 1, "a"))->status.ok());
   REQUIRE(f.join(site_join("r2", 1, "b"))->status.ok());
   REQUIRE(f.join(site_join("r3", 2, "c"))->status.ok());
-  const Scope r1{"r1", llmrdzv::site_token("the-site-secret", 1, "r1")};
-  const Scope r2{"r2", llmrdzv::site_token("the-site-secret", 1, "r2")};
-  const Scope r3{"r3", llmrdzv::site_token("the-site-secret", 2, "r3")};
+  const Scope r1{"r1", site_ticket(1, "r1")};
+  const Scope r2{"r2", site_ticket(1, "r2")};
+  const Scope r3{"r3", site_ticket(2, "r3")};
   REQUIRE(f.core.set(r1, 1, "k", std::string(89, 'v')).ok());  // uid 1: 90 bytes
   const Status over = f.core.set(r2, 1, "k", std::string(69, 'v'));  // would be 160 for uid 1
   CHECK(over.code == Code::resource_exhausted);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/common/token.hpp"
 #include "llmrdzv/core/core.hpp"
 
 namespace llmrdzv::core::testing {
@@ -37,8 +38,17 @@ class RecordingSink final : public SessionSink {
   std::optional<Status> finished;
 };
 
+// The daemon nonce of every test core, so that tests can compute tickets the way clients do.
+inline const std::string kTestDaemonNonce(llmrdzv::kNonceBytes, 'n');
+
+// The ticket a client holding `token` shows for `rdzv_id` after a handshake with a test core.
+inline std::string ticket_for(const std::string& token, const std::string& rdzv_id) {
+  return llmrdzv::client_ticket(token, rdzv_id, kTestDaemonNonce);
+}
+
 inline CoreConfig step_config() {
   CoreConfig config;
+  config.auth.daemon_nonce = kTestDaemonNonce;
   config.auth.mode = Mode::step;
   config.auth.step_rdzv_id = "42.0";
   config.auth.step_token = "step-token-secret";
@@ -55,7 +65,9 @@ class CoreFixture {
   explicit CoreFixture(CoreConfig config = step_config())
       : config_(config), core(config, clock, [this](LogLevel, const std::string& line) { log.push_back(line); }) {}
 
-  Scope scope() const { return {config_.auth.step_rdzv_id, config_.auth.step_token}; }
+  Scope scope() const {
+    return {config_.auth.step_rdzv_id, ticket_for(config_.auth.step_token, config_.auth.step_rdzv_id)};
+  }
 
   JoinRequest request(const std::string& participant, int min, int max, const std::string& host = "node0",
                       int requested_rank = -1, int local_rank = -1) const {

@@ -11,6 +11,7 @@
 
 #include "daemon_process.hpp"
 #include "llmrdzv/common/port_probe.hpp"
+#include "llmrdzv/client/handshake.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
 
 using namespace llmrdzv::server::testing;
@@ -35,33 +36,46 @@ std::vector<std::string> step_args(const ScratchDir& dir, std::vector<std::strin
   return args;
 }
 
-grpc::Status join(int port, const std::string& token, v1::JoinResponse* response) {
-  auto stub = v1::Rendezvous::NewStub(
+// A stub on the daemon at `port` and the ticket its handshake gave for `token` (empty when the
+// daemon did not prove itself: then the calls below are denied).
+struct Authenticated {
+  std::unique_ptr<v1::Rendezvous::Stub> stub;
+  std::string ticket;
+};
+
+Authenticated authenticate(int port, const std::string& token) {
+  Authenticated a;
+  a.stub = v1::Rendezvous::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  a.ticket = llmrdzv::client::hello(*a.stub, "9.0", token, std::uint16_t(port), 5s).ticket;
+  return a;
+}
+
+grpc::Status join(int port, const std::string& token, v1::JoinResponse* response) {
+  const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 5s);
   v1::JoinRequest request;
   request.mutable_scope()->set_rdzv_id("9.0");
-  request.mutable_scope()->set_token(token);
+  request.mutable_scope()->set_ticket(a.ticket);
   request.set_participant_id("p");
   request.set_host("h");
   request.set_requested_rank(-1);
   request.set_min_participants(1);
   request.set_max_participants(1);
-  return stub->Join(&context, request, response);
+  return a.stub->Join(&context, request, response);
 }
 
 grpc::Status leave(int port, const std::string& token) {
-  auto stub = v1::Rendezvous::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 5s);
   v1::LeaveRequest request;
   request.mutable_scope()->set_rdzv_id("9.0");
-  request.mutable_scope()->set_token(token);
+  request.mutable_scope()->set_ticket(a.ticket);
   request.set_participant_id("p");
   v1::LeaveResponse response;
-  return stub->Leave(&context, request, &response);
+  return a.stub->Leave(&context, request, &response);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core_host.hpp"
+#include "llmrdzv/client/handshake.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
 #include "rendezvous_service.hpp"
 #include "tuning.hpp"
@@ -27,7 +28,7 @@ namespace llmrdzv::server::testing {
 
 inline core::CoreConfig server_test_config() {
   core::CoreConfig config;
-  config.auth = {core::Mode::step, "7.0", "server-test-token", ""};
+  config.auth = {core::Mode::step, "7.0", "server-test-token", "", ""};  // a random daemon nonce
   config.settings.heartbeat_interval = core::Millis(100);
   // Far above any test's run time: raw-stub tests send no heartbeats, and a loaded machine must
   // not turn a slow test into a failed member. Tests of the timeout set their own.
@@ -118,9 +119,15 @@ class InProcessServer {
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     tune_server(builder);
     server_ = builder.BuildAndStart();
+    service_.set_listen_port(port_);
     io_thread_ = std::thread([this] { io_.run(); });
     channel_ = grpc::CreateChannel(endpoint(), grpc::InsecureChannelCredentials());
     stub_ = llmrdzv::v1::Rendezvous::NewStub(channel_);
+    // The ticket every request's scope carries, from a real handshake with this server.
+    const auto hello = client::hello(*stub_, config_.auth.step_rdzv_id, config_.auth.step_token, std::uint16_t(port_),
+                                     std::chrono::seconds(30));
+    if (hello.outcome != client::HelloOutcome::proven) throw std::runtime_error("test server handshake: " + hello.reason);
+    ticket_ = hello.ticket;
   }
   ~InProcessServer() {
     host_.run([](core::Core& core) { core.shutdown("test over"); });
@@ -136,11 +143,13 @@ class InProcessServer {
   // Every call's request waits this long before the service handles it.
   void delay_calls(std::chrono::milliseconds delay) { calls_.delay_ms = int(delay.count()); }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
+  const core::CoreConfig& config() const { return config_; }
   CoreHost& host() { return host_; }
   LogLines& log() { return log_; }
   void scope(llmrdzv::v1::Scope* scope) const {
     scope->set_rdzv_id(config_.auth.step_rdzv_id);
-    scope->set_token(config_.auth.step_token);
+    scope->set_ticket(ticket_);
   }
   // A Join of a fixed-size round of n for participant `id` on host "localhost".
   llmrdzv::v1::JoinRequest join_request(const std::string& id, int n) const {
@@ -170,6 +179,7 @@ class InProcessServer {
   CoreHost host_;
   RendezvousService service_;
   int port_ = 0;
+  std::string ticket_;
   std::unique_ptr<grpc::Server> server_;
   std::thread io_thread_;
   std::shared_ptr<grpc::Channel> channel_;

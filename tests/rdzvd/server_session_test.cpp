@@ -143,7 +143,7 @@ TEST_CASE("session join: errors end the stream with the codes and messages Join 
   InProcessServer server(config);
 
   auto wrong_token = server.join_request("p0", 1);
-  wrong_token.mutable_scope()->set_token("not-the-token");
+  wrong_token.mutable_scope()->set_ticket("t2.not-the-ticket");
   CHECK(finish(*start_join(server, wrong_token)).error_code() == Code::PERMISSION_DENIED);
 
   auto bad_sizes = server.join_request("p0", 1);
@@ -327,7 +327,7 @@ TEST_CASE("session calls: get, wait, multi_get and queue_pop answer on the strea
     call.mutable_wait()->set_round(round);
     call.mutable_wait()->set_timeout_ms(50);
     server.scope(call.mutable_wait()->mutable_scope());
-    call.mutable_wait()->mutable_scope()->set_token("wrong");
+    call.mutable_wait()->mutable_scope()->set_ticket("wrong");
   });
   CHECK(call_done(*a).code() == int(Code::PERMISSION_DENIED));
   send_call(server, *a, 7, [](v1::SessionCall&) {});  // no operation

@@ -90,7 +90,7 @@ TEST_CASE("server: core errors map to the proto's gRPC codes", "[server]") {
   InProcessServer server;
   v1::SetRequest request;
   request.mutable_scope()->set_rdzv_id("other.0");
-  request.mutable_scope()->set_token("x");
+  request.mutable_scope()->set_ticket("x");
   request.set_key("k");
   v1::SetResponse response;
   {

@@ -85,8 +85,8 @@ Client::Client(Options options) : impl_(std::make_unique<Impl>()) {
   if (options.participant_id.empty()) options.participant_id = options.host + ":" + std::to_string(getpid());
   impl_->options = std::move(options);
   impl_->scope.set_rdzv_id(impl_->options.rdzv_id);
-  impl_->scope.set_token(impl_->options.token);
   impl_->connection = detail::connect(impl_->options);
+  impl_->scope.set_ticket(impl_->connection.ticket);
 }
 
 Client::~Client() {

@@ -1,5 +1,6 @@
-// Finding rdzvd: the step-port probe sequence, telling our rdzvd apart from a foreign one or a
-// non-rdzvd peer, and waiting with backoff while the daemon is not up yet. Private.
+// Finding rdzvd: the step-port probe sequence, telling our rdzvd (the one that proves it holds
+// the token) apart from a foreign one, an impostor or a non-rdzvd peer, and waiting with backoff
+// while the daemon is not up yet. Private.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -20,6 +21,7 @@ struct Features {
 
 struct Connection {
   std::string endpoint;  // "host:port" that answered as our rdzvd
+  std::string ticket;    // from the handshake; empty without a rendezvous id
   Features features;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> stub;
@@ -29,9 +31,11 @@ struct Connection {
 // process) and short reconnect backoff.
 std::shared_ptr<grpc::Channel> make_channel(const std::string& endpoint);
 
-// Finds the daemon and asks what it speaks (Features). Throws RdzvError: unavailable when
-// nothing answered as our rdzvd within connect_timeout (the message lists what each candidate
-// port was), not_found when the only candidate serves another rendezvous.
+// Finds the daemon that proves it holds our token (the handshake, which also says what it
+// speaks). Throws RdzvError: unavailable when nothing answered within connect_timeout (the
+// message lists what each candidate port was); at once, when every candidate has answered for
+// good: not_found when the only candidate serves another rendezvous, permission_denied (naming
+// the endpoint) when a peer failed the handshake: a wrong token or not the rendezvous daemon.
 Connection connect(const Options& options);
 
 }  // namespace llmrdzv::client::detail

@@ -1,6 +1,8 @@
 // Who may use which rendezvous. Step mode: the daemon serves exactly one rendezvous id with one
 // token (other ids are "foreign" so port-probing clients move on). Site mode: tokens are HMACs of
 // (uid, id) under the site secret, and each uid gets its own namespace of rendezvous ids.
+// Tokens never arrive: the daemon proves it holds one in hello(), and requests carry tickets
+// derived from it and from this daemon's nonce (llmrdzv/common/token.hpp has the handshake).
 #pragma once
 
 #include <cstdint>
@@ -18,20 +20,28 @@ struct AuthConfig {
   std::string step_rdzv_id;  // step mode
   std::string step_token;    // step mode
   std::string site_secret;   // site mode
+  std::string daemon_nonce;  // kNonceBytes bytes; empty: a random one per Authenticator
 };
 
 class Authenticator {
  public:
-  explicit Authenticator(AuthConfig config) : config_(std::move(config)) {}
+  explicit Authenticator(AuthConfig config);
 
-  // The registry key of the rendezvous the scope names, once the token proves access.
+  // The daemon's half of the handshake for a client that dialled `port` (the listening port).
+  Result<HelloAnswer> hello(const HelloRequest& request, std::uint16_t port) const;
+  // The registry key of the rendezvous the scope names, once its ticket proves access.
   Result<std::string> authorize(const Scope& scope) const;
   // Whose rendezvous a registry key names: the uid in site mode, "" in step mode (one owner).
   std::string owner_of(const std::string& key) const;
   Mode mode() const { return config_.mode; }
 
  private:
+  // Ok for an id this daemon serves; invalid_argument when empty, not_found "foreign-rendezvous:"
+  // for another id in step mode.
+  Status check_id(const std::string& rdzv_id) const;
+
   AuthConfig config_;
+  std::string step_ticket_;  // step mode: the one valid ticket, computed once
 };
 
 // "step" or "site".

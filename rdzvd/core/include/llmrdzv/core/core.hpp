@@ -98,7 +98,11 @@ class Core {
   // A blocked call whose client went away: completes it with CANCELLED if still blocked.
   void cancel(const WaiterRef& waiter);
 
-  // Without a scope: every rendezvous' counters. With one (token checked): that rendezvous with
+  // The handshake: the daemon's proof that it holds the token of the rendezvous the client names,
+  // for a client that reached it on `port` (see llmrdzv/common/token.hpp).
+  Result<HelloAnswer> hello(const HelloRequest& request, std::uint16_t port) const { return auth_.hello(request, port); }
+
+  // Without a scope: every rendezvous' counters. With one (ticket checked): that rendezvous with
   // its members.
   Result<DaemonInfo> status(const std::optional<Scope>& scope) const;
   // The daemon's uptime and mode alone (no rendezvous, no auth needed).

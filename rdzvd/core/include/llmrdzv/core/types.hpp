@@ -14,7 +14,20 @@ namespace llmrdzv::core {
 
 struct Scope {
   std::string rdzv_id;
-  std::string token;
+  std::string ticket;  // from the handshake (see llmrdzv/common/token.hpp), never the token
+};
+
+// The handshake's first half (see llmrdzv/common/token.hpp): who the client wants to reach.
+struct HelloRequest {
+  std::string rdzv_id;
+  std::string key_id;        // the token's public part ("v1.<uid>" for a site token)
+  std::string client_nonce;  // kNonceBytes bytes
+};
+
+// The daemon's answer: its nonce and its proof over the client's nonce and its listening port.
+struct HelloAnswer {
+  std::string daemon_nonce;
+  std::string proof;
 };
 
 struct JoinRequest {
