@@ -129,9 +129,10 @@ void start_step_daemon(const StepSettings& settings, const StepLayout& layout, c
   spec.user = user;
   spec.start_timeout = std::chrono::milliseconds(s.site.start_timeout_ms);
   if (!s.site.log_dir.empty()) {
-    // Unique per slurmstepd (a requeued job reuses its job id): the daemon creates it new.
+    // Unique per slurmstepd (a requeued job reuses its job id), and with a random part so that
+    // nobody can plant the name ahead of the step: the daemon creates it new.
     spec.log_path = s.site.log_dir + "/rdzvd-" + rendezvous_id({}, layout.job_id, layout.step_id) + "-" +
-                    std::to_string(getpid()) + ".log";
+                    std::to_string(getpid()) + "-" + make_random_token().substr(0, 8) + ".log";
   }
   spec.args = rdzvd_arguments(s.site, settings, layout, rdzv_id, ports.rdzvd);
   s.daemon = start_daemon(spec);

@@ -20,6 +20,8 @@ subnet=172.30.77             # /24 used only inside this machine: .1 = controlle
 bridge=lrdzv-br0
 marker="# llm-rdzv-slurm"
 test_user=llmrdzv-test
+# A second unprivileged user on the same nodes: the attacker of the security tests.
+attacker_user=llmrdzv-attacker
 ctld_port=16817
 slurmd_port=16818
 
@@ -113,6 +115,7 @@ CONF
   cat > "$dir/env" <<ENV
 export SLURM_CONF=$conf
 export LLMRDZV_TEST_USER=$test_user
+export LLMRDZV_ATTACKER_USER=$attacker_user
 export LLMRDZV_CLUSTER_DIR=$dir
 ENV
 }
@@ -160,12 +163,15 @@ setup_network() {
 }
 
 ensure_test_user() {
-  id -u "$test_user" >/dev/null 2>&1 ||
-    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$test_user"
+  local user
+  for user in "$test_user" "$attacker_user"; do
+    id -u "$user" >/dev/null 2>&1 ||
+      useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$user"
+    reach_tree "$user" "$root"
+    reach_tree "$user" "$build"
+  done
   mkdir -p "$dir/rdzvd-logs" "$dir/work"
   chmod 1777 "$dir/rdzvd-logs" "$dir/work"
-  reach_tree "$root"
-  reach_tree "$build"
 }
 
 # Jobs run as the unprivileged test user and use the checkout (build tree, etc/, scripts): a
@@ -173,24 +179,24 @@ ensure_test_user() {
 # on the way that the test user cannot search gets a search-only ACL entry for it, recorded in
 # $dir/acl-grants and removed by `down`.
 reach_tree() {
-  local path=$1 d="" part
+  local user=$1 path=$2 d="" part
   local -a parts
   IFS=/ read -ra parts <<<"${path#/}"
   for part in "" "${parts[@]}"; do  # from / down, so each test sees its ancestors searchable
     d="${d%/}/$part"
-    if ! setpriv --reuid="$test_user" --regid="$test_user" --clear-groups test -x "$d" 2>/dev/null; then
-      command -v setfacl >/dev/null || die "$test_user cannot reach $path (no search permission on $d) and setfacl is missing (apt install acl)"
-      setfacl -m "u:$test_user:x" "$d" || die "cannot give $test_user search permission on $d (file system without ACLs?)"
-      echo "$d" >> "$dir/acl-grants"
-      log "granted $test_user search (x) on $d so jobs reach $path"
+    if ! setpriv --reuid="$user" --regid="$user" --clear-groups test -x "$d" 2>/dev/null; then
+      command -v setfacl >/dev/null || die "$user cannot reach $path (no search permission on $d) and setfacl is missing (apt install acl)"
+      setfacl -m "u:$user:x" "$d" || die "cannot give $user search permission on $d (file system without ACLs?)"
+      echo "$user $d" >> "$dir/acl-grants"
+      log "granted $user search (x) on $d so jobs reach $path"
     fi
   done
 }
 
 revoke_grants() {
-  local d
+  local user d
   [ -f "$dir/acl-grants" ] || return 0
-  while read -r d; do setfacl -x "u:$test_user" "$d" 2>/dev/null || true; done < "$dir/acl-grants"
+  while read -r user d; do setfacl -x "u:$user" "$d" 2>/dev/null || true; done < "$dir/acl-grants"
   rm -f "$dir/acl-grants"
 }
 

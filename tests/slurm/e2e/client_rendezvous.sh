@@ -14,7 +14,7 @@ ranks=$(grep -Eo '^rank=[0-9]+ world=6 ' <<<"$out" | cut -d' ' -f1 | sort -t= -k
 [ "$(grep -c '^barrier rank=[0-5] ok$' <<<"$out")" -eq 6 ] || { echo "$out" >&2; fail "barrier"; }
 step=$(grep -Eo '^job=[0-9]+\.[0-9]+' <<<"$out" | sort -u | cut -d= -f2)
 logs=("$cluster_dir"/rdzvd-logs/rdzvd-"$step"-*.log)
-[ ${#logs[@]} -eq 1 ] && [ -f "${logs[0]}" ] || fail "no single rdzvd log rdzvd-$step-<pid>.log: ${logs[*]}"
+[ ${#logs[@]} -eq 1 ] && [ -f "${logs[0]}" ] || fail "no single rdzvd log rdzvd-$step-<pid>-<rand>.log: ${logs[*]}"
 log=${logs[0]}
 [ "$(stat -c %U "$log")" = "$LLMRDZV_TEST_USER" ] || fail "rdzvd log owned by $(stat -c %U "$log"), not the job's user"
 expect_no_rdzvd 5

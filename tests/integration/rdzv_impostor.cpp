@@ -1,0 +1,76 @@
+// rdzv-impostor: an attacker of the handshake for the security tests on the test cluster, run as
+// a second unprivileged user on a step's node. It squats ADDR:PORT as a raw TCP listener that never
+// answers (raw), a fake rdzvd that answers OK to everything (fake), or a fake that relays Hello to
+// the real daemon (relay). It prints "listening PORT" once ready and, on SIGTERM or SIGINT, writes
+// every byte it received to FILE and the gRPC methods called to FILE.methods, one per line.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "impostors.hpp"
+
+namespace {
+
+int usage(const char* problem) {
+  std::fprintf(stderr,
+               "rdzv-impostor: %s\n"
+               "usage: rdzv-impostor --kind raw|fake|relay --listen ADDR:PORT [--relay-to HOST:PORT] --loot FILE\n",
+               problem);
+  return 2;
+}
+
+void save(const llmrdzv::testing::Loot& loot, const std::string& file) {
+  std::ofstream(file, std::ios::binary) << loot.bytes();
+  std::ofstream methods(file + ".methods");
+  for (const auto& method : loot.methods()) methods << method << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string kind, listen, relay_to, loot_file;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--kind") kind = value;
+    else if (flag == "--listen") listen = value;
+    else if (flag == "--relay-to") relay_to = value;
+    else if (flag == "--loot") loot_file = value;
+    else return usage(("unknown flag " + flag).c_str());
+  }
+  if (argc % 2 == 0) return usage("every flag needs a value");
+  if (listen.empty() || loot_file.empty()) return usage("--listen and --loot are required");
+  if ((kind == "relay") != !relay_to.empty()) return usage("--relay-to goes with --kind relay, and only with it");
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before any thread starts: all inherit it
+  try {
+    const auto colon = listen.rfind(':');
+    if (colon == std::string::npos) return usage("--listen must be ADDR:PORT");
+    std::unique_ptr<llmrdzv::testing::RawSquatter> raw;
+    std::unique_ptr<llmrdzv::testing::FakeDaemon> fake;
+    std::uint16_t port = 0;
+    if (kind == "raw") {
+      port = std::uint16_t(std::stoul(listen.substr(colon + 1)));
+      raw = std::make_unique<llmrdzv::testing::RawSquatter>(port, listen.substr(0, colon));
+    } else if (kind == "fake" || kind == "relay") {
+      fake = std::make_unique<llmrdzv::testing::FakeDaemon>(listen, relay_to);
+      port = fake->port();
+    } else {
+      return usage("--kind must be raw, fake or relay");
+    }
+    std::printf("listening %u\n", unsigned(port));
+    std::fflush(stdout);
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    save(raw ? raw->loot() : fake->loot(), loot_file);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rdzv-impostor: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

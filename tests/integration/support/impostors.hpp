@@ -1,0 +1,80 @@
+// Attackers of the handshake, for the security tests (in-process and, through rdzv-impostor, on
+// the test cluster as another user): a raw TCP squatter that records every byte and never
+// answers, and a fake rdzvd that answers every call of every method with OK and an empty message,
+// or relays Hello to the real daemon. Each keeps what it received (its "loot").
+#pragma once
+
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "llmrdzv/v1/rendezvous.grpc.pb.h"
+
+namespace llmrdzv::testing {
+
+// What an attacker received: every byte, and (for gRPC fakes) which methods were called.
+class Loot {
+ public:
+  void add(const std::string& method, const std::string& bytes);
+  std::string bytes() const;
+  std::vector<std::string> methods() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> methods_;
+  std::string bytes_;
+};
+
+// Accepts every connection on 127.0.0.1:port (or `address`) and records what arrives.
+class RawSquatter {
+ public:
+  explicit RawSquatter(std::uint16_t port, const std::string& address = "127.0.0.1");
+  ~RawSquatter();
+  const Loot& loot() const { return loot_; }
+
+ private:
+  void serve();
+
+  int fd_;
+  std::vector<int> clients_;
+  std::atomic<bool> stop_{false};
+  Loot loot_;
+  std::thread thread_;
+};
+
+// A fake rdzvd on `listen` ("HOST:PORT", port 0 for any). With `relay_to` it forwards Hello to
+// that daemon and hands back the real answer.
+class FakeDaemon {
+ public:
+  explicit FakeDaemon(const std::string& listen = "127.0.0.1:0", const std::string& relay_to = {});
+  ~FakeDaemon();
+  std::uint16_t port() const { return std::uint16_t(port_); }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  const Loot& loot() const { return loot_; }
+
+ private:
+  class Call;
+  class Service final : public grpc::CallbackGenericService {
+   public:
+    explicit Service(FakeDaemon& fake) : fake_(fake) {}
+    grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
+
+   private:
+    FakeDaemon& fake_;
+  };
+
+  Loot loot_;
+  std::unique_ptr<llmrdzv::v1::Rendezvous::Stub> relay_;
+  Service service_{*this};
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+}  // namespace llmrdzv::testing

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# A second user on the step's first node squats half of the step's port range with fake rdzvds
+# (answering OK to every call) and raw listeners (recording every byte, never answering), before
+# the victim's steps start. Every victim step still forms its rendezvous, and the attacker's
+# loot holds neither a victim's token nor a ticket: only Hello calls reached the fakes. A task
+# told the fake's endpoint directly fails at once, naming it. A rank whose Join asks for another
+# size than the step's is refused without disturbing the step.
+source "$(dirname "$0")/lib.sh"
+require_file "$test_client"
+impostor="$LLMRDZV_BUILD_DIR/bin/rdzv-impostor"
+require_file "$impostor"
+attacker=${LLMRDZV_ATTACKER_USER:?the cluster has no attacker user: rerun scripts/slurm/cluster.sh up}
+
+as_attacker() { setpriv --reuid="$attacker" --regid="$attacker" --init-groups -- "$@"; }
+
+lo=20900 hi=20907
+squatted=(20900 20901 20902 20903)
+mkdir loot && chown "$attacker" loot && chmod 700 loot
+impostors=()
+cleanup() { [ ${#impostors[@]} -eq 0 ] || kill "${impostors[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+trap cleanup EXIT
+for port in "${squatted[@]}"; do
+  kind=$([ $((port % 2)) -eq 0 ] && echo fake || echo raw)
+  nsenter --net=/run/netns/lrdzv-n1 setpriv --reuid="$attacker" --regid="$attacker" --init-groups -- \
+    "$impostor" --kind "$kind" --listen "0.0.0.0:$port" --loot "loot/$kind.$port" > "loot.$port.out" 2>&1 &
+  impostors+=($!)
+done
+for port in "${squatted[@]}"; do
+  for _ in $(seq 200); do grep -q '^listening' "loot.$port.out" 2>/dev/null && break; sleep 0.05; done
+  grep -q "^listening $port" "loot.$port.out" || { cat "loot.$port.out" >&2; fail "impostor on $port did not start"; }
+done
+[ "$(stat -c %U "/proc/${impostors[0]}")" = "$attacker" ] || fail "the impostors do not run as $attacker"
+
+# srun picks the step's rdzvd port at random in the range: repeat until a step's base was one of
+# the squatted ports (1 in 2 each time), so the ranks really knocked on the attacker's doors.
+exercised=0
+for attempt in $(seq 12); do
+  out=$(as_user srun -N2 -n2 "--llm-rdzv=port=$lo-$hi" sh -c \
+    'echo "step=$SLURM_JOB_ID.$SLURM_STEP_ID endpoint=$RDZV_ENDPOINT"; printf "%s\n" "$RDZV_TOKEN" > "victim.token.$SLURM_JOB_ID.$SLURM_PROCID"; exec "$0"' \
+    "$test_client" 2>&1) || { echo "$out" >&2; fail "a victim step failed with the squatters up"; }
+  [ "$(grep -c '^barrier rank=[01] ok$' <<<"$out")" -eq 2 ] || { echo "$out" >&2; fail "victim barrier"; }
+  endpoint=$(grep -m1 -Eo 'endpoint=[^ ]+' <<<"$out" | cut -d= -f2)
+  if [[ " ${squatted[*]} " == *" ${endpoint##*:} "* ]]; then
+    exercised=1
+    note "attempt $attempt: base $endpoint was squatted; the ranks found the real rdzvd"
+    break
+  fi
+done
+[ $exercised = 1 ] || fail "12 victim steps in a row had a free base port"
+
+# Told the fake's endpoint alone, a task gives up at once and names it.
+start=$SECONDS
+set +e
+direct=$(as_user srun -N1 -n1 --llm-rdzv sh -c \
+  'export RDZV_ENDPOINT=lr-node1:20900; unset LLM_RDZV_PORT_RANGE; exec "$0"' "$test_client" 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] || { echo "$direct" >&2; fail "a task accepted the fake rdzvd"; }
+expect_match "$direct" 'permission_denied: rdzvd lr-node1:20900 .*did not prove it holds the rendezvous token' "fake refused by name"
+[ $((SECONDS - start)) -lt 15 ] || fail "refusing the fake took $((SECONDS - start)) s"
+
+cleanup
+impostors=()
+trap - EXIT
+# What the attacker got: Hellos only, and no token or ticket.
+for tokens in victim.token.*; do
+  token=$(cat "$tokens")
+  [ ${#token} -eq 64 ] || fail "no victim token in $tokens"
+  if grep -rqF -- "$token" loot/; then fail "a victim's token reached the attacker"; fi
+done
+if grep -rqaF 't2.' loot/; then fail "a ticket reached the attacker"; fi
+hellos=$(cat loot/fake.*.methods | grep -c '^/llmrdzv.v1.Rendezvous/Hello$' || true)
+others=$(cat loot/fake.*.methods | grep -vc '^/llmrdzv.v1.Rendezvous/Hello$' || true)
+[ "$hellos" -gt 0 ] || fail "no Hello reached the fake daemons (the attack was not exercised)"
+[ "$others" -eq 0 ] || { cat loot/fake.*.methods >&2; fail "the fakes got calls other than Hello"; }
+note "the fakes got $hellos Hello calls and nothing else; raw squatters got $(cat loot/raw.* | wc -c) bytes, no secret"
+
+# A rank asking for another size than the step's is refused at once; the step forms as sized.
+out=$(as_user srun -N2 -n2 --llm-rdzv sh -c \
+  'LLM_RDZV_MIN_WORLD=16384 LLM_RDZV_MAX_WORLD=16384 "$0" 2>&1 && echo "oversized-join accepted"; exec "$0"' \
+  "$test_client" 2>&1) || { echo "$out" >&2; fail "the step failed after an oversized Join"; }
+if grep -q 'oversized-join accepted' <<<"$out"; then echo "$out" >&2; fail "a 16384-participant Join was accepted"; fi
+expect_match "$out" 'rdzv-test-client: failed_precondition: .*16384' "oversized Join refused"
+[ "$(grep -c '^barrier rank=[01] ok$' <<<"$out")" -eq 2 ] || { echo "$out" >&2; fail "barrier after the oversized Join"; }
+expect_no_rdzvd 5
+finish
