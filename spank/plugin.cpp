@@ -2,7 +2,8 @@
 //   allocator (sbatch/salloc): check the option, so a bad #SBATCH --llm-rdzv fails at submit;
 //   local (srun):              check the option, make the step's random token (step mode);
 //   remote (slurmstepd):       compute the env contract, start rdzvd on the step's first node
-//                              before any task, set the env in every task, stop rdzvd at exit.
+//                              before any task, set the env in every task, and after the
+//                              node's last task let rdzvd drain until no rank of any node remains.
 // No exception leaves this file: every failure becomes "llm-rdzv: ..." and a -1 return; in
 // slurmstepd the failure instead fails the node's tasks, printing the reason on their stderr.
 #include <unistd.h>
@@ -42,6 +43,8 @@ struct PluginState {
   bool active = false;  // this step gets the env contract
   EnvList env;          // the step's part of it (remote context)
   RunningDaemon daemon;
+  std::uint32_t local_tasks = 0;   // of this step on this node
+  std::uint32_t tasks_exited = 0;  // of those
   std::string task_error;  // why this node's tasks must not run (slurmstepd-side failure)
 };
 
@@ -136,6 +139,7 @@ void start_step_daemon(const StepSettings& settings, const StepLayout& layout, c
   }
   spec.args = rdzvd_arguments(s.site, settings, layout, rdzv_id, ports.rdzvd);
   s.daemon = start_daemon(spec);
+  s.local_tasks = layout.local_tasks;
   slurm_debug("llm-rdzv: rdzvd pid %d serves %s on port %u", int(s.daemon.pid), rdzv_id.c_str(), unsigned(s.daemon.port));
 }
 
@@ -260,10 +264,25 @@ extern "C" int slurm_spank_task_init(spank_t sp, int, char**) {
   });
 }
 
+// The daemon's node is done once its last task exits; ranks on other nodes may still be running.
+// The drain happens here, not in slurm_spank_exit: slurmstepd kills every process of the step's
+// container (proctrack's SIGKILL, rdzvd included) after the tasks are reaped and before
+// slurm_spank_exit, but only once this callback has returned for the last task.
+extern "C" int slurm_spank_task_exit(spank_t, int, char**) {
+  PluginState& s = state();
+  if (spank_context() != S_CTX_REMOTE || s.daemon.pid <= 0 || ++s.tasks_exited < s.local_tasks) return 0;
+  return guarded([&] {
+    finish_daemon(s.daemon, kDrainWhileMembersRemain, std::chrono::milliseconds(3000));
+    s.daemon = {};
+    return 0;
+  });
+}
+
 extern "C" int slurm_spank_exit(spank_t, int, char**) {
   if (spank_context() != S_CTX_REMOTE) return 0;
   return guarded([] {
-    // Ranks on other nodes get up to a heartbeat timeout (+2 s) to leave, or to be seen failing.
+    // Only when the daemon outlived its tasks' exits (a task that never started): ranks on other
+    // nodes get up to a heartbeat timeout (+2 s) to leave, or to be seen failing.
     const std::uint32_t heartbeat_ms = state().site.heartbeat_timeout_ms ? state().site.heartbeat_timeout_ms : 10000;
     finish_daemon(state().daemon, std::chrono::milliseconds(heartbeat_ms + 2000), std::chrono::milliseconds(3000));
     state().daemon = {};

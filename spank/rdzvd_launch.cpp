@@ -184,7 +184,7 @@ void finish_daemon(const RunningDaemon& daemon, std::chrono::milliseconds drain,
   int status = 0;
   if (waitpid(daemon.pid, &status, WNOHANG) != 0) return;
   kill(daemon.pid, SIGUSR1);
-  const auto deadline = Clock::now() + drain;
+  const auto deadline = drain == kDrainWhileMembersRemain ? Clock::time_point::max() : Clock::now() + drain;
   while (Clock::now() < deadline) {
     if (waitpid(daemon.pid, &status, WNOHANG) != 0) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -53,8 +53,12 @@ struct RunningDaemon {
 // start is killed and reaped before the throw.
 RunningDaemon start_daemon(const LaunchSpec& spec);
 
+// finish_daemon's `drain` that waits as long as members remain (they leave, or are seen failing
+// after a heartbeat timeout): the daemon then lives as long as the step's ranks on every node.
+inline constexpr std::chrono::milliseconds kDrainWhileMembersRemain = std::chrono::milliseconds::max();
+
 // The end of the step on the daemon's node, whose own tasks are done while ranks on other nodes
-// may still be leaving: SIGUSR1 asks the daemon to exit once no member remains; after `drain` it
+// may still be running: SIGUSR1 asks the daemon to exit once no member remains; after `drain` it
 // is stopped as stop_daemon does, with `grace`.
 void finish_daemon(const RunningDaemon& daemon, std::chrono::milliseconds drain, std::chrono::milliseconds grace);
 
