@@ -1,6 +1,7 @@
 // The rdzvd a benchmark run measures: started by rdzv-bench itself (step mode, ephemeral port on
-// loopback, a fresh token) so its peak RSS can be read from /proc, and stopped with SIGTERM. The
-// benchmark's sessions send no heartbeats, so the heartbeat timeout is long.
+// loopback, a fresh token; the project's one launcher) so its peak RSS can be read from /proc,
+// and stopped with SIGTERM. The benchmark's sessions send no heartbeats, so the heartbeat
+// timeout is long.
 #pragma once
 
 #include <sys/types.h>
@@ -8,25 +9,26 @@
 #include <optional>
 #include <string>
 
+#include "llmrdzv/launch/daemon_launch.hpp"
+
 namespace llmrdzv::bench {
 
 class BenchDaemon {
  public:
-  // Starts `rdzvd_path` and waits for its port file; throws std::runtime_error with its stderr.
+  // Starts `rdzvd_path` and waits until it listens; throws std::runtime_error with its output.
   BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_id);
   ~BenchDaemon();  // SIGTERM, then SIGKILL if it does not exit within 5 s; removes the scratch dir
   BenchDaemon(const BenchDaemon&) = delete;
   BenchDaemon& operator=(const BenchDaemon&) = delete;
 
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(daemon_.port); }
   const std::string& token() const { return token_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return daemon_.pid; }
 
  private:
-  std::string scratch_;
+  std::string scratch_;  // its log
   std::string token_;
-  pid_t pid_ = -1;
-  unsigned port_ = 0;
+  launch::RunningDaemon daemon_;
 };
 
 // VmHWM (peak resident set) of a process in MiB, if /proc tells.

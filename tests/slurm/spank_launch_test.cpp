@@ -176,7 +176,7 @@ TEST_CASE("rdzvd's command line carries the step and the site's timings") {
   const auto args = rdzvd_arguments(site, settings, layout, "12.0", 20500);
   const std::vector<std::string> expected = {
       "--listen", "0.0.0.0:20500", "--port-range", "20000-20999", "--port-probes", "8",
-      "--port-fd", "3", "--mode", "step", "--rdzv-id", "12.0", "--participants", "8:8", "--exit-with-parent",
+      "--mode", "step", "--rdzv-id", "12.0", "--participants", "8:8", "--exit-with-parent",
       "--heartbeat-interval", "200", "--heartbeat-timeout", "2000", "--log-level", "debug"};
   CHECK(args == expected);
 }

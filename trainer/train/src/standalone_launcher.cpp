@@ -1,7 +1,6 @@
 // The --nproc launcher: private rdzvd, N ranks, failure propagation (see standalone_launcher.hpp).
 #include "standalone_launcher.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -14,11 +13,10 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
-#include <thread>
 
 #include "llmrdzv/common/token.hpp"
+#include "llmrdzv/launch/daemon_launch.hpp"
 
 namespace llmrdzv::train {
 namespace fs = std::filesystem;
@@ -58,9 +56,8 @@ fs::path find_rdzvd() {
                            ", in ../sbin, on PATH or in /usr/sbin (set LLM_RDZV_RDZVD=/path/to/rdzvd)");
 }
 
-// fork + exec with extra environment; the child dies with the launcher. quiet: stdout to /dev/null.
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-            bool quiet = false) {
+// fork + exec with extra environment; the child dies with the launcher.
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env) {
   const pid_t launcher = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("--nproc: fork failed: ") + std::strerror(errno));
@@ -72,10 +69,6 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
   ::sigaction(SIGINT, &default_action, nullptr);
   ::sigaction(SIGTERM, &default_action, nullptr);
   for (const auto& [name, value] : env) ::setenv(name.c_str(), value.c_str(), 1);
-  if (quiet) {
-    const int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDOUT_FILENO);
-  }
   std::vector<char*> raw;
   for (const std::string& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
   raw.push_back(nullptr);
@@ -101,44 +94,21 @@ std::string describe_status(int wait_status) {
   return "exited with status " + std::to_string(exit_status_of(wait_status));
 }
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "llm-rdzv-standalone-XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error(std::string("--nproc: mkdtemp: ") + std::strerror(errno));
-    path_ = pattern;
+// Starts rdzvd on loopback until this process exits, and returns once it listens; its warnings
+// go to our stderr.
+launch::RunningDaemon start_rdzvd(const std::string& rdzv_id, const std::string& token) {
+  launch::LaunchSpec spec;
+  spec.program = find_rdzvd().string();
+  spec.args = {"--listen", "127.0.0.1:0", "--mode", "step", "--rdzv-id", rdzv_id, "--exit-with-parent",
+               "--log-level", "warn"};
+  spec.token = token;
+  spec.keep_stderr = true;
+  spec.start_timeout = std::chrono::seconds(20);
+  try {
+    return launch::start_daemon(spec);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("--nproc: the local ") + e.what());
   }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-// Starts rdzvd and returns its pid and port once it listens.
-std::pair<pid_t, std::string> start_rdzvd(const ScratchDir& scratch, const std::string& rdzv_id,
-                                          const std::string& token) {
-  const fs::path port_file = scratch.path() / "port";
-  const pid_t pid = spawn({find_rdzvd().string(), "--listen", "127.0.0.1:0", "--port-file", port_file.string(),
-                           "--mode", "step", "--rdzv-id", rdzv_id, "--exit-with-parent", "--log-level", "warn"},
-                          {{"LLM_RDZV_TOKEN", token}}, /*quiet=*/true);  // it prints its port; we read the file
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      throw std::runtime_error("--nproc: the local rdzvd " + describe_status(status) + " before listening");
-    }
-    std::ifstream in(port_file);
-    std::string port;
-    if (in >> port && !port.empty()) return {pid, port};
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  throw std::runtime_error("--nproc: the local rdzvd did not report its port within 20 s");
 }
 
 }  // namespace
@@ -154,7 +124,6 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
         "--nproc starts a rendezvous of its own, but RDZV_ENDPOINT is already set (srun --llm-rdzv gives every "
         "task its rank): drop --nproc");
   }
-  const ScratchDir scratch;
   const std::string rdzv_id = "standalone-" + std::to_string(::getpid());
   const std::string token = make_random_token();
 
@@ -163,7 +132,9 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
   ::sigaction(SIGINT, &stop, nullptr);
   ::sigaction(SIGTERM, &stop, nullptr);
 
-  const auto [rdzvd, port] = start_rdzvd(scratch, rdzv_id, token);
+  const launch::RunningDaemon daemon = start_rdzvd(rdzv_id, token);
+  const pid_t rdzvd = daemon.pid;
+  const std::string port = std::to_string(daemon.port);
   say("trainer: standalone: " + std::to_string(nproc) + (nproc == 1 ? " rank" : " ranks") +
       " on this machine, rdzvd on 127.0.0.1:" + port);
 
@@ -226,10 +197,7 @@ int run_standalone(const std::vector<std::string>& args, int nproc) {
       stop_all(SIGTERM);
     }
   }
-  if (rdzvd_running) {
-    ::kill(rdzvd, SIGTERM);
-    ::waitpid(rdzvd, nullptr, 0);
-  }
+  if (rdzvd_running) launch::stop_daemon(daemon, std::chrono::seconds(5));
   return result;
 }
 
