@@ -1,6 +1,8 @@
 // Parsers for the plugin's key=value vocabulary (see args.hpp).
 #include "args.hpp"
 
+#include "llmrdzv/common/text_values.hpp"
+
 #include <charconv>
 
 namespace llmrdzv::spank {
@@ -45,14 +47,10 @@ std::vector<KeyValue> split_key_values(std::string_view text) {
 
 std::uint32_t parse_count(std::string_view key, std::string_view value, std::uint32_t min,
                           std::uint32_t max) {
-  std::uint64_t number = 0;
-  const auto* end = value.data() + value.size();
-  const auto [ptr, ec] = std::from_chars(value.data(), end, number);
-  if (value.empty() || ec != std::errc() || ptr != end) fail(key, value, "is not a whole number");
-  if (number < min || number > max) {
-    fail(key, value, "is out of range " + std::to_string(min) + ".." + std::to_string(max));
-  }
-  return std::uint32_t(number);
+  if (!parse_unsigned(value, 0, UINT64_MAX)) fail(key, value, "is not a whole number");
+  const auto number = parse_unsigned(value, min, max);
+  if (!number) fail(key, value, "is out of range " + std::to_string(min) + ".." + std::to_string(max));
+  return std::uint32_t(*number);
 }
 
 void require_once(std::vector<std::string>& seen, const std::string& key) {
@@ -127,9 +125,7 @@ std::string parse_rdzv_id(std::string_view key, std::string_view value) {
 }
 
 std::string parse_endpoint(std::string_view key, std::string_view value) {
-  const auto colon = value.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) fail(key, value, "is not HOST:PORT");
-  parse_count(key, value.substr(colon + 1), 1, 65535);
+  if (!parse_host_port(value)) fail(key, value, "is not HOST:PORT with PORT in 1..65535");
   return std::string(value);
 }
 

@@ -43,6 +43,35 @@ struct KeyValue {
   bool has_value = false;
 };
 
+// One key a parser knows: its name, the shape of its value (for usage texts), and how it sets
+// its field. Each parser has exactly one table of these; its usage text, its "known: ..." error
+// and the man page check are all made from it.
+template <class Settings>
+struct KeySpec {
+  std::string_view name;
+  std::string_view syntax;  // e.g. "LO-HI"
+  void (*apply)(Settings&, const KeyValue&);
+};
+
+// "a, b, c": the names of a key table.
+template <class Settings>
+std::string key_names(const std::vector<KeySpec<Settings>>& keys) {
+  std::string names;
+  for (const auto& key : keys) {
+    if (!names.empty()) names += ", ";
+    names += key.name;
+  }
+  return names;
+}
+
+// The entry of `keys` named `name`, or nullptr.
+template <class Settings>
+const KeySpec<Settings>* find_key(const std::vector<KeySpec<Settings>>& keys, std::string_view name) {
+  for (const auto& key : keys)
+    if (key.name == name) return &key;
+  return nullptr;
+}
+
 // Splits "a=1,b=2" at commas; empty items (",,") and a key given twice are errors naming them.
 std::vector<KeyValue> split_key_values(std::string_view text);
 // Throws ArgError when `key` is in `seen`, else adds it (keys split from several texts).

@@ -1,6 +1,8 @@
 // Parser of the plugin's plugstack.conf arguments (see site_config.hpp).
 #include "site_config.hpp"
 
+#include <algorithm>
+
 namespace llmrdzv::spank {
 namespace {
 
@@ -15,6 +17,39 @@ constexpr std::uint32_t kMaxMs = 24u * 3600u * 1000u;
 
 }  // namespace
 
+const std::vector<KeySpec<SiteConfig>>& site_keys() {
+  using C = SiteConfig;
+  using K = KeyValue;
+  static const std::vector<KeySpec<SiteConfig>> keys = {
+      {"rdzvd", "PATH", [](C& c, const K& kv) { c.rdzvd_path = absolute_path(kv); }},
+      {"port_range", "LO-HI", [](C& c, const K& kv) { c.port_range = parse_step_ports(kv.key, kv.value); }},
+      {"port_probes", "N", [](C& c, const K& kv) { c.port_probes = parse_count(kv.key, kv.value, 1, 64); }},
+      {"mode", "step|site", [](C& c, const K& kv) { c.mode = parse_mode(kv.key, kv.value); }},
+      {"server", "HOST:PORT", [](C& c, const K& kv) { c.server = parse_endpoint(kv.key, kv.value); }},
+      {"secret_file", "PATH", [](C& c, const K& kv) { c.secret_file = absolute_path(kv); }},
+      {"addr", "hostname|ip|iface:NAME", [](C& c, const K& kv) { c.addr = parse_addr_policy(kv.key, kv.value); }},
+      {"timeout", "SECONDS", [](C& c, const K& kv) { c.timeout_s = parse_count(kv.key, kv.value, 1, 7 * 24 * 3600); }},
+      {"heartbeat_interval", "MS",
+       [](C& c, const K& kv) { c.heartbeat_interval_ms = parse_count(kv.key, kv.value, 1, kMaxMs); }},
+      {"heartbeat_timeout", "MS",
+       [](C& c, const K& kv) { c.heartbeat_timeout_ms = parse_count(kv.key, kv.value, 1, kMaxMs); }},
+      {"last_call", "MS", [](C& c, const K& kv) { c.last_call_ms = parse_count(kv.key, kv.value, 1, kMaxMs); }},
+      {"idle_timeout", "SECONDS",
+       [](C& c, const K& kv) { c.idle_timeout_s = parse_count(kv.key, kv.value, 1, 7 * 24 * 3600); }},
+      {"start_timeout", "MS", [](C& c, const K& kv) { c.start_timeout_ms = parse_count(kv.key, kv.value, 100, 600000); }},
+      {"log_dir", "PATH", [](C& c, const K& kv) { c.log_dir = absolute_path(kv); }},
+      {"log_level", "debug|info|warn|error",
+       [](C& c, const K& kv) {
+         if (kv.value != "debug" && kv.value != "info" && kv.value != "warn" && kv.value != "error") {
+           throw ArgError("log_level: '" + kv.value + "' is not one of debug, info, warn, error");
+         }
+         c.log_level = kv.value;
+       }},
+      {"default", "on|off", [](C& c, const K& kv) { c.default_on = parse_switch(kv.key, kv.value); }},
+  };
+  return keys;
+}
+
 SiteConfig parse_site_config(const std::vector<std::string>& args, std::string default_rdzvd,
                              const PortRange& ephemeral) {
   SiteConfig config;
@@ -26,51 +61,15 @@ SiteConfig parse_site_config(const std::vector<std::string>& args, std::string d
       throw ArgError("plugstack.conf argument '" + arg + "' is not key=value");
     }
     const KeyValue& kv = items.front();
-    const std::string& k = kv.key;
-    require_once(seen, k);
-    if (k == "rdzvd") {
-      config.rdzvd_path = absolute_path(kv);
-    } else if (k == "port_range") {
-      config.port_range = parse_step_ports(k, kv.value);
-      check_outside_ephemeral(k, config.port_range, ephemeral);
-    } else if (k == "port_probes") {
-      config.port_probes = parse_count(k, kv.value, 1, 64);
-    } else if (k == "mode") {
-      config.mode = parse_mode(k, kv.value);
-    } else if (k == "server") {
-      config.server = parse_endpoint(k, kv.value);
-    } else if (k == "secret_file") {
-      config.secret_file = absolute_path(kv);
-    } else if (k == "addr") {
-      config.addr = parse_addr_policy(k, kv.value);
-    } else if (k == "timeout") {
-      config.timeout_s = parse_count(k, kv.value, 1, 7 * 24 * 3600);
-    } else if (k == "heartbeat_interval") {
-      config.heartbeat_interval_ms = parse_count(k, kv.value, 1, kMaxMs);
-    } else if (k == "heartbeat_timeout") {
-      config.heartbeat_timeout_ms = parse_count(k, kv.value, 1, kMaxMs);
-    } else if (k == "last_call") {
-      config.last_call_ms = parse_count(k, kv.value, 1, kMaxMs);
-    } else if (k == "idle_timeout") {
-      config.idle_timeout_s = parse_count(k, kv.value, 1, 7 * 24 * 3600);
-    } else if (k == "start_timeout") {
-      config.start_timeout_ms = parse_count(k, kv.value, 100, 600000);
-    } else if (k == "log_dir") {
-      config.log_dir = absolute_path(kv);
-    } else if (k == "log_level") {
-      if (kv.value != "debug" && kv.value != "info" && kv.value != "warn" && kv.value != "error") {
-        throw ArgError("log_level: '" + kv.value + "' is not one of debug, info, warn, error");
-      }
-      config.log_level = kv.value;
-    } else if (k == "default") {
-      config.default_on = parse_switch(k, kv.value);
-    } else {
-      throw ArgError("unknown plugstack.conf argument '" + k +
-                     "' (known: rdzvd, port_range, port_probes, mode, server, secret_file, addr, "
-                     "timeout, heartbeat_interval, heartbeat_timeout, last_call, idle_timeout, "
-                     "start_timeout, log_dir, log_level, default)");
+    const auto* key = find_key(site_keys(), kv.key);
+    if (key == nullptr) {
+      throw ArgError("unknown plugstack.conf argument '" + kv.key + "' (known: " + key_names(site_keys()) + ")");
     }
+    require_once(seen, kv.key);
+    key->apply(config, kv);
   }
+  if (std::find(seen.begin(), seen.end(), "port_range") != seen.end())
+    check_outside_ephemeral("port_range", config.port_range, ephemeral);
   if (config.heartbeat_interval_ms && config.heartbeat_timeout_ms &&
       config.heartbeat_timeout_ms <= config.heartbeat_interval_ms) {
     throw ArgError("heartbeat_timeout must be longer than heartbeat_interval");

@@ -29,6 +29,9 @@ struct SiteConfig {
   bool default_on = false;                  // inject into every step without --llm-rdzv
 };
 
+// The plugstack.conf arguments (the one list: parser, "known:" error, man page check).
+const std::vector<KeySpec<SiteConfig>>& site_keys();
+
 // Parses plugstack.conf arguments ("key=value" each). `ephemeral` is the kernel's ephemeral
 // port range, which port_range must avoid. Throws ArgError naming the argument.
 SiteConfig parse_site_config(const std::vector<std::string>& args, std::string default_rdzvd,

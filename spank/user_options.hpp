@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "args.hpp"
 
@@ -19,16 +20,14 @@ struct UserOptions {
   std::optional<Mode> mode;
 };
 
-// Parses the option argument; nullptr or "" (a bare --llm-rdzv) means all defaults.
-// Keys: port=LO-HI, nodes=N|MIN:MAX, timeout=SECONDS, addr=hostname|ip|iface:NAME, id=NAME,
-// mode=step|site; or the single word "off". Throws ArgError naming the bad key.
+// The keys of --llm-rdzv=ARGS (the one list: parser, usage text, man page check).
+const std::vector<KeySpec<UserOptions>>& user_keys();
+
+// Parses the option argument; nullptr or "" (a bare --llm-rdzv) means all defaults; the single
+// word "off" turns the option off. Throws ArgError naming the bad key.
 UserOptions parse_user_options(const char* arg);
 
 // The usage text srun --help shows for the option.
-inline constexpr const char* kUserOptionUsage =
-    "Rendezvous for distributed training: sets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, "
-    "LOCAL_RANK, RDZV_ENDPOINT, RDZV_ID, RDZV_TOKEN... in every task and runs a per-step rdzvd. "
-    "ARGS: port=LO-HI, nodes=MIN:MAX, timeout=SECONDS, addr=hostname|ip|iface:NAME, id=NAME, "
-    "mode=step|site, or off";
+std::string user_option_usage();
 
 }  // namespace llmrdzv::spank

@@ -1,17 +1,16 @@
 // Implementation of the deterministic step-port scheme (see port_probe.hpp).
 #include "llmrdzv/common/port_probe.hpp"
 
-#include <charconv>
+#include "llmrdzv/common/text_values.hpp"
+
 
 namespace llmrdzv {
 namespace {
 
 std::optional<std::uint32_t> parse_port(std::string_view text) {
-  std::uint32_t value = 0;
-  const auto* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value == 0 || value > 65535) return std::nullopt;
-  return value;
+  const auto value = parse_unsigned(text, 1, 65535);
+  if (!value) return std::nullopt;
+  return std::uint32_t(*value);
 }
 
 // splitmix64 finaliser: a cheap, well-mixed hash so nearby job ids land far apart.

@@ -1,6 +1,8 @@
 // Parsing rdzvctl's command line (see ctl_args.hpp).
 #include "ctl_args.hpp"
 
+#include "llmrdzv/common/text_values.hpp"
+
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -10,25 +12,18 @@
 namespace llmrdzv::ctl {
 namespace {
 
-std::uint64_t parse_unsigned(const std::string& flag, const std::string& text, std::uint64_t max) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value > max) {
-    throw UsageError(flag + " needs an integer in [0, " + std::to_string(max) + "], got '" + text + "'");
-  }
-  return value;
+std::uint64_t parse_flag_number(const std::string& flag, const std::string& text, std::uint64_t max) {
+  const auto value = parse_unsigned(text, 0, max);
+  if (!value) throw UsageError(flag + " needs an integer in [0, " + std::to_string(max) + "], got '" + text + "'");
+  return *value;
 }
 
 std::string read_token_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw UsageError("cannot read --token-file " + path);
-  std::stringstream text;
-  text << file.rdbuf();
-  std::string token = text.str();
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.empty()) throw UsageError("--token-file " + path + " is empty");
-  return token;
+  try {
+    return read_secret_file(path);
+  } catch (const std::runtime_error& e) {
+    throw UsageError(std::string("--token-file: ") + e.what());
+  }
 }
 
 std::string env_or_empty(const char* name) {
@@ -68,10 +63,10 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
     } else if (flag == "--token-file") {
       token_file = value;
     } else if (flag == "--timeout") {
-      args.timeout = std::chrono::seconds(parse_unsigned(flag, value, 3600));
+      args.timeout = std::chrono::seconds(parse_flag_number(flag, value, 3600));
       if (args.timeout.count() == 0) throw UsageError("--timeout must be at least 1 second");
     } else if (flag == "--round") {
-      round = parse_unsigned(flag, value, UINT64_MAX);
+      round = parse_flag_number(flag, value, UINT64_MAX);
     } else {
       throw UsageError("unknown flag " + flag);
     }

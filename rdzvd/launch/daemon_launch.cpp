@@ -12,10 +12,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+
+#include "llmrdzv/common/text_values.hpp"
 
 namespace llmrdzv::launch {
 namespace {
@@ -50,12 +51,7 @@ std::uint16_t parse_port_report(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   const auto colon = text.rfind(':');
   if (colon != std::string::npos) text = text.substr(colon + 1);
-  unsigned port = 0;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
-  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || port == 0 || port > 65535) {
-    return 0;
-  }
-  return std::uint16_t(port);
+  return std::uint16_t(parse_unsigned(text, 1, 65535).value_or(0));
 }
 
 [[noreturn]] void exec_child(const LaunchSpec& spec, char* const* argv, char* const* envp,

@@ -17,26 +17,16 @@
 #include "core_host.hpp"
 #include "logger.hpp"
 #include "rendezvous_service.hpp"
+#include "llmrdzv/common/text_values.hpp"
 #include "tuning.hpp"
 
 namespace llmrdzv::server {
 namespace {
 
-struct ListenAddress {
-  std::string host;
-  std::uint16_t port = 0;
-};
-
-ListenAddress parse_listen(const std::string& listen) {
-  const auto colon = listen.rfind(':');
-  const std::string port_text = listen.substr(colon + 1);
-  unsigned long port = 0;
-  char* end = nullptr;
-  errno = 0;
-  port = std::strtoul(port_text.c_str(), &end, 10);
-  if (colon == 0 || port_text.empty() || *end != '\0' || errno != 0 || port > 65535)
-    throw OptionsError("--listen: '" + listen + "' is not HOST:PORT with PORT in 0..65535");
-  return {listen.substr(0, colon), std::uint16_t(port)};
+HostPort parse_listen(const std::string& listen) {
+  const auto address = parse_host_port(listen, 0);
+  if (!address) throw OptionsError("--listen: '" + listen + "' is not HOST:PORT with PORT in 0..65535");
+  return *address;
 }
 
 struct BoundServer {
@@ -47,7 +37,7 @@ struct BoundServer {
 };
 
 BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger& log) {
-  const ListenAddress listen = parse_listen(options.listen);
+  const HostPort listen = parse_listen(options.listen);
   std::vector<std::uint16_t> candidates;
   if (options.port_range && listen.port != 0) {
     for (std::uint32_t attempt = 0; attempt < options.port_probes; ++attempt)

@@ -2,6 +2,8 @@
 // daemon_options.hpp and etc/rdzvd.yaml).
 #include "daemon_options.hpp"
 
+#include "llmrdzv/common/text_values.hpp"
+
 #include <fcntl.h>
 #include <yaml-cpp/yaml.h>
 
@@ -30,12 +32,11 @@ struct Setting {
 
 template <class T>
 T parse_number(const std::string& value, const std::string& where) {
-  T parsed{};
-  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), parsed);
-  if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+  const auto parsed = parse_unsigned(value, 0, std::numeric_limits<T>::max());
+  if (!parsed)
     throw OptionsError(where + ": '" + value + "' is not a whole number in range (0.." +
                        std::to_string(std::numeric_limits<T>::max()) + ")");
-  return parsed;
+  return T(*parsed);
 }
 
 bool parse_bool(const std::string& value, const std::string& where) {
@@ -247,14 +248,11 @@ void validate(const DaemonOptions& o) {
 }
 
 std::string read_secret(const std::string& path, const std::string& what) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw OptionsError(what + ": cannot read '" + path + "'");
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  std::string secret = buffer.str();
-  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
-  if (secret.empty()) throw OptionsError(what + ": '" + path + "' is empty");
-  return secret;
+  try {
+    return read_secret_file(path);
+  } catch (const std::runtime_error& e) {
+    throw OptionsError(what + ": " + e.what());
+  }
 }
 
 }  // namespace

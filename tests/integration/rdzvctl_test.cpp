@@ -55,7 +55,7 @@ TEST_CASE("rdzvctl reports usage errors with exit status 2") {
   CHECK_THAT(bad_endpoint.err, Catch::Contains("endpoint 'nowhere' is not HOST:PORT"));
   const auto missing_file = rdzvctl(dir, {"--endpoint", "127.0.0.1:1", "--token-file", dir.file("absent"), "show", "x"});
   CHECK(missing_file.exit_status == 2);
-  CHECK_THAT(missing_file.err, Catch::Contains("cannot read --token-file"));
+  CHECK_THAT(missing_file.err, Catch::Contains("--token-file: cannot read '" + dir.file("absent") + "'"));
 }
 
 TEST_CASE("rdzvctl says when rdzvd is unreachable (exit status 3)") {

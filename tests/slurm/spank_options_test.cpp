@@ -120,7 +120,7 @@ TEST_CASE("bad site arguments fail at load naming the argument") {
       {{"rdzvd=bin/rdzvd"}, "rdzvd: 'bin/rdzvd' is not an absolute path"},
       {{"mode=site"}, "mode=site needs server=HOST:PORT and secret_file=PATH"},
       {{"server=nohost"}, "server: 'nohost' is not HOST:PORT"},
-      {{"server=h:99999"}, "server: '99999' is out of range"},
+      {{"server=h:99999"}, "server: 'h:99999' is not HOST:PORT with PORT in 1..65535"},
       {{"heartbeat_interval=1000", "heartbeat_timeout=500"}, "heartbeat_timeout must be longer"},
       {{"default=maybe"}, "default: 'maybe' is not on or off"},
       {{"log_level=loud"}, "log_level: 'loud' is not one of"},

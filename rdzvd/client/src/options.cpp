@@ -27,13 +27,11 @@ std::string required_env(const char* name) {
 }
 
 std::int64_t parse_integer(const std::string& text, const std::string& what, std::int64_t lo, std::int64_t hi) {
-  std::int64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end || value < lo || value > hi) {
+  const auto value = parse_signed(text, lo, hi);
+  if (!value) {
     invalid(what + "='" + text + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
-  return value;
+  return *value;
 }
 
 std::optional<std::int64_t> integer_env(const char* name, std::int64_t lo, std::int64_t hi) {
@@ -45,15 +43,9 @@ std::optional<std::int64_t> integer_env(const char* name, std::int64_t lo, std::
 }  // namespace
 
 HostPort parse_endpoint(const std::string& endpoint, const std::string& what) {
-  const auto colon = endpoint.rfind(':');
-  if (endpoint.empty() || colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size()) {
-    invalid(what + " '" + endpoint + "' is not HOST:PORT");
-  }
-  HostPort result;
-  result.host = endpoint.substr(0, colon);
-  if (result.host.front() == '[' && result.host.back() != ']') invalid(what + " '" + endpoint + "' has an unclosed '['");
-  result.port = std::uint16_t(parse_integer(endpoint.substr(colon + 1), what + " port", 1, 65535));
-  return result;
+  const auto address = parse_host_port(endpoint);
+  if (!address) invalid(what + " '" + endpoint + "' is not HOST:PORT (or [IPV6]:PORT) with PORT in 1..65535");
+  return *address;
 }
 
 void Options::validate() const {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "llmrdzv/common/port_probe.hpp"
+#include "llmrdzv/common/text_values.hpp"
 
 namespace llmrdzv::client {
 
@@ -62,10 +63,6 @@ struct Options {
 };
 
 // Splits "host:port" / "[v6]:port". Throws RdzvError(invalid_argument) mentioning `what`.
-struct HostPort {
-  std::string host;
-  std::uint16_t port = 0;
-};
 HostPort parse_endpoint(const std::string& endpoint, const std::string& what = "endpoint");
 
 }  // namespace llmrdzv::client

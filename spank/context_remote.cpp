@@ -1,0 +1,146 @@
+// slurmstepd (see contexts.hpp): the step's env contract, the per-step rdzvd on its first node
+// (started before any task, drained after the node's last task), and each task's variables.
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+
+#include "contexts.hpp"
+#include "llmrdzv/common/token.hpp"
+#include "master_addr.hpp"
+#include "plugin_state.hpp"
+#include "rdzvd_launch.hpp"
+#include "site_secret.hpp"
+#include "slurm_step.hpp"
+#include "step_env.hpp"
+#include "step_settings.hpp"
+
+extern "C" {
+#include <slurm/slurm.h>
+}
+
+namespace llmrdzv::spank {
+namespace {
+
+std::string step_token(spank_t sp, const StepSettings& settings, const StepLayout& layout,
+                       const std::string& rdzv_id, uid_t uid) {
+  if (settings.mode == Mode::site) {
+    return site_token(read_site_secret(*state().site.secret_file), uid, rdzv_id);
+  }
+  if (is_script_step(layout.step_id)) return make_random_token();
+  std::string token = getenv_from_job(sp, kTokenCarrier);
+  if (token.empty()) throw ArgError(std::string("the step has no token from srun (") + kTokenCarrier + " is missing)");
+  return token;
+}
+
+// srun's random ports; the deterministic (job, step) ports only where no srun started the step.
+StepPorts ports_of_step(spank_t sp, const StepSettings& settings, const StepLayout& layout) {
+  const std::string carried = getenv_from_job(sp, kPortsCarrier);
+  if (!carried.empty()) return parse_ports_text(carried, settings.ports);
+  if (!is_script_step(layout.step_id)) {
+    throw ArgError(std::string("the step has no ports from srun (") + kPortsCarrier +
+                   " is missing): is the llm-rdzv plugin loaded where srun runs?");
+  }
+  return step_ports(settings, layout.job_id, layout.step_id);
+}
+
+// rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no
+// directory the job's user controls.
+void start_step_daemon(const StepSettings& settings, const StepLayout& layout, const StepPorts& ports,
+                       const std::string& rdzv_id, const std::string& token, const JobUser& user) {
+  PluginState& s = state();
+  LaunchSpec spec;
+  spec.program = s.site.rdzvd_path;
+  spec.token = token;
+  spec.user = user;
+  spec.start_timeout = std::chrono::milliseconds(s.site.start_timeout_ms);
+  if (!s.site.log_dir.empty()) {
+    // Unique per slurmstepd (a requeued job reuses its job id), and with a random part so that
+    // nobody can plant the name ahead of the step: the daemon creates it new.
+    spec.log_path = s.site.log_dir + "/rdzvd-" + rendezvous_id({}, layout.job_id, layout.step_id) + "-" +
+                    std::to_string(getpid()) + "-" + make_random_token().substr(0, 8) + ".log";
+  }
+  spec.args = rdzvd_arguments(s.site, settings, layout, rdzv_id, ports.rdzvd);
+  s.daemon = start_daemon(spec);
+  s.local_tasks = layout.local_tasks;
+  slurm_debug("llm-rdzv: rdzvd pid %d serves %s on port %u", int(s.daemon.pid), rdzv_id.c_str(), unsigned(s.daemon.port));
+}
+
+}  // namespace
+
+void prepare_remote(spank_t sp) {
+  PluginState& s = state();
+  const StepLayout layout = read_layout(sp);
+  if (is_extern_step(layout.step_id)) {
+    s.active = false;
+    return;
+  }
+  const StepSettings settings = resolve_step_settings(s.site, s.user, kernel_ephemeral_ports());
+  check_node_bounds(settings, layout);
+  const std::string rdzv_id = rendezvous_id(settings, layout.job_id, layout.step_id);
+  const JobUser user = job_user(sp);
+  const std::string token = step_token(sp, settings, layout, rdzv_id, user.uid);
+  const std::string master = master_address(settings.addr, first_node(sp, layout));
+  const StepPorts ports = ports_of_step(sp, settings, layout);
+  s.env = step_env(settings, layout, ports, master, s.site.server.value_or(""), token);
+  if (settings.mode == Mode::step && layout.node_id == 0) {
+    start_step_daemon(settings, layout, ports, rdzv_id, token, user);
+  }
+}
+
+int init_task(spank_t sp) {
+  const PluginState& s = state();
+  if (s.option_given && !s.user.enabled) {
+    // --llm-rdzv=off inside a job that has the option: the tasks inherit the batch step's env
+    // contract (its rank, world and token), which must not reach a step that asked for none.
+    char marker[8];
+    if (spank_getenv(sp, "LLM_RDZV_MIN_WORLD", marker, sizeof marker) != ESPANK_ENV_NOEXIST) {
+      for (const std::string& name : contract_variables()) spank_unsetenv(sp, name.c_str());
+    }
+    spank_unsetenv(sp, kTokenCarrier);
+    spank_unsetenv(sp, kPortsCarrier);
+    return 0;
+  }
+  if (!s.active) return 0;
+  if (!s.task_error.empty()) {
+    const std::string line = "llm-rdzv: " + s.task_error + "\n";
+    const ssize_t written = write(STDERR_FILENO, line.data(), line.size());
+    (void)written;  // the task fails either way
+    return -1;
+  }
+  return guarded([&] {
+    const auto rank = item<uint32_t>(sp, S_TASK_GLOBAL_ID, "the task's global id");
+    const auto local_rank = item<int>(sp, S_TASK_ID, "the task's local id");
+    EnvList env = s.env;
+    for (auto& kv : task_env(rank, uint32_t(local_rank))) env.push_back(std::move(kv));
+    for (const auto& [name, value] : env) {
+      if (spank_setenv(sp, name.c_str(), value.c_str(), 1) != ESPANK_SUCCESS) {
+        throw ArgError("cannot set " + name + " in the task");
+      }
+    }
+    spank_unsetenv(sp, kTokenCarrier);
+    spank_unsetenv(sp, kPortsCarrier);
+    return 0;
+  });
+}
+
+// The daemon's node is done once its last task exits; ranks on other nodes may still be running.
+// The drain happens here, not at the step's end: slurmstepd kills every process of the step's
+// container (proctrack's SIGKILL, rdzvd included) after the tasks are reaped and before
+// slurm_spank_exit, but only once slurm_spank_task_exit has returned for the last task.
+void task_exited() {
+  PluginState& s = state();
+  if (s.daemon.pid <= 0 || ++s.tasks_exited < s.local_tasks) return;
+  finish_daemon(s.daemon, kDrainWhileMembersRemain, std::chrono::milliseconds(3000));
+  s.daemon = {};
+}
+
+void finish_remote() {
+  // Only when the daemon outlived its tasks' exits (a task that never started): ranks on other
+  // nodes get up to a heartbeat timeout (+2 s) to leave, or to be seen failing.
+  const std::uint32_t heartbeat_ms = state().site.heartbeat_timeout_ms ? state().site.heartbeat_timeout_ms : 10000;
+  finish_daemon(state().daemon, std::chrono::milliseconds(heartbeat_ms + 2000), std::chrono::milliseconds(3000));
+  state().daemon = {};
+}
+
+}  // namespace llmrdzv::spank
