@@ -89,6 +89,16 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   CHECK(two.fingerprint() != one.fingerprint());
   CHECK(Tokenizer::directory_has_vocab(scratch / "saved"));
   CHECK_FALSE(Tokenizer::directory_has_vocab(scratch.path()));
+  CHECK(Tokenizer::unreadable_tokenizer_files(scratch / "saved").empty());  // its tokenizer_config.json too
+  // Another format, or half of the pair: named, so a caller can refuse instead of guessing.
+  ScratchDir foreign("tok-foreign");
+  CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).empty());
+  foreign.write("tokenizer.json", "{}");
+  foreign.write("tokenizer_config.json", "{}");
+  CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()) ==
+        std::vector<std::string>{"tokenizer.json", "tokenizer_config.json"});
+  foreign.write("vocab.json", "{}");
+  CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).back() == "vocab.json");
   // Copies share the vocabulary and encode alike.
   const Tokenizer copy = one;
   CHECK(copy.encode("ab ab abab") == one.encode("ab ab abab"));

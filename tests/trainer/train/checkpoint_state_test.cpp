@@ -215,6 +215,32 @@ TEST_CASE("generate samples from a saved model reproducibly and names a bad mode
   CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir.file("missing")));
 }
 
+TEST_CASE("a model directory's tokenizer is read exactly or refused, never replaced by bytes", "[generate][tokenizer]") {
+  testing::ScratchDir dir("checkpoint");
+  Trainee trainee(3);
+  GenerateOptions options = saved_for_generate(trainee, dir);
+  options.prompt = "ab";
+  options.max_new_tokens = 2;
+  CHECK_NOTHROW(generate_text(options));
+  // As transformers 5 saves a tokenizer: tokenizer.json (+ tokenizer_config.json, special_tokens_map.json),
+  // no vocab.json/merges.txt.
+  std::filesystem::remove(dir.path() / "vocab.json");
+  std::filesystem::remove(dir.path() / "merges.txt");
+  dir.write("tokenizer.json", "{\"model\": {\"type\": \"BPE\"}}");
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains("carries its tokenizer as tokenizer.json, tokenizer_config.json") &&
+                                                Catch::Contains("refusing rather than tokenising differently"));
+  // A pretrained model with no tokenizer at all is refused too: bytes are only for fresh models.
+  std::filesystem::remove(dir.path() / "tokenizer.json");
+  std::filesystem::remove(dir.path() / "tokenizer_config.json");
+  std::filesystem::remove(dir.path() / "special_tokens_map.json");
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains("has no tokenizer") && Catch::Contains("--tokenizer_name"));
+  // --tokenizer_name pointing at a directory of another format names it.
+  testing::ScratchDir other("tokenizer-json");
+  other.write("tokenizer.json", "{}");
+  options.tokenizer_name = other.path().string();
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains("--tokenizer_name '" + other.path().string() + "' carries"));
+}
+
 TEST_CASE("greedy generate past n_positions picks what re-running the whole window picks", "[generate]") {
   testing::ScratchDir dir("checkpoint");
   Trainee trainee(5);  // n_positions 16: the KV cache fills and the window then slides

@@ -125,6 +125,20 @@ bool Tokenizer::directory_has_vocab(const std::filesystem::path& dir) {
          std::filesystem::is_regular_file(dir / "merges.txt", ec);
 }
 
+std::vector<std::string> Tokenizer::unreadable_tokenizer_files(const std::filesystem::path& dir) {
+  if (directory_has_vocab(dir)) return {};
+  static const char* const kTokenizerFiles[] = {
+      "tokenizer.json",     "tokenizer.model",        "spiece.model",     "sentencepiece.bpe.model",
+      "vocab.txt",          "tokenizer_config.json",  "special_tokens_map.json", "added_tokens.json",
+      "vocab.json",         "merges.txt"};
+  std::vector<std::string> present;
+  for (const char* name : kTokenizerFiles) {
+    std::error_code ec;
+    if (std::filesystem::exists(dir / name, ec)) present.emplace_back(name);
+  }
+  return present;
+}
+
 std::vector<TokenId> Tokenizer::encode(std::string_view text) const {
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 1);

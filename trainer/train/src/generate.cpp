@@ -26,7 +26,7 @@ std::int64_t sample_next_token(const at::Tensor& logits, double temperature, std
 
 std::string generate_text(const GenerateOptions& o) {
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
-  const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model);
+  const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model).tokenizer;
   model::Gpt2LmHeadModel model = io::load_hf_model(o.model);
   if (model->config().vocab_size < static_cast<std::int64_t>(tokenizer.vocab_size())) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +

@@ -13,17 +13,26 @@
 
 namespace llmrdzv::train {
 
-tokenizer::Tokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir) {
-  if (!tokenizer_name.empty()) {
-    if (!tokenizer::Tokenizer::directory_has_vocab(tokenizer_name)) {
-      throw std::invalid_argument("tokenizer directory '" + tokenizer_name + "' has no vocab.json and merges.txt");
-    }
-    return tokenizer::Tokenizer::from_directory(tokenizer_name);
+ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir) {
+  using tokenizer::Tokenizer;
+  const bool named = !tokenizer_name.empty();
+  if (!named && model_dir.empty()) {
+    return {Tokenizer::bytes(), "the byte-level tokenizer (256 bytes + EOS): no --tokenizer_name for a fresh model"};
   }
-  if (!model_dir.empty() && tokenizer::Tokenizer::directory_has_vocab(model_dir)) {
-    return tokenizer::Tokenizer::from_directory(model_dir);
+  const std::string& dir = named ? tokenizer_name : model_dir;
+  const std::string what = named ? "--tokenizer_name '" + dir + "'" : "the model directory '" + dir + "'";
+  if (Tokenizer::directory_has_vocab(dir)) return {Tokenizer::from_directory(dir), "GPT-2 BPE from " + what};
+  const std::vector<std::string> others = Tokenizer::unreadable_tokenizer_files(dir);
+  std::string files;
+  for (const auto& name : others) files += (files.empty() ? "" : ", ") + name;
+  if (!others.empty()) {
+    throw std::invalid_argument(what + " carries its tokenizer as " + files +
+                                " without the vocab.json + merges.txt pair this trainer reads (GPT-2 byte-level BPE); "
+                                "refusing rather than tokenising differently: pass --tokenizer_name DIR holding the "
+                                "vocab.json and merges.txt of the same tokenizer");
   }
-  return tokenizer::Tokenizer::bytes();
+  throw std::invalid_argument(what + " has no tokenizer (no vocab.json and merges.txt)" +
+                              (named ? std::string() : ": pass --tokenizer_name DIR with the tokenizer the model was trained with"));
 }
 
 namespace {

@@ -1,5 +1,5 @@
 // Picks the tokenizer and builds or loads the model the options ask for: --tokenizer_name, else
-// the model directory's vocab, else bytes; --model_name_or_path, else a fresh model from
+// the model directory's vocab, else (fresh models only) bytes; --model_name_or_path, else a fresh model from
 // --config_name (a file, a directory or a preset name such as gpt2-medium) and --config_overrides.
 #pragma once
 
@@ -13,8 +13,15 @@
 
 namespace llmrdzv::train {
 
-// tokenizer_name when given, else model_dir's vocab.json + merges.txt when present, else bytes.
-tokenizer::Tokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir);
+struct ChosenTokenizer {
+  tokenizer::Tokenizer tokenizer;
+  std::string origin;  // for the log: where it came from
+};
+
+// --tokenizer_name's vocab.json + merges.txt when given, else the model directory's; a directory
+// that carries a tokenizer in another form, or a pretrained model without one, is refused (never
+// silently tokenised differently). The byte-level tokenizer only for a fresh model with none given.
+ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir);
 
 struct ModelSource {
   std::string model_name_or_path;

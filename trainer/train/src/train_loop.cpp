@@ -294,7 +294,8 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
   engine.barrier();
 
   torch::manual_seed(static_cast<std::uint64_t>(o.seed));
-  const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model_name_or_path);
+  const ChosenTokenizer chosen = load_tokenizer(o.tokenizer_name, o.model_name_or_path);
+  const tokenizer::Tokenizer& tokenizer = chosen.tokenizer;
   model::Gpt2LmHeadModel model =
       build_model({o.model_name_or_path, o.config_name, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
   model->set_activation_checkpointing(o.gradient_checkpointing);
@@ -315,6 +316,7 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
 
   Reporter reporter(o, engine.is_main());
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
+  reporter.message("tokenizer: " + chosen.origin);
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
 

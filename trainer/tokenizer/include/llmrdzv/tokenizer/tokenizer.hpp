@@ -52,6 +52,10 @@ class Tokenizer {
   static Tokenizer from_directory(const std::filesystem::path& dir);
   // Whether dir holds vocab.json and merges.txt.
   static bool directory_has_vocab(const std::filesystem::path& dir);
+  // The files through which dir carries a tokenizer this class does not read (HF tokenizers'
+  // tokenizer.json, SentencePiece models, WordPiece vocab.txt, tokenizer_config.json and the like,
+  // or one half of vocab.json + merges.txt), when it lacks the vocab.json + merges.txt pair.
+  static std::vector<std::string> unreadable_tokenizer_files(const std::filesystem::path& dir);
 
   // Copies share the (immutable) vocabulary and start with an empty piece cache.
   Tokenizer(const Tokenizer& other);
