@@ -1,4 +1,5 @@
-// The rdzvd process: server bring-up, port publication, signals, idle exit (see daemon.hpp).
+// The rdzvd process: server bring-up, port publication, signals, idle exit, systemd notifications
+// (see daemon.hpp).
 #include "daemon.hpp"
 
 #include <grpcpp/grpcpp.h>
@@ -18,6 +19,7 @@
 #include "logger.hpp"
 #include "rendezvous_service.hpp"
 #include "llmrdzv/common/text_values.hpp"
+#include "systemd_notify.hpp"
 #include "tuning.hpp"
 
 namespace llmrdzv::server {
@@ -77,13 +79,15 @@ class Daemon {
   Daemon(DaemonOptions options, std::vector<std::string> args)
       : options_(std::move(options)),
         args_(std::move(args)),
+        systemd_(SystemdNotifier::from_environment()),
         log_(options_.log_level, options_.syslog),
         host_({load_auth(options_), options_.core, options_.participants}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
               io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         drain_signal_(io_, SIGUSR1),
         idle_timer_(io_),
-        drain_timer_(io_) {}
+        drain_timer_(io_),
+        watchdog_timer_(io_) {}
 
   int run() {
     BoundServer bound = bind_first_free(options_, host_, log_);
@@ -93,9 +97,12 @@ class Daemon {
     std::fflush(stdout);
     if (!options_.port_file.empty()) write_port_file(options_.port_file, bound.port);
     if (options_.port_fd >= 0) write_port_fd(options_.port_fd, bound.port);
-    log_.info("listening on " + bound.address.substr(0, bound.address.rfind(':')) + ":" + std::to_string(bound.port) +
-              " mode=" + core::mode_name(options_.mode) +
-              (options_.mode == core::Mode::step ? " rdzv=" + options_.rdzv_id : std::string()));
+    const std::string listening = "listening on " + bound.address.substr(0, bound.address.rfind(':')) + ":" +
+                                  std::to_string(bound.port) + " mode=" + core::mode_name(options_.mode) +
+                                  (options_.mode == core::Mode::step ? " rdzv=" + options_.rdzv_id : std::string());
+    log_.info(listening);
+    tell_systemd("READY=1\nSTATUS=" + listening);
+    pet_watchdog();
     wait_for_signal();
     wait_for_drain();
     watch_idle();
@@ -123,6 +130,11 @@ class Daemon {
       log_.warn("SIGHUP: no --config file to reload");
       return;
     }
+    tell_systemd("RELOADING=1");
+    struct Ready {  // READY=1 again however the reload ends
+      Daemon& daemon;
+      ~Ready() { daemon.tell_systemd("READY=1"); }
+    } ready{*this};
     try {
       const DaemonOptions reloaded = parse_options(args_);
       const auto changes = apply_reload(options_, reloaded);
@@ -171,8 +183,28 @@ class Daemon {
     });
   }
 
+  // WATCHDOG=1 at the period systemd asked for, from the event loop and only once the core's
+  // lock could be taken: a daemon whose loop or core hangs stops petting and is restarted.
+  void pet_watchdog() {
+    const auto period = systemd_.watchdog_period();
+    if (!period) return;
+    watchdog_timer_.expires_after(*period);
+    watchdog_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      host_.run([](core::Core&) {});
+      tell_systemd("WATCHDOG=1");
+      pet_watchdog();
+    });
+  }
+
+  void tell_systemd(const std::string& state) {
+    if (!systemd_.notify(state)) log_.warn("cannot notify systemd (" + state.substr(0, state.find('\n')) + ")");
+  }
+
   void stop(const std::string& reason) {
     log_.info("stopping: " + reason);
+    tell_systemd("STOPPING=1\nSTATUS=stopping: " + reason);
+    watchdog_timer_.cancel();
     signals_.cancel();
     drain_signal_.cancel();
     idle_timer_.cancel();
@@ -185,6 +217,7 @@ class Daemon {
 
   DaemonOptions options_;
   std::vector<std::string> args_;
+  SystemdNotifier systemd_;
   Logger log_;
   boost::asio::io_context io_;
   CoreHost host_;
@@ -192,6 +225,7 @@ class Daemon {
   boost::asio::signal_set drain_signal_;
   boost::asio::steady_timer idle_timer_;
   boost::asio::steady_timer drain_timer_;
+  boost::asio::steady_timer watchdog_timer_;
   grpc::Server* server_ = nullptr;
 };
 

@@ -4,8 +4,9 @@
 # network but loopback), because the test machine's PID 1 is not systemd. Checks what a site admin
 # relies on: a start without the site secret fails at once and names it; with it, rdzvd runs as
 # llm-rdzv with no capabilities, no new privileges and a seccomp filter, cannot read the secret
-# file itself, and answers on port 29400; reload is SIGHUP in place; a killed daemon is restarted;
-# stop is clean. Installing the package's .deb over it (an upgrade, from a unit file made to look
+# file itself, and answers on port 29400 as soon as `systemctl start` returns (Type=notify); reload
+# is SIGHUP in place; a killed daemon is restarted, and so is a stopped (SIGSTOP) one, by the
+# watchdog; stop is clean. Installing the package's .deb over it (an upgrade, from a unit file made to look
 # older) leaves the running daemon alone but has systemd load the new unit; removing the package
 # stops the daemon. Called by deb_package_test.sh while that .deb is installed. Needs root.
 #   systemd_unit_test.sh DEB
@@ -60,6 +61,10 @@ expect 0 "Assertion failed for rdzvd.service" -- in_container journalctl -u rdzv
 
 expect 0 "wrote /etc/llm-rdzv/site.secret" -- in_container llm-rdzv-secret
 expect 0 "" -- in_container systemctl start rdzvd.service
+# Type=notify: `systemctl start` returns once rdzvd said READY=1, after it listens; no retry loop.
+expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 --timeout 1 ping
+check "rdzvd.service is not Type=notify" [ "$(property Type)" = notify ]
+check "rdzvd's STATUS= is not its listening line" grep -q "^listening on .*:29400 mode=site" <<<"$(property StatusText)"
 pid=$(property MainPID)
 check "rdzvd.service has no main process after start" [ "${pid:-0}" -gt 0 ]
 expect 0 "llm-rdzv" -- in_container ps -o user= -p "$pid"
@@ -91,6 +96,30 @@ check "a killed rdzvd was not restarted within 10 s" [ "${restarted:-0}" -gt 0 -
 check "NRestarts is not 1 after one kill" [ "$(property NRestarts)" = 1 ]
 for _ in $(seq 50); do in_container rdzvctl --endpoint 127.0.0.1:29400 ping >/dev/null 2>&1 && break; sleep 0.1; done
 expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 ping
+
+# The watchdog (2 s here instead of the unit's 30 s): a running rdzvd keeps petting it; a stopped
+# (SIGSTOP) one is killed and restarted.
+in_container mkdir -p /run/systemd/system/rdzvd.service.d
+in_container sh -c 'printf "[Service]\nWatchdogSec=2s\nTimeoutAbortSec=2s\n" > /run/systemd/system/rdzvd.service.d/watchdog.conf'
+in_container systemctl daemon-reload
+expect 0 "" -- in_container systemctl restart rdzvd.service
+pid=$(property MainPID)
+restarts=$(property NRestarts)
+sleep 5
+check "a running rdzvd was restarted by a 2 s watchdog (it does not pet it)" [ "$(property MainPID)" = "$pid" ]
+in_container kill -STOP "$pid"
+restarted=
+for _ in $(seq 200); do
+  restarted=$(property MainPID)
+  [ "${restarted:-0}" -gt 0 ] && [ "$restarted" != "$pid" ] && [ "$(property ActiveState)" = active ] && break
+  sleep 0.1
+done
+check "a SIGSTOPped rdzvd was not restarted by the watchdog within 20 s" [ "${restarted:-0}" -gt 0 -a "$restarted" != "$pid" ]
+check "NRestarts did not grow after the watchdog fired" [ "$(property NRestarts)" -gt "$restarts" ]
+expect 0 "Watchdog timeout" -- in_container journalctl -u rdzvd --no-pager
+in_container rm -r /run/systemd/system/rdzvd.service.d
+in_container systemctl daemon-reload
+expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 --timeout 2 ping
 
 expect 0 "" -- in_container systemctl stop rdzvd.service
 check "rdzvd.service is not inactive after stop" [ "$(property ActiveState)" = inactive ]

@@ -1,11 +1,14 @@
 // The rdzvd binary as a process: --help, every kind of bad flag or config (message + exit 2),
 // port file, token from the environment, port probing past a busy port, SIGTERM, SIGHUP reload,
+// systemd's notifications and watchdog,
 // --idle-timeout and --exit-with-parent.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <catch2/catch.hpp>
 
@@ -271,4 +274,92 @@ TEST_CASE("rdzvd --exit-with-parent exits when its parent dies", "[daemon]") {
   CHECK(WEXITSTATUS(daemon_status) == 0);
   CHECK_THAT(read_file(dir.file("rdzvd.log")), Catch::Contains("stopping: SIGTERM"));
   prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+namespace {
+
+// A NOTIFY_SOCKET as systemd makes one: a datagram socket; receive() returns each message.
+class NotifySocket {
+ public:
+  explicit NotifySocket(std::string path) : path_(std::move(path)) {
+    fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path_.c_str());
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  }
+  ~NotifySocket() { close(fd_); }
+  // The next message within `limit`, or "" when none came.
+  std::string receive(std::chrono::milliseconds limit) {
+    pollfd ready{fd_, POLLIN, 0};
+    if (poll(&ready, 1, int(limit.count())) <= 0) return {};
+    char buffer[4096];
+    const ssize_t got = recv(fd_, buffer, sizeof buffer, 0);
+    return got > 0 ? std::string(buffer, std::size_t(got)) : std::string();
+  }
+  // The next message that is not WATCHDOG=1, within `limit`; counts the WATCHDOG=1 seen.
+  std::string receive_state(std::chrono::milliseconds limit, int* watchdogs = nullptr) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return {};
+      std::string message = receive(left);
+      if (message != "WATCHDOG=1") return message;
+      if (watchdogs) ++*watchdogs;
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("under systemd rdzvd says READY once listening, RELOADING around SIGHUP, STOPPING, and pets the watchdog",
+          "[daemon][systemd]") {
+  ScratchDir dir;
+  NotifySocket notify(dir.file("notify.sock"));
+  const std::string config = dir.write("rdzvd.yaml", "heartbeat_timeout_ms: 4000\n");
+  DaemonProcess rdzvd(step_args(dir, {"--config", config}), dir.file("rdzvd.log"),
+                      {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000"});
+  const std::string ready = notify.receive_state(10s);
+  CHECK_THAT(ready, Catch::StartsWith("READY=1\nSTATUS=listening on 127.0.0.1:"));
+  // By READY the port is taken: a client connects at once.
+  const int port = rdzvd.port(dir.file("port"), 1s);
+  v1::JoinResponse response;
+  CHECK(join(port, "daemon-test-token", &response).ok());
+  // WATCHDOG=1 every 100 ms (half of WATCHDOG_USEC).
+  int watchdogs = 0;
+  CHECK(notify.receive_state(1s, &watchdogs).empty());
+  CHECK(watchdogs >= 3);
+  // A stopped daemon stops petting; a continued one resumes.
+  rdzvd.signal(SIGSTOP);
+  while (!notify.receive(200ms).empty()) {}  // what was sent just before the stop
+  CHECK(notify.receive(600ms).empty());
+  rdzvd.signal(SIGCONT);
+  CHECK(notify.receive(1s) == "WATCHDOG=1");
+  rdzvd.signal(SIGHUP);
+  CHECK(notify.receive_state(5s) == "RELOADING=1");
+  CHECK(notify.receive_state(5s) == "READY=1");
+  rdzvd.signal(SIGTERM);
+  CHECK_THAT(notify.receive_state(5s), Catch::StartsWith("STOPPING=1\nSTATUS=stopping: SIGTERM"));
+  CHECK(rdzvd.wait(10s) == 0);
+}
+
+TEST_CASE("without NOTIFY_SOCKET, or with another process's watchdog, rdzvd sends nothing", "[daemon][systemd]") {
+  ScratchDir dir;
+  NotifySocket notify(dir.file("notify.sock"));
+  DaemonProcess plain(step_args(dir), dir.file("plain.log"), {"WATCHDOG_USEC=200000"});
+  plain.port(dir.file("port"));
+  CHECK(notify.receive(500ms).empty());
+  plain.signal(SIGTERM);
+  CHECK(plain.wait(10s) == 0);
+  DaemonProcess other(step_args(dir), dir.file("other.log"),
+                      {"NOTIFY_SOCKET=" + notify.path(), "WATCHDOG_USEC=200000", "WATCHDOG_PID=1"});
+  CHECK_THAT(notify.receive(10s), Catch::StartsWith("READY=1"));
+  CHECK(notify.receive(600ms).empty());  // no WATCHDOG=1: the watchdog is pid 1's, not ours
+  other.signal(SIGTERM);
+  CHECK(other.wait(10s) == 0);
 }
