@@ -7,6 +7,7 @@
 #include <ATen/ops/randint.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -122,6 +123,52 @@ TEST_CASE("a saved model loads in transformers with the same logits", "[hf][pyth
   const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+}
+
+TEST_CASE("a model saved in shards loads in transformers and back into ours", "[hf][python]") {
+  testing::ScratchDir dir;
+  torch::manual_seed(12);
+  model::Gpt2LmHeadModel m(tiny());
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
+  }
+  m->eval();
+  const fs::path out = dir / "out";
+  io::save_hf_model(m, out);  // first one file, then shards in its place: nothing stale may remain
+  CHECK(fs::exists(out / "model.safetensors"));
+  io::save_hf_model(m, out, {}, 8000);  // ~8 KB: the 50x24 embedding (4.8 KB) and blocks split up
+  CHECK_FALSE(fs::exists(out / "model.safetensors"));
+  std::vector<std::string> shards;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("model-")) {
+      shards.push_back(name);
+      CHECK(fs::file_size(entry.path()) <= 8000 + 2000);  // tensors up to the limit, plus its header
+    }
+  }
+  std::sort(shards.begin(), shards.end());
+  REQUIRE(shards.size() >= 3);
+  char first[64];
+  std::snprintf(first, sizeof first, "model-00001-of-%05zu.safetensors", shards.size());
+  CHECK(shards.front() == first);
+  REQUIRE(fs::exists(out / "model.safetensors.index.json"));
+
+  const at::Tensor ids = at::randint(0, 50, {2, 16});
+  at::NoGradGuard no_grad;
+  const auto result = m->forward(ids, ids);
+  io::save_tensors(dir / "ours.safetensors",
+                   {{"input_ids", ids}, {"labels", ids}, {"logits", result.logits}, {"loss", result.loss.reshape({1})}});
+  CHECK(run_python("check " + out.string() + " " + (dir / "ours.safetensors").string()) == 0);
+  const model::Gpt2LmHeadModel back = io::load_hf_model(out);
+  const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+  // Back to one file: the shards and the index go.
+  io::save_hf_model(m, out);
+  CHECK(fs::exists(out / "model.safetensors"));
+  CHECK_FALSE(fs::exists(out / "model.safetensors.index.json"));
+  CHECK_FALSE(fs::exists(out / shards.front()));
 }
 
 TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {

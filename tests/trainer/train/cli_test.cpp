@@ -75,6 +75,19 @@ TEST_CASE("a config YAML file sets keys and flags override it wherever --config 
   CHECK(c.train.output_dir == "run2");
 }
 
+TEST_CASE("shard sizes read as transformers' max_shard_size", "[cli]") {
+  using llmrdzv::train::max_shard_bytes;
+  const auto bytes = [](const std::string& text) {
+    return max_shard_bytes(parse(minimal_plus({"--save_safetensors_max_shard_size", text})).train);
+  };
+  CHECK(max_shard_bytes(parse(minimal_plus({})).train) == 5'000'000'000ull);  // the default, 5GB
+  CHECK(bytes("200MB") == 200'000'000ull);
+  CHECK(bytes("512KiB") == 512ull * 1024);
+  CHECK(bytes("2GiB") == 2ull << 30);
+  CHECK(bytes("1000") == 1000);
+  CHECK(bytes("7B") == 7);
+}
+
 TEST_CASE("generate parses its own options", "[cli]") {
   const Command c = parse({"generate", "--model", "run1", "--prompt", "def main(", "--max_new_tokens", "20",
                            "--temperature", "0.7", "--top_k", "10", "--seed", "3"});
@@ -124,6 +137,10 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o"}), "--do_train needs --train_file");
   CHECK_THROWS_WITH(parse(minimal_plus({"--lr_scheduler_type", "step"})),
                     "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got 'step'");
+  for (const char* bad : {"", "0", "5XB", "GB", "-5GB", "5 GB", "99999999999999GB", "999999999999TB"}) {
+    CHECK_THROWS_WITH(parse(minimal_plus({"--save_safetensors_max_shard_size", bad})),
+                      Catch::Contains("--save_safetensors_max_shard_size must be a positive size"));
+  }
   CHECK_THROWS_WITH(parse(minimal_plus({"--per_device_train_batch_size", "0"})),
                     "--per_device_train_batch_size must be at least 1");
   CHECK_THROWS_WITH(parse(minimal_plus({"--adam_beta2", "1"})), "--adam_beta2 must be in [0, 1)");

@@ -131,6 +131,26 @@ TEST_CASE("a tiny model overfits a tiny corpus, and generate replays what it mem
   CHECK(a.out.starts_with("By"));
 }
 
+TEST_CASE("the final model is saved in shards when asked, and generate loads them", "[train][shards]") {
+  ScratchDir dir("train-shards");
+  dir.write("corpus.txt", kMemorise);
+  const std::string out = dir.file("out");
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "2",
+                                     "--threads", "1", "--save_safetensors_max_shard_size", "20KB"});
+  expect_ok(run);
+  CHECK_THAT(run.out, Catch::Contains("tokenizer: the byte-level tokenizer (256 bytes + EOS): no --tokenizer_name for a fresh model"));
+  CHECK_FALSE(fs::exists(out + "/model.safetensors"));
+  CHECK(fs::exists(out + "/model.safetensors.index.json"));
+  std::size_t shards = 0;
+  for (const auto& entry : fs::directory_iterator(out)) shards += entry.path().filename().string().starts_with("model-");
+  CHECK(shards >= 2);
+  const RunResult generated = run_trainer({"generate", "--model", out, "--prompt", "By", "--max_new_tokens", "4"});
+  expect_ok(generated);
+  CHECK(generated.out.starts_with("By"));
+}
+
 TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[train][resume]") {
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;

@@ -4,6 +4,8 @@
 
 #include <ATen/ops/equal.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -134,17 +136,72 @@ NamedTensors to_hf_state_dict(const model::Gpt2LmHeadModel& model) {
   return out;
 }
 
-void save_hf_model(const model::Gpt2LmHeadModel& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files) {
+namespace {
+
+std::uint64_t byte_size(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
+
+// Weight files an earlier save may have left: a stale model.safetensors would shadow new shards.
+void remove_weight_files(const fs::path& dir) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool shard = name.starts_with("model-") && name.ends_with(".safetensors");
+    if (name == "model.safetensors" || name == "model.safetensors.index.json" || shard) fs::remove(entry.path());
+  }
+}
+
+std::string shard_name(std::size_t index, std::size_t count) {
+  char name[64];
+  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", index + 1, count);
+  return name;
+}
+
+void save_weights(const fs::path& dir, NamedTensors tensors, std::uint64_t max_shard_bytes) {
+  std::vector<NamedTensors> shards(1);
+  std::uint64_t in_shard = 0, total = 0;
+  for (auto& named : tensors) {
+    const std::uint64_t size = byte_size(named.second);
+    if (!shards.back().empty() && in_shard + size > max_shard_bytes) {
+      shards.emplace_back();
+      in_shard = 0;
+    }
+    in_shard += size;
+    total += size;
+    shards.back().push_back(std::move(named));
+  }
+  remove_weight_files(dir);
+  const std::map<std::string, std::string> metadata{{"format", "pt"}};
+  if (shards.size() == 1) {
+    save_tensors(dir / "model.safetensors", shards.front(), metadata);
+    return;
+  }
+  json::Object weight_map;
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const std::string name = shard_name(i, shards.size());
+    save_tensors(dir / name, shards[i], metadata);
+    for (const auto& [tensor, value] : shards[i]) weight_map.emplace_back(tensor, name);
+  }
+  std::sort(weight_map.begin(), weight_map.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const json::Value index(json::Object{{"metadata", json::Object{{"total_size", static_cast<std::int64_t>(total)}}},
+                                       {"weight_map", std::move(weight_map)}});
+  atomic_write(dir / "model.safetensors.index.json", json::write(index, 2) + "\n");
+}
+
+}  // namespace
+
+void save_hf_model(const model::Gpt2LmHeadModel& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files,
+                   std::uint64_t max_shard_bytes) {
+  if (max_shard_bytes == 0) throw std::invalid_argument("save_hf_model: max_shard_bytes must be positive");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IoError("cannot create " + dir.string() + ": " + ec.message());
   for (const fs::path& file : tokenizer_files) {
-    if (file.filename() == "config.json" || file.filename() == "model.safetensors") {
+    const std::string name = file.filename().string();
+    if (name == "config.json" || name.ends_with(".safetensors") || name == "model.safetensors.index.json") {
       throw HfFormatError(file.string() + ": a tokenizer file may not be named " + file.filename().string());
     }
     atomic_write(dir / file.filename(), read_file(file));
   }
-  save_tensors(dir / "model.safetensors", to_hf_state_dict(model), {{"format", "pt"}});
+  save_weights(dir, to_hf_state_dict(model), max_shard_bytes);
   model::save_config(model->config(), dir);
 }
 

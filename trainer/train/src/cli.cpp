@@ -52,6 +52,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
     {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
+    {"save_safetensors_max_shard_size", &T::save_safetensors_max_shard_size, "largest model-0000K-of-0000N.safetensors shard of the final model (with model.safetensors.index.json), as transformers' max_shard_size: 5GB, 200MB, 512KiB or bytes; a smaller model is one model.safetensors"},
     {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine, as torchrun's standalone mode does; 0 = one process, or the rank given by the rendezvous environment (srun with the llm-rdzv option)"},
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default, or with several ranks on a node an equal share of its cores (a task's own cores when Slurm binds tasks)"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
@@ -206,8 +207,26 @@ Command parse_command_line(std::span<const std::string> args) {
   return command;
 }
 
+std::uint64_t max_shard_bytes(const TrainOptions& o) {
+  const std::string& text = o.save_safetensors_max_shard_size;
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  static const std::pair<const char*, std::uint64_t> kUnits[] = {
+      {"", 1},          {"B", 1},           {"KB", 1000},       {"MB", 1000'000},     {"GB", 1000'000'000},
+      {"TB", 1000'000'000'000}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
+  const std::string unit = text.substr(digits);
+  const auto found = std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& u) { return unit == u.first; });
+  std::uint64_t count = 0;
+  const bool number = digits > 0 && digits <= 12 && (count = std::stoull(text.substr(0, digits))) > 0;
+  require(number && found != std::end(kUnits) && count <= UINT64_MAX / found->second,
+          "--save_safetensors_max_shard_size must be a positive size such as 5GB, 200MB, 512KiB or 1000000, got '" + text +
+              "'");
+  return count * found->second;
+}
+
 void validate(const TrainOptions& o) {
   require(o.do_train || o.do_eval, "nothing to do: give --do_train and/or --do_eval");
+  max_shard_bytes(o);
   require(!o.output_dir.empty(), "--output_dir is required");
   require(!o.train_file.empty() || (!o.do_train && !o.validation_file.empty()),
           o.do_train ? "--do_train needs --train_file" : "--do_eval needs --validation_file or --train_file");

@@ -17,6 +17,7 @@
 #include "device_traits.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/lr_schedule.hpp"
 #include "llmrdzv/train/metrics_log.hpp"
 #include "llmrdzv/train/progress.hpp"
@@ -343,7 +344,7 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
   }
   if (engine.is_main()) {
     if (o.do_train) {
-      io::save_hf_model(model, o.output_dir);
+      io::save_hf_model(model, o.output_dir, {}, max_shard_bytes(o));
       tokenizer.save(o.output_dir);
       reporter.message("model saved to " + o.output_dir);
     }

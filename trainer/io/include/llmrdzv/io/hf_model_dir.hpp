@@ -6,6 +6,7 @@
 // .from_pretrained loads with the same logits. Errors name the directory or file and the tensor.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <vector>
@@ -38,9 +39,17 @@ void load_hf_weights(model::Gpt2LmHeadModel& model, const std::filesystem::path&
 // no lm_head (tied). CPU, contiguous, detached copies in the parameters' dtype.
 NamedTensors to_hf_state_dict(const model::Gpt2LmHeadModel& model);
 
-// Writes dir/config.json and dir/model.safetensors (atomically, creating dir), and copies the given
-// tokenizer files (vocab.json, merges.txt, tokenizer_config.json, ...) into dir.
+// transformers' default max_shard_size, "5GB".
+inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000;
+
+// Writes dir/config.json and the weights (atomically, creating dir), and copies the given
+// tokenizer files (vocab.json, merges.txt, tokenizer_config.json, ...) into dir. Weights of at
+// most max_shard_bytes go to model.safetensors; more are split as transformers does: tensors in
+// order into model-0000K-of-0000N.safetensors of at most max_shard_bytes each (a larger tensor
+// gets a shard of its own), and model.safetensors.index.json ({"metadata": {"total_size"},
+// "weight_map"}), written last. Weight files of an earlier save in dir are removed first.
 void save_hf_model(const model::Gpt2LmHeadModel& model, const std::filesystem::path& dir,
-                   const std::vector<std::filesystem::path>& tokenizer_files = {});
+                   const std::vector<std::filesystem::path>& tokenizer_files = {},
+                   std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 }  // namespace llmrdzv::io

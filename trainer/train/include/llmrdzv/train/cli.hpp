@@ -5,6 +5,7 @@
 
 #include <span>
 #include <stdexcept>
+#include <cstdint>
 #include <string>
 
 #include "llmrdzv/train/options.hpp"
@@ -34,6 +35,9 @@ std::string generate_help();
 
 // Cross-option checks (ranges, required options, choices); throws UsageError.
 void validate(const TrainOptions& options);
+// --save_safetensors_max_shard_size in bytes: "5GB", "200MB", "512KiB", "1000" (KB/MB/GB/TB are
+// powers of 1000 and KiB/MiB/GiB/TiB of 1024, as in transformers). Throws UsageError when malformed.
+std::uint64_t max_shard_bytes(const TrainOptions& options);
 void validate(const GenerateOptions& options);
 
 }  // namespace llmrdzv::train

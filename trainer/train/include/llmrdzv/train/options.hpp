@@ -56,6 +56,7 @@ struct TrainOptions {
   std::int64_t eval_steps = 0;  // 0 = evaluate only at the end
   std::int64_t save_steps = 500;  // 0 = save only at the end
   std::int64_t save_total_limit = 0;  // keep the newest K checkpoints; 0 = keep all
+  std::string save_safetensors_max_shard_size = "5GB";  // the final model's shards (max_shard_bytes)
 
   // Machine.
   std::int64_t nproc = 0;    // > 0: start a local rdzvd and this many ranks (standalone_launcher.hpp)
