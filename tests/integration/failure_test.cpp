@@ -119,7 +119,7 @@ TEST_CASE("SIGTERM of rdzvd: blocked calls fail promptly with unavailable, sessi
   });
   std::this_thread::sleep_for(200ms);  // let the get reach the daemon
   const auto stop_start = std::chrono::steady_clock::now();
-  rdzvd.process().send_signal(SIGTERM);
+  rdzvd.send_signal(SIGTERM);
 
   REQUIRE(blocked_get.wait_for(10s) == std::future_status::ready);
   const auto [code, waited] = blocked_get.get();
@@ -127,7 +127,7 @@ TEST_CASE("SIGTERM of rdzvd: blocked calls fail promptly with unavailable, sessi
   CHECK(std::chrono::steady_clock::now() - stop_start < 5s);
   CHECK(shutdown_heard.get_future().wait_for(5s) == std::future_status::ready);
   for (const auto& event : collect_lines(processes, "event=", 1, 5s)) CHECK(event.at("event") == "shutdown");
-  CHECK(rdzvd.process().wait(10s) == 0);
+  CHECK(rdzvd.wait(10s) == 0);
 
   // With the daemon gone, a new client gets a clear error after its connect timeout.
   try {
@@ -150,7 +150,7 @@ TEST_CASE("kill -9 of rdzvd: the session reports the lost stream and calls fail 
   const auto assignment = client.join([&](const llmrdzv::client::SessionEvent& event) {
     std::call_once(first_event, [&] { lost.set_value(event); });
   });
-  rdzvd.process().send_signal(SIGKILL);
+  rdzvd.send_signal(SIGKILL);
   auto lost_event = lost.get_future();
   REQUIRE(lost_event.wait_for(5s) == std::future_status::ready);
   const auto event = lost_event.get();

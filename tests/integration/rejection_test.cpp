@@ -73,7 +73,7 @@ void check_still_serving(const ScratchDir& dir, RdzvdProcess& rdzvd) {
   const auto assignments = collect_lines(processes, "rank=", 1, 30s);
   CHECK(assignments.size() == 2);
   for (auto& process : processes) CHECK(process->wait(30s) == 0);
-  CHECK(rdzvd.process().wait(0ms) == std::nullopt);
+  CHECK(rdzvd.wait(0ms) == std::nullopt);
 }
 
 }  // namespace

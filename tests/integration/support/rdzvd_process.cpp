@@ -1,6 +1,8 @@
 // Starting a real rdzvd and reading back its port (see rdzvd_process.hpp).
 #include "rdzvd_process.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -16,36 +18,52 @@ std::string test_client_path() { return LLMRDZV_TEST_CLIENT_PATH; }
 std::string rdzvctl_path() { return LLMRDZV_RDZVCTL_PATH; }
 
 RdzvdProcess::RdzvdProcess(const ScratchDir& dir, RdzvdConfig config) : config_(std::move(config)) {
-  const std::string stem = "rdzvd-" + config_.rdzv_id;
-  const std::string port_file = dir.file(stem + ".port");
-  std::vector<std::string> argv = {rdzvd_path(), "--listen", config_.listen, "--port-file", port_file, "--mode",
-                                   config_.mode};
+  static int started = 0;  // a fresh log per daemon, also for several of one rendezvous id in a dir
+  const std::string stem = "rdzvd-" + config_.rdzv_id + "-" + std::to_string(++started);
+  launch::LaunchSpec spec;
+  spec.program = rdzvd_path();
+  spec.args = {"--listen", config_.listen, "--mode", config_.mode};
   if (config_.mode == "site") {
     site_secret_ = make_random_token();
     token_ = token_for(config_.rdzv_id);
-    argv.insert(argv.end(), {"--site-secret-file", dir.write(stem + ".secret", site_secret_)});
+    spec.args.insert(spec.args.end(), {"--site-secret-file", dir.write(stem + ".secret", site_secret_)});
   } else {
     token_ = config_.token.empty() ? make_random_token() : config_.token;
-    argv.insert(argv.end(), {"--rdzv-id", config_.rdzv_id, "--token-file", dir.write(stem + ".token", token_)});
+    spec.args.insert(spec.args.end(), {"--rdzv-id", config_.rdzv_id});
+    spec.token = token_;
   }
-  argv.insert(argv.end(), {"--heartbeat-interval", std::to_string(config_.heartbeat_interval.count()),
-                           "--heartbeat-timeout", std::to_string(config_.heartbeat_timeout.count())});
-  argv.insert(argv.end(), config_.extra_args.begin(), config_.extra_args.end());
-  process_ = std::make_unique<ChildProcess>(argv, std::map<std::string, std::optional<std::string>>{},
-                                            dir.file(stem + ".log"));
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < give_up) {
-    std::ifstream file(port_file);
-    unsigned port = 0;
-    if (file >> port && port > 0 && port < 65536) {
-      port_ = std::uint16_t(port);
-      return;
+  spec.args.insert(spec.args.end(), {"--heartbeat-interval", std::to_string(config_.heartbeat_interval.count()),
+                                     "--heartbeat-timeout", std::to_string(config_.heartbeat_timeout.count())});
+  spec.args.insert(spec.args.end(), config_.extra_args.begin(), config_.extra_args.end());
+  log_path_ = dir.file(stem + ".log");
+  spec.log_path = log_path_;
+  try {
+    daemon_ = launch::start_daemon(spec);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(e.what()) + "; its output:\n" + log());
+  }
+  port_ = daemon_.port;
+}
+
+RdzvdProcess::~RdzvdProcess() { launch::stop_daemon(daemon_, std::chrono::milliseconds(0)); }
+
+void RdzvdProcess::send_signal(int signal) const { kill(daemon_.pid, signal); }
+
+std::optional<int> RdzvdProcess::wait(std::chrono::milliseconds timeout) {
+  const auto give_up = std::chrono::steady_clock::now() + timeout;
+  while (!exit_status_) {
+    int status = 0;
+    if (waitpid(daemon_.pid, &status, WNOHANG) == daemon_.pid) {
+      exit_status_ = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+      break;
     }
-    if (process_->wait(std::chrono::milliseconds(0))) break;
+    if (std::chrono::steady_clock::now() >= give_up) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  throw std::runtime_error("rdzvd did not write its port file; its stderr:\n" + log());
+  return exit_status_;
 }
+
+std::string RdzvdProcess::log() const { return read_file(log_path_); }
 
 std::string RdzvdProcess::token_for(const std::string& rdzv_id) const {
   return site_token(site_secret_, std::uint32_t(getuid()), rdzv_id);

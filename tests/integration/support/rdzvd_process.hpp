@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "child_process.hpp"
+#include "llmrdzv/launch/daemon_launch.hpp"
 #include "llmrdzv/client/options.hpp"
 #include "scratch_dir.hpp"
 
@@ -36,8 +37,12 @@ struct RdzvdConfig {
 
 class RdzvdProcess {
  public:
-  // Starts rdzvd and waits until it wrote its port file; throws with rdzvd's stderr otherwise.
+  // Starts rdzvd with the project's launcher (the port comes over a pipe) and waits until it
+  // listens; throws with rdzvd's output otherwise. Stopped with SIGKILL when destroyed.
   RdzvdProcess(const ScratchDir& dir, RdzvdConfig config = {});
+  ~RdzvdProcess();
+  RdzvdProcess(const RdzvdProcess&) = delete;
+  RdzvdProcess& operator=(const RdzvdProcess&) = delete;
 
   const std::string& rdzv_id() const { return config_.rdzv_id; }
   const std::string& token() const { return token_; }
@@ -45,8 +50,11 @@ class RdzvdProcess {
   std::string token_for(const std::string& rdzv_id) const;
   std::uint16_t port() const { return port_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  ChildProcess& process() { return *process_; }
-  std::string log() const { return process_->stderr_text(); }
+  void send_signal(int signal) const;
+  // Exit status (128 + signal when killed), or nullopt while it still runs after `timeout`.
+  std::optional<int> wait(std::chrono::milliseconds timeout);
+  // What rdzvd wrote (its log on stderr, its port on stdout).
+  std::string log() const;
 
   // Options for an in-test client of a fixed-size rendezvous.
   client::Options client_options(std::int32_t world_size) const;
@@ -58,7 +66,9 @@ class RdzvdProcess {
   std::string token_;
   std::string site_secret_;
   std::uint16_t port_ = 0;
-  std::unique_ptr<ChildProcess> process_;
+  std::string log_path_;
+  launch::RunningDaemon daemon_;
+  std::optional<int> exit_status_;
 };
 
 }  // namespace llmrdzv::testing

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config_file.hpp"
+#include "llmrdzv/common/text_values.hpp"
 #include "option_table.hpp"
 
 namespace llmrdzv::train {
@@ -216,9 +217,8 @@ std::uint64_t max_shard_bytes(const TrainOptions& o) {
       {"TB", 1000'000'000'000}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
   const std::string unit = text.substr(digits);
   const auto found = std::find_if(std::begin(kUnits), std::end(kUnits), [&](const auto& u) { return unit == u.first; });
-  std::uint64_t count = 0;
-  const bool number = digits > 0 && digits <= 12 && (count = std::stoull(text.substr(0, digits))) > 0;
-  require(number && found != std::end(kUnits) && count <= UINT64_MAX / found->second,
+  const std::uint64_t count = parse_unsigned(std::string_view(text).substr(0, digits), 1, UINT64_MAX).value_or(0);
+  require(count > 0 && found != std::end(kUnits) && count <= UINT64_MAX / found->second,
           "--save_safetensors_max_shard_size must be a positive size such as 5GB, 200MB, 512KiB or 1000000, got '" + text +
               "'");
   return count * found->second;

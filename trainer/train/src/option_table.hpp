@@ -12,6 +12,8 @@
 #include <string_view>
 #include <variant>
 
+#include "llmrdzv/common/text_values.hpp"
+
 #include "llmrdzv/train/cli.hpp"
 
 namespace llmrdzv::train {
@@ -60,10 +62,9 @@ void set_option(Options& options, const OptionSpec<Options>& spec, std::string_v
             fail("true or false");
           }
         } else if constexpr (std::is_same_v<Value, std::int64_t>) {
-          std::int64_t value = 0;
-          const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-          if (ec != std::errc() || end != text.data() + text.size() || text.empty()) fail("an integer");
-          target = value;
+          const auto value = parse_signed(text, INT64_MIN, INT64_MAX);
+          if (!value) fail("an integer");
+          target = *value;
         } else {
           double value = 0;
           const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
