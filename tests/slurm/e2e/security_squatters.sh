@@ -2,7 +2,8 @@
 # A second user on the step's first node squats half of the step's port range with fake rdzvds
 # (answering OK to every call) and raw listeners (recording every byte, never answering), before
 # the victim's steps start. Every victim step still forms its rendezvous, and the attacker's
-# loot holds neither a victim's token nor a ticket: only Hello calls reached the fakes. A task
+# loot holds neither a victim's token nor a ticket: only Hello calls reached the fakes; a step whose
+# MASTER_PORT is squatted works too (rdzvd clients do not use c10d's TCPStore). A task
 # told the fake's endpoint directly fails at once, naming it. A rank whose Join asks for another
 # size than the step's is refused without disturbing the step.
 source "$(dirname "$0")/lib.sh"
@@ -31,22 +32,31 @@ for port in "${squatted[@]}"; do
 done
 [ "$(stat -c %U "/proc/${impostors[0]}")" = "$attacker" ] || fail "the impostors do not run as $attacker"
 
-# srun picks the step's rdzvd port at random in the range: repeat until a step's base was one of
-# the squatted ports (1 in 2 each time), so the ranks really knocked on the attacker's doors.
-exercised=0
-for attempt in $(seq 12); do
+# srun picks the step's rdzvd port and MASTER_PORT at random in the range: repeat until a step's
+# rdzvd base was one of the squatted ports (1 in 2 each time), so the ranks really knocked on the
+# attacker's doors, and until a step's MASTER_PORT was squatted too (rdzvd's clients never use it:
+# such a step works as well).
+base_squatted=0 master_squatted=0
+is_squatted() { [[ " ${squatted[*]} " == *" $1 "* ]]; }
+for attempt in $(seq 16); do
   out=$(as_user srun -N2 -n2 "--llm-rdzv=port=$lo-$hi" sh -c \
-    'echo "step=$SLURM_JOB_ID.$SLURM_STEP_ID endpoint=$RDZV_ENDPOINT"; printf "%s\n" "$RDZV_TOKEN" > "victim.token.$SLURM_JOB_ID.$SLURM_PROCID"; exec "$0"' \
+    'echo "step=$SLURM_JOB_ID.$SLURM_STEP_ID endpoint=$RDZV_ENDPOINT master_port=$MASTER_PORT"; printf "%s\n" "$RDZV_TOKEN" > "victim.token.$SLURM_JOB_ID.$SLURM_PROCID"; exec "$0"' \
     "$test_client" 2>&1) || { echo "$out" >&2; fail "a victim step failed with the squatters up"; }
   [ "$(grep -c '^barrier rank=[01] ok$' <<<"$out")" -eq 2 ] || { echo "$out" >&2; fail "victim barrier"; }
   endpoint=$(grep -m1 -Eo 'endpoint=[^ ]+' <<<"$out" | cut -d= -f2)
-  if [[ " ${squatted[*]} " == *" ${endpoint##*:} "* ]]; then
-    exercised=1
-    note "attempt $attempt: base $endpoint was squatted; the ranks found the real rdzvd"
-    break
+  master_port=$(grep -m1 -Eo 'master_port=[0-9]+' <<<"$out" | cut -d= -f2)
+  if is_squatted "${endpoint##*:}" && [ $base_squatted = 0 ]; then
+    base_squatted=1
+    note "attempt $attempt: rdzvd base $endpoint was squatted; the ranks found the real rdzvd"
   fi
+  if is_squatted "$master_port" && [ $master_squatted = 0 ]; then
+    master_squatted=1
+    note "attempt $attempt: MASTER_PORT $master_port was squatted; the step worked"
+  fi
+  [ $base_squatted = 1 ] && [ $master_squatted = 1 ] && break
 done
-[ $exercised = 1 ] || fail "12 victim steps in a row had a free base port"
+[ $base_squatted = 1 ] || fail "16 victim steps in a row had a free rdzvd base port"
+[ $master_squatted = 1 ] || fail "16 victim steps in a row had a free MASTER_PORT"
 
 # Told the fake's endpoint alone, a task gives up at once and names it.
 start=$SECONDS
