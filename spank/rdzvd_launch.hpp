@@ -15,7 +15,6 @@ namespace llmrdzv::spank {
 using launch::finish_daemon;
 using launch::JobUser;
 using launch::kDrainWhileMembersRemain;
-using launch::kPortFd;
 using launch::LaunchSpec;
 using launch::RunningDaemon;
 using launch::start_daemon;

@@ -95,20 +95,14 @@ PY
     # A tiny random GPT-2 saved by transformers stands in for a downloaded checkpoint, with a
     # GPT-2 byte-level BPE tokenizer of its own next to it (vocab.json + merges.txt, as the example
     # asks): the 256 bytes and end-of-text, no merges.
-    "$python" - "$work/base" <<'PY'
+    "$python" - "$work/base" "$root/tests/trainer/tokenizer" <<'PY'
 import json, os, sys, transformers
+sys.path.insert(0, sys.argv[2])
+from hf_tokenizer_oracle import bytes_to_unicode  # GPT-2's byte map, as the tokenizer tests use it
 config = transformers.GPT2Config(vocab_size=257, n_positions=64, n_embd=32, n_layer=1, n_head=2,
                                  bos_token_id=256, eos_token_id=256)
 transformers.GPT2LMHeadModel(config).save_pretrained(sys.argv[1])
-# GPT-2's byte-to-unicode table: printable bytes stand for themselves, the rest for 256 + n.
-printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-chars, extra = {}, 0
-for b in range(256):
-    if b in printable:
-        chars[b] = chr(b)
-    else:
-        chars[b] = chr(256 + extra)
-        extra += 1
+chars = bytes_to_unicode()
 vocab = {chars[b]: b for b in range(256)}
 vocab["<|endoftext|>"] = 256
 with open(os.path.join(sys.argv[1], "vocab.json"), "w", encoding="utf-8") as f:
