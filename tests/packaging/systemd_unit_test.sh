@@ -50,6 +50,19 @@ done
 case "$state" in running|degraded) echo "ok: container booted ($state)" ;;
   *) cat "$log"; echo "FAIL: the container did not boot (state '$state')"; exit 1 ;; esac
 property() { in_container systemctl show -P "$1" rdzvd.service; }
+# Waits up to $2 tenths of a second for rdzvd.service to be active again with a main pid other
+# than $1; prints that pid (empty when it did not happen).
+restarted_after() {
+  local old=$1 tries=$2 new=
+  for _ in $(seq "$tries"); do
+    new=$(property MainPID)
+    if [ "${new:-0}" -gt 0 ] && [ "$new" != "$old" ] && [ "$(property ActiveState)" = active ]; then
+      echo "$new"
+      return
+    fi
+    sleep 0.1
+  done
+}
 
 # No secret yet: the start fails once (AssertPathExists), it does not loop on restarts.
 in_container rm -f /etc/llm-rdzv/site.secret
@@ -86,13 +99,7 @@ for _ in $(seq 50); do in_container journalctl -u rdzvd --no-pager | grep -q "SI
 expect 0 "SIGHUP: reloaded /etc/llm-rdzv/rdzvd.yaml" -- in_container journalctl -u rdzvd --no-pager
 
 in_container kill -9 "$pid"
-restarted=
-for _ in $(seq 100); do
-  restarted=$(property MainPID)
-  [ "${restarted:-0}" -gt 0 ] && [ "$restarted" != "$pid" ] && [ "$(property ActiveState)" = active ] && break
-  sleep 0.1
-done
-check "a killed rdzvd was not restarted within 10 s" [ "${restarted:-0}" -gt 0 -a "$restarted" != "$pid" ]
+check "a killed rdzvd was not restarted within 10 s" [ -n "$(restarted_after "$pid" 100)" ]
 check "NRestarts is not 1 after one kill" [ "$(property NRestarts)" = 1 ]
 for _ in $(seq 50); do in_container rdzvctl --endpoint 127.0.0.1:29400 ping >/dev/null 2>&1 && break; sleep 0.1; done
 expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 ping
@@ -108,13 +115,7 @@ restarts=$(property NRestarts)
 sleep 5
 check "a running rdzvd was restarted by a 2 s watchdog (it does not pet it)" [ "$(property MainPID)" = "$pid" ]
 in_container kill -STOP "$pid"
-restarted=
-for _ in $(seq 200); do
-  restarted=$(property MainPID)
-  [ "${restarted:-0}" -gt 0 ] && [ "$restarted" != "$pid" ] && [ "$(property ActiveState)" = active ] && break
-  sleep 0.1
-done
-check "a SIGSTOPped rdzvd was not restarted by the watchdog within 20 s" [ "${restarted:-0}" -gt 0 -a "$restarted" != "$pid" ]
+check "a SIGSTOPped rdzvd was not restarted by the watchdog within 20 s" [ -n "$(restarted_after "$pid" 200)" ]
 check "NRestarts did not grow after the watchdog fired" [ "$(property NRestarts)" -gt "$restarts" ]
 expect 0 "Watchdog timeout" -- in_container journalctl -u rdzvd --no-pager
 in_container rm -r /run/systemd/system/rdzvd.service.d
