@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One idempotent setup for a fresh Debian 12 machine (as root), CI and developers alike:
 # Debian packages for the build, Slurm and munge for the end-to-end tests, the default corpus
-# (python3.11-doc), and the project venv with the pinned LibTorch wheel (scripts/requirements.lock).
+# (python3.11-doc), Prometheus and headless Chromium for the monitoring tests, and the project venvs
+# (the pinned LibTorch wheel: scripts/requirements.lock; TensorBoard: scripts/requirements-tools.lock).
 # A second run checks and returns in seconds without downloading anything.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +22,7 @@ apt_packages=(
   iproute2 util-linux procps psmisc openssl acl
   python3 python3-venv python3.11-doc
   dpkg-dev debhelper lintian rpm systemd-container
+  prometheus chromium-headless-shell
 )
 
 missing=()
@@ -36,25 +38,30 @@ else
   log "Debian packages: all ${#apt_packages[@]} present"
 fi
 
-# The venv lives in a cache keyed by the lock file, so fresh clones (CI) reuse it; .venv in the
+# Each venv lives in a cache keyed by its lock file, so fresh clones (CI) reuse it; a link in the
 # project root points at it. Debian's own python3 builds it, so a stock machine behaves the same.
-lock="$here/requirements.lock"
-key=$(sha256sum "$lock" | cut -c1-16)
+#   .venv        the pinned torch wheel (LibTorch for the build) and transformers for parity tests
+#   .venv-tools  TensorBoard, to look at training curves and to read them back in the tests; apart
+#                from .venv so adding a tool never re-downloads the torch wheel
 cache=${LLM_RDZV_CACHE:-/var/cache/llm-rdzv}
-venv="$cache/venv-$key"
-if [ ! -f "$venv/.complete" ]; then
-  log "creating venv $venv (torch wheel and test-only Python packages from PyPI)"
-  rm -rf "$venv"
-  mkdir -p "$cache"
-  /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock"
-  "$venv/bin/python" -c 'import torch, transformers, tokenizers, safetensors' \
-    || die "the venv's packages do not import"
-  touch "$venv/.complete"
-else
-  log "venv: $venv ready"
-fi
-ln -sfn "$venv" "$root/.venv"
+make_venv() {  # make_venv LOCK_FILE LINK_NAME PYTHON_IMPORTS
+  local lock=$1 link=$2 imports=$3
+  local venv="$cache/${link#.}-$(sha256sum "$lock" | cut -c1-16)"
+  if [ ! -f "$venv/.complete" ]; then
+    log "creating $venv from $(basename "$lock") (PyPI)"
+    rm -rf "$venv"
+    mkdir -p "$cache"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$lock"
+    "$venv/bin/python" -c "import $imports" || die "the packages of $venv do not import"
+    touch "$venv/.complete"
+  else
+    log "$link: $venv ready"
+  fi
+  ln -sfn "$venv" "$root/$link"
+}
+make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors'
+make_venv "$here/requirements-tools.lock" .venv-tools 'tensorboard'
 
 corpus=/usr/share/doc/python3.11/html/_sources
 [ -d "$corpus" ] || die "default corpus $corpus missing after installing python3.11-doc"
