@@ -18,6 +18,8 @@ if(LLMRDZV_WITH_SLURM)
 endif()
 # The venv also gives the tokenizer and data tests their HF oracle (transformers/tokenizers).
 set(LLMRDZV_VENV "${PROJECT_SOURCE_DIR}/.venv" CACHE PATH "Project virtualenv holding the pinned torch wheel")
+# TensorBoard, whose reader the TensorBoard tests use (scripts/setup.sh makes it).
+set(LLMRDZV_TOOLS_VENV "${PROJECT_SOURCE_DIR}/.venv-tools" CACHE PATH "Virtualenv holding TensorBoard")
 if(LLMRDZV_WITH_TORCH)
   include(LlmRdzvTorch)
 endif()

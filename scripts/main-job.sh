@@ -79,3 +79,4 @@ fi
 say "a sample from the trained model ($out)"
 build/bin/trainer generate --model "$out" --prompt "$prompt" --max_new_tokens 200 --temperature 0.8 --top_k 40 --seed 1
 say "done: Hugging Face model directory $out (config.json, model.safetensors, tokenizer files); metrics in $out/metrics.jsonl"
+say "training curves: .venv-tools/bin/tensorboard --logdir $out/runs   (then open http://localhost:6006)"

@@ -21,6 +21,10 @@ against HF's), same dropout, same torch thread count.
   the same formula; --activation gelu_pytorch_tanh makes HF fuse it too. Python's
   stock glibc malloc unless --hf_same_malloc (our trainer keeps freed memory instead of unmapping it).
 
+With --compare_trainer_args ARGS the other side is our trainer again, with ARGS added (e.g.
+"--report_to none" to measure what TensorBoard logging costs): the figure is then each side's
+train_runtime (the whole step loop, logging included, from all_results.json) over its steps.
+
 The machine may be shared, so the sides alternate in --rounds segments (ours, HF, ours, HF, ...),
 each a fresh process running --warmup untimed then --steps timed steps; a side's figure is the
 median over all its timed steps, and the load average is recorded around every segment.
@@ -91,6 +95,15 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     if len(records) != steps:
         raise RuntimeError(f"trainer logged {len(records)} steps, expected {steps}")
     return records, out
+
+
+def runtime_per_step(trainer, shape, steps, threads, workdir, activation, extra):
+    """Seconds per step of the whole step loop (logging and its writes included), as a
+    one-element list of tokens/s so it medians like the per-step figures."""
+    _, out = run_trainer(trainer, shape, steps, threads, workdir, activation, extra)
+    with open(os.path.join(out, "all_results.json")) as f:
+        runtime = json.load(f)["train_runtime"]
+    return [shape["block"] * shape["batch"] * steps / runtime]
 
 
 def ours(trainer, shape, steps, threads, workdir, activation, extra):
@@ -197,6 +210,9 @@ def main():
                         help="run HF with the glibc malloc policy our trainer sets for itself (freed memory kept, "
                              "no mmap'd blocks); default: Python's stock malloc, what HF users get")
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
+    parser.add_argument("--compare_trainer_args", default=None,
+                        help="instead of HF, compare with our trainer run with these flags added; both sides timed "
+                             "by train_runtime (logging included), e.g. '--report_to none'")
     parser.add_argument("--hf_worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.hf_worker:
@@ -204,6 +220,9 @@ def main():
         return 0
     if not args.trainer:
         parser.error("--trainer is required")
+
+    if args.compare_trainer_args is not None:
+        return compare_trainer_args(args)
 
     results = {}
     rows = []
@@ -244,6 +263,34 @@ def main():
                "hf_same_malloc": args.hf_same_malloc,
                "target_ratio": 1.2, **results, "min_ratio": round(min(r[6] for r in rows), 3)}
     print(json.dumps(summary))
+    return 0
+
+
+def compare_trainer_args(args):
+    """Our trainer against itself with extra flags, alternating A, B, A, B, ...; prints B/A."""
+    base = args.trainer_args.split()
+    other = base + args.compare_trainer_args.split()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="trainer-bench-") as tmp:
+        for name in args.shapes.split(","):
+            shape = SHAPES[name]
+            workdir = os.path.join(tmp, name)
+            os.makedirs(workdir)
+            rates = {"a": [], "b": []}
+            loads = [loadavg()]
+            for _ in range(args.rounds):
+                for side, extra in (("a", base), ("b", other)):
+                    rates[side] += runtime_per_step(args.trainer, shape, args.warmup + args.steps, args.threads,
+                                                    workdir, args.activation, extra)
+                    loads.append(loadavg())
+            a, b = statistics.median(rates["a"]), statistics.median(rates["b"])
+            results[name] = {"a_tokens_per_s": round(a, 1), "b_tokens_per_s": round(b, 1), "b_over_a": round(b / a, 4),
+                             "a_runs": [round(r, 1) for r in rates["a"]], "b_runs": [round(r, 1) for r in rates["b"]],
+                             "load_min": min(loads), "load_max": max(loads)}
+            print(f"{name}: A ({' '.join(base) or 'defaults'}) {a:.1f} tok/s, B (+ {args.compare_trainer_args}) "
+                  f"{b:.1f} tok/s, B/A {b / a:.4f} (median of {args.rounds} runs each, train_runtime over "
+                  f"{args.warmup + args.steps} steps; load {min(loads)}-{max(loads)})")
+    print(json.dumps({"a": args.trainer_args, "b_adds": args.compare_trainer_args, **results}))
     return 0
 
 

@@ -150,6 +150,8 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_gradient_sync", "scatter"})),
                     "--offload_gradient_sync must be auto, reduce or all_reduce, got 'scatter'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be at least 1");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "wandb"})),
+                    Contains("--report_to must be tensorboard, all (= tensorboard) or none, got 'wandb'"));
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),
                     Contains("--do_eval needs --validation_file"));
   CHECK_THROWS_WITH(parse({"generate", "--prompt", "x"}), "generate needs --model DIR");
@@ -222,4 +224,28 @@ TEST_CASE("precision flags: --bf16/--tf32 default to auto, --fp16 excludes --bf1
   CHECK_THAT(help, Catch::Contains("--bf16[=true|false]  (default: auto)"));
   CHECK_THAT(help, Catch::Contains("auto = on for CUDA GPUs with bf16"));
   CHECK_THAT(help, Catch::Contains("--tf32[=true|false]  (default: auto)"));
+}
+
+TEST_CASE("report_to defaults to tensorboard and takes HF's names", "[cli]") {
+  CHECK(parse(kMinimal).train.report_to == "tensorboard");
+  CHECK(parse(kMinimal).train.logging_dir.empty());
+  CHECK(parse(minimal_plus({"--report_to", "all"})).train.report_to == "all");
+  CHECK(parse(minimal_plus({"--report_to", "none", "--logging_dir", "tb"})).train.logging_dir == "tb");
+}
+
+TEST_CASE("options_yaml lists every option and reads back as the same options", "[cli]") {
+  const Command c = parse(minimal_plus({"--learning_rate", "0.00031", "--bf16", "--output_dir", "odd \"dir\" #1: x\\y",
+                                        "--config_overrides", "n_embd=64,n_layer=2", "--warmup_ratio", "0.1"}));
+  const std::string yaml = llmrdzv::train::options_yaml(c.train);
+  CHECK_THAT(yaml, Catch::Contains("learning_rate: 0.00031\n"));
+  CHECK_THAT(yaml, Catch::Contains("bf16: true\n"));
+  CHECK_THAT(yaml, Catch::Contains("# tf32: auto\n"));  // decided at run time: not pinned by the record
+  CHECK_THAT(yaml, Catch::Contains("report_to: \"tensorboard\"\n"));
+  TempYaml file(yaml);
+  const Command again = parse({"--config", file.path});
+  CHECK(llmrdzv::train::options_yaml(again.train) == yaml);
+  CHECK(again.train.output_dir == c.train.output_dir);
+  CHECK(again.train.learning_rate == c.train.learning_rate);
+  CHECK(again.train.warmup_ratio == c.train.warmup_ratio);
+  CHECK_FALSE(again.train.tf32.has_value());
 }

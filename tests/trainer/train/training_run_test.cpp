@@ -1,20 +1,23 @@
 // The trainer end to end on tiny models and corpora: a model overfits, a resumed run repeats the
-// uninterrupted run's losses and final weights exactly, a damaged checkpoint is refused and
-// `latest` falls back to the previous one, generate reproduces memorised text, and bad input
-// fails with messages naming it.
+// uninterrupted run's losses and final weights exactly (metrics.jsonl and the TensorBoard curves,
+// as TensorBoard reads them), a damaged checkpoint is refused and `latest` falls back to the
+// previous one, generate reproduces memorised text, and bad input fails with messages naming it.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "llmrdzv/io/json.hpp"
 #include "scratch_dir.hpp"
 #include "run_checks.hpp"
+#include "tensorboard_reader.hpp"
 #include "trainer_process.hpp"
 
 using llmrdzv::testing::read_file;
@@ -68,6 +71,24 @@ double last_train_loss(const std::string& metrics) {
     if (key.first == "train") loss = llmrdzv::json::parse(line).find("loss")->as_double();
   }
   return loss;
+}
+
+// The one TensorBoard run directory (<output_dir>/runs/<date>_<host>) of a trainer run.
+fs::path tensorboard_dir(const std::string& output_dir) {
+  std::vector<fs::path> runs;
+  for (const auto& entry : fs::directory_iterator(output_dir + "/runs")) runs.push_back(entry.path());
+  REQUIRE(runs.size() == 1);
+  return runs[0];
+}
+
+// The curves TensorBoard shows, without the timings (they are not results).
+std::map<std::string, std::vector<std::pair<std::int64_t, std::optional<double>>>> result_curves(const fs::path& logdir) {
+  auto scalars = trainer_test::read_with_tensorboard(logdir).scalars;
+  for (const char* timing : {"train/tokens_per_second", "train/step_time", "train/comm_wait"}) {
+    REQUIRE(scalars.contains(timing));
+    scalars.erase(timing);
+  }
+  return scalars;
 }
 
 std::vector<std::string> resume_run_args(const ScratchDir& dir, const std::string& output) {
@@ -177,6 +198,64 @@ TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[
   CHECK(full_results.find("eval_loss")->as_double() == resumed_results.find("eval_loss")->as_double());
 }
 
+TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed elsewhere leaves them alone", "[train][tensorboard]") {
+  ReferenceRun reference;
+  const ScratchDir& dir = reference.dir;
+  const fs::path logdir = tensorboard_dir(dir.file("full"));
+  const trainer_test::TensorBoardData seen = trainer_test::read_with_tensorboard(logdir);
+  const auto metrics = records(dir.file("full/metrics.jsonl"));
+  std::vector<std::pair<std::int64_t, std::optional<double>>> loss, eval_loss;
+  for (const auto& [key, line] : metrics) {
+    const llmrdzv::json::Value record = llmrdzv::json::parse(line);
+    const auto as_float = [&](const char* name) { return std::optional<double>(static_cast<float>(record.find(name)->as_double())); };
+    (key.first == "train" ? loss : eval_loss).emplace_back(key.second, as_float(key.first == "train" ? "loss" : "eval_loss"));
+  }
+  REQUIRE(loss.size() == 24);
+  CHECK(seen.scalars.at("train/loss") == loss);
+  CHECK(seen.scalars.at("eval/loss") == eval_loss);  // steps 6, 12, 18 and the final evaluation at 24
+  for (const char* tag : {"train/learning_rate", "train/grad_norm", "train/tokens_per_second", "train/step_time",
+                          "train/comm_wait", "train/epoch"}) {
+    INFO(tag);
+    CHECK(seen.scalars.at(tag).size() == 24);
+  }
+  CHECK(seen.scalars.at("train/tokens_per_second")[0].second.value() > 0);
+  const auto& perplexity = seen.scalars.at("eval/perplexity");
+  REQUIRE(perplexity.size() == eval_loss.size());
+  CHECK(perplexity[0].second.value() == Approx(std::exp(eval_loss[0].second.value())).epsilon(1e-6));
+  REQUIRE(seen.texts.at("args").size() == 1);
+  CHECK_THAT(seen.texts.at("args")[0].second, Catch::Contains("learning_rate: 0.003\n") && Catch::Contains("max_steps: 24\n"));
+
+  // Resumed into another output_dir: a run of its own there, the original's curves untouched.
+  const auto before = result_curves(logdir);
+  std::vector<std::string> args = resume_run_args(dir, dir.file("fork"));
+  args.insert(args.end(), {"--resume_from_checkpoint", dir.file("full/checkpoint-12")});
+  expect_ok(run_trainer(args));
+  CHECK(result_curves(logdir) == before);
+  const auto fork = result_curves(tensorboard_dir(dir.file("fork")));
+  REQUIRE(fork.at("train/loss").size() == 12);
+  CHECK(fork.at("train/loss").front().first == 13);
+}
+
+TEST_CASE("report_to none writes no event files and logging_dir puts them where asked", "[train][tensorboard]") {
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", word_salad());
+  const std::vector<std::string> base = {"--do_train", "--train_file", dir.file("corpus.txt"), "--config_overrides", kTinyModel,
+                                         "--block_size", "16", "--max_steps", "2", "--logging_steps", "1", "--threads", "1"};
+  std::vector<std::string> none = base;
+  none.insert(none.end(), {"--output_dir", dir.file("none"), "--report_to", "none"});
+  const RunResult quiet = run_trainer(none);
+  expect_ok(quiet);
+  CHECK_FALSE(fs::exists(dir.file("none/runs")));
+  CHECK_THAT(quiet.out, !Catch::Contains("TensorBoard"));
+  std::vector<std::string> placed = base;
+  placed.insert(placed.end(), {"--output_dir", dir.file("placed"), "--logging_dir", dir.file("tb/here")});
+  const RunResult logged = run_trainer(placed);
+  expect_ok(logged);
+  CHECK_THAT(logged.out, Catch::Contains("TensorBoard: " + dir.file("tb/here") + "/events.out.tfevents."));
+  CHECK_FALSE(fs::exists(dir.file("placed/runs")));
+  CHECK(trainer_test::read_with_tensorboard(dir.file("tb/here")).scalars.at("train/loss").size() == 2);
+}
+
 TEST_CASE("a damaged checkpoint is refused and 'latest' falls back to the previous one", "[train][resume][errors]") {
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;
@@ -228,6 +307,9 @@ TEST_CASE("a run killed at any moment resumes from its latest checkpoint with th
     INFO("killed after " << delay_ms << " ms; resumed run said:\n" << resumed.out);
     CHECK(records(killed + "/metrics.jsonl") == records(dir.file("full/metrics.jsonl")));
     CHECK(read_file(killed + "/model.safetensors") == read_file(dir.file("full/model.safetensors")));
+    // The resumed run continued the killed run's TensorBoard directory: every step once, as in the
+    // uninterrupted run, whatever the kill left after the checkpoint (steps, a torn record).
+    CHECK(result_curves(tensorboard_dir(killed)) == result_curves(tensorboard_dir(dir.file("full"))));
   }
 }
 

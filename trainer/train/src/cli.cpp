@@ -50,6 +50,8 @@ const OptionSpec<T> kTrainTable[] = {
     {"overwrite_output_dir", &T::overwrite_output_dir, "allow an output_dir that already holds a run"},
     {"resume_from_checkpoint", &T::resume_from_checkpoint, "checkpoint directory to resume from, or 'latest' for the newest one in output_dir"},
     {"logging_steps", &T::logging_steps, "log loss, learning rate and speed every this many steps"},
+    {"report_to", &T::report_to, "where rank 0 also writes the logged metrics: tensorboard (event files in --logging_dir; 'all' means the same) | none; metrics.jsonl in output_dir is always written"},
+    {"logging_dir", &T::logging_dir, "TensorBoard log directory; empty = <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname> as transformers names it, and a resumed run continues the directory of the run it resumes"},
     {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
     {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
@@ -182,6 +184,7 @@ void require(bool condition, const std::string& message) {
 }  // namespace
 
 std::string train_help() { return help_text<T>(kTrainUsage, kTrainTable); }
+std::string options_yaml(const TrainOptions& o) { return values_yaml<T>(kTrainTable, o); }
 std::string generate_help() { return help_text<G>(kGenerateUsage, kGenerateTable); }
 
 Command parse_command_line(std::span<const std::string> args) {
@@ -262,6 +265,9 @@ void validate(const TrainOptions& o) {
   require(o.max_eval_samples == -1 || o.max_eval_samples >= 1, "--max_eval_samples must be -1 or at least 1");
   require(o.seed >= 0, "--seed must not be negative");
   require(o.logging_steps >= 1, "--logging_steps must be at least 1");
+  require(o.report_to == "tensorboard" || o.report_to == "all" || o.report_to == "none",
+          "--report_to must be tensorboard, all (= tensorboard) or none, got '" + o.report_to +
+              "' (this trainer writes TensorBoard event files and metrics.jsonl; other integrations are not built in)");
   require(o.eval_steps >= 0, "--eval_steps must not be negative");
   require(o.save_steps >= 0, "--save_steps must not be negative");
   require(o.save_total_limit >= 0, "--save_total_limit must not be negative");

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -84,13 +83,13 @@ bool is_flag(const OptionSpec<Options>& spec) {
          std::holds_alternative<std::optional<bool> Options::*>(spec.field);
 }
 
-// The default shown in --help: the field's value in a default-constructed struct.
+// The field's value in `options` as --help shows it ("auto" for an unset std::optional<bool>,
+// "" for an empty string).
 template <class Options>
-std::string default_text(const OptionSpec<Options>& spec) {
-  const Options defaults{};
+std::string value_text(const Options& options, const OptionSpec<Options>& spec) {
   return std::visit(
       [&](auto member) -> std::string {
-        const auto& value = defaults.*member;
+        const auto& value = options.*member;
         using Value = std::remove_cvref_t<decltype(value)>;
         if constexpr (std::is_same_v<Value, std::string>) {
           return value.empty() ? "\"\"" : value;
@@ -98,13 +97,50 @@ std::string default_text(const OptionSpec<Options>& spec) {
           return value ? "true" : "false";
         } else if constexpr (std::is_same_v<Value, std::optional<bool>>) {
           return value ? (*value ? "true" : "false") : "auto";
+        } else if constexpr (std::is_same_v<Value, double>) {
+          char text[32];
+          return std::string(text, std::to_chars(text, text + sizeof text, value).ptr);  // shortest exact form
         } else {
-          std::ostringstream out;
-          out << value;
-          return out.str();
+          return std::to_string(value);
         }
       },
       spec.field);
+}
+
+// The default shown in --help: the field's value in a default-constructed struct.
+template <class Options>
+std::string default_text(const OptionSpec<Options>& spec) {
+  return value_text(Options{}, spec);
+}
+
+// `name: value` lines for every option (see options_yaml in cli.hpp). Strings are YAML
+// double-quoted scalars, so any text reads back as itself.
+template <class Options>
+std::string values_yaml(std::span<const OptionSpec<Options>> table, const Options& options) {
+  std::string text;
+  for (const auto& spec : table) {
+    const auto* string_field = std::get_if<std::string Options::*>(&spec.field);
+    const auto* auto_field = std::get_if<std::optional<bool> Options::*>(&spec.field);
+    if (auto_field && !(options.**auto_field)) {
+      text += "# " + std::string(spec.name) + ": auto\n";
+    } else if (string_field) {
+      text += std::string(spec.name) + ": \"";
+      for (const char c : options.**string_field) {
+        if (c == '"' || c == '\\') {
+          text += '\\';
+          text += c;
+        } else if (c == '\n') {
+          text += "\\n";
+        } else {
+          text += c;
+        }
+      }
+      text += "\"\n";
+    } else {
+      text += std::string(spec.name) + ": " + value_text(options, spec) + "\n";
+    }
+  }
+  return text;
 }
 
 template <class Options>

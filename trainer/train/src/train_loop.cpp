@@ -6,17 +6,21 @@
 #include <torch/utils.h>
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <limits>
+#include <vector>
 
 #include "checkpoint_state.hpp"
 #include "device_traits.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/tensorboard/event_writer.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/lr_schedule.hpp"
 #include "llmrdzv/train/metrics_log.hpp"
@@ -110,11 +114,36 @@ double evaluate(model::Gpt2LmHeadModel& model, const EvalBlocks& blocks, Trainin
   return totals[0] / totals[1];
 }
 
-// Rank 0's outputs: the progress line and metrics.jsonl.
+// TensorBoard's directory (absolute, as checkpoints record it): --logging_dir, else the one of the
+// run being resumed when its checkpoint is in this output_dir (a run resumed into another
+// output_dir is a run of its own and leaves the original's curves alone), else transformers'
+// default <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname>.
+std::string resolve_logging_dir(const TrainOptions& o, const std::optional<VerifiedCheckpoint>& resume,
+                                const std::string& recorded) {
+  if (!o.logging_dir.empty()) return fs::absolute(o.logging_dir).string();
+  if (resume && !recorded.empty() &&
+      fs::weakly_canonical(resume->dir).parent_path() == fs::weakly_canonical(o.output_dir)) {
+    return recorded;
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%b%d_%H-%M-%S", &local);
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
+  return fs::absolute(fs::path(o.output_dir) / "runs" / (std::string(stamp) + "_" + host)).string();
+}
+
+// Rank 0's outputs: the progress line, metrics.jsonl and TensorBoard's event file.
 struct Reporter {
-  Reporter(const TrainOptions& o, bool main)
+  Reporter(const TrainOptions& o, bool main, const LoopState& state, bool resumed)
       : main(main), progress(stdout, main && is_terminal(stdout)) {
-    if (main) metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string());
+    if (!main) return;
+    metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string());
+    if (o.report_to == "none") return;
+    tensorboard.emplace(state.logging_dir, resumed ? std::optional(state.global_step) : std::nullopt);
+    tensorboard->text(state.global_step, "args", "```yaml\n" + options_yaml(o) + "```");
   }
   void message(const std::string& text) {
     if (main) progress.message(text);
@@ -122,10 +151,14 @@ struct Reporter {
   void record(const json::Object& object) {
     if (main) metrics->write(object);
   }
+  void scalars(std::int64_t step, const std::vector<tensorboard::Scalar>& values) {
+    if (tensorboard) tensorboard->scalars(step, values);
+  }
 
   bool main;
   ProgressDisplay progress;
   std::optional<MetricsLog> metrics;
+  std::optional<tensorboard::EventWriter> tensorboard;
 };
 
 struct TrainContext {
@@ -139,6 +172,7 @@ struct TrainContext {
 
 void record_eval(TrainContext& c, std::int64_t step, double loss) {
   c.reporter.record({{"step", step}, {"eval_loss", metric(loss)}, {"perplexity", metric(std::exp(loss))}});
+  c.reporter.scalars(step, {{"eval/loss", loss}, {"eval/perplexity", std::exp(loss)}});
   char text[96];
   std::snprintf(text, sizeof text, "step %lld: eval_loss %.4f, perplexity %.2f", static_cast<long long>(step), loss,
                 std::exp(loss));
@@ -229,13 +263,22 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
                                            : static_cast<double>(batches->position().epoch);
       // Per step, as means over the interval: wall time, and the part of it rank 0 was blocked in
       // collectives (communication not overlapped with computation, or waiting for other ranks).
+      const double step_time = interval_seconds / steps_in_interval;
+      const double comm_wait = (c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval;
       json::Object record{{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
                           {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm)},
                           {"tokens_per_second", metric(report.tokens_per_second)},
-                          {"step_time_s", metric(interval_seconds / steps_in_interval)},
-                          {"comm_wait_s", metric((c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval)}};
-      if (scaler) record.emplace_back("loss_scale", metric(scaler->scale()));
+                          {"step_time_s", metric(step_time)}, {"comm_wait_s", metric(comm_wait)}};
+      std::vector<tensorboard::Scalar> scalars{{"train/loss", report.loss}, {"train/learning_rate", lr},
+                                               {"train/grad_norm", grad_norm}, {"train/tokens_per_second", report.tokens_per_second},
+                                               {"train/step_time", step_time}, {"train/comm_wait", comm_wait},
+                                               {"train/epoch", epoch}};
+      if (scaler) {
+        record.emplace_back("loss_scale", metric(scaler->scale()));
+        scalars.push_back({"train/loss_scale", scaler->scale()});
+      }
       c.reporter.record(record);
+      c.reporter.scalars(step, scalars);
       interval_loss = 0;
       interval_steps = 0;
       interval_start = Clock::now();
@@ -314,10 +357,12 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
   engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
+  if (engine.is_main()) state.logging_dir = resolve_logging_dir(o, resume, state.logging_dir);
 
-  Reporter reporter(o, engine.is_main());
+  Reporter reporter(o, engine.is_main(), state, resume.has_value());
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   reporter.message("tokenizer: " + chosen.origin);
+  if (reporter.tensorboard) reporter.message("TensorBoard: " + reporter.tensorboard->path().string());
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
 

@@ -33,6 +33,11 @@ Command parse_command_line(std::span<const std::string> args);
 std::string train_help();
 std::string generate_help();
 
+// Every `trainer train` option with its value in `options`, one `name: value` line each: a
+// --config file that gives the same options (an automatic choice left to run time, such as
+// --bf16's, is a comment). The run's record of what it was asked to do.
+std::string options_yaml(const TrainOptions& options);
+
 // Cross-option checks (ranges, required options, choices); throws UsageError.
 void validate(const TrainOptions& options);
 // --save_safetensors_max_shard_size in bytes: "5GB", "200MB", "512KiB", "1000" (KB/MB/GB/TB are
