@@ -59,14 +59,14 @@ Status Core::check_serving() const {
 Status Core::check_id(const char* what, const std::string& id, bool may_be_empty) const {
   if (id.empty() && !may_be_empty) return error(Code::invalid_argument, std::string(what) + " is empty");
   if (id.size() > settings_.limits.max_id_length)
-    return limit_exceeded("max_id_length", settings_.limits.max_id_length,
+    return limit_exceeded(counters_, "max_id_length", settings_.limits.max_id_length,
                           std::string(what) + " of " + std::to_string(id.size()) + " bytes");
   return Status::Ok();
 }
 
 Status Core::check_timeout(std::uint32_t timeout_ms) const {
   if (timeout_ms > settings_.limits.max_timeout_ms)
-    return limit_exceeded("max_timeout_ms", settings_.limits.max_timeout_ms,
+    return limit_exceeded(counters_, "max_timeout_ms", settings_.limits.max_timeout_ms,
                           "timeout_ms=" + std::to_string(timeout_ms));
   return Status::Ok();
 }
@@ -96,7 +96,7 @@ Result<Rendezvous*> Core::create_or_find(const JoinRequest& request) {
                                              std::to_string(request.min_participants) + ":" +
                                              std::to_string(request.max_participants));
   if (std::uint32_t(request.max_participants) > settings_.limits.max_participants)
-    return limit_exceeded("max_participants", settings_.limits.max_participants,
+    return limit_exceeded(counters_, "max_participants", settings_.limits.max_participants,
                           "max_participants=" + std::to_string(request.max_participants));
   if (request.requested_rank < -1 || request.requested_rank >= request.max_participants)
     return error(Code::invalid_argument, "requested_rank " + std::to_string(request.requested_rank) +
@@ -123,24 +123,25 @@ Result<Rendezvous*> Core::create_or_find(const JoinRequest& request) {
     return &rdzv;
   }
   if (registry_.size() >= settings_.limits.max_rendezvous)
-    return limit_exceeded("max_rendezvous", settings_.limits.max_rendezvous, "the daemon holds that many rendezvous");
+    return limit_exceeded(counters_, "max_rendezvous", settings_.limits.max_rendezvous, "the daemon holds that many rendezvous");
   if (auth_.mode() == Mode::site) {  // one user's rendezvous must not crowd out everybody else's
     const std::string owner = auth_.owner_of(key.value());
     const auto owned = std::count_if(registry_.begin(), registry_.end(),
                                      [&](const auto& entry) { return auth_.owner_of(entry.first) == owner; });
     if (std::uint32_t(owned) >= settings_.limits.max_rendezvous_per_user)
-      return limit_exceeded("max_rendezvous_per_user", settings_.limits.max_rendezvous_per_user,
+      return limit_exceeded(counters_, "max_rendezvous_per_user", settings_.limits.max_rendezvous_per_user,
                             "uid " + owner + " holds that many rendezvous");
   }
   Usage* owner_usage = auth_.mode() == Mode::site ? &owner_usage_[auth_.owner_of(key.value())] : nullptr;
   auto rdzv = std::make_unique<Rendezvous>(key.value(), request.scope.rdzv_id, settings_.limits, timers_,
-                                           clock_, next_waiter_id_, owner_usage);
+                                           clock_, next_waiter_id_, owner_usage, counters_);
   rdzv->min_participants = request.min_participants;
   rdzv->max_participants = request.max_participants;
   rdzv->last_call = request.last_call_ms ? Millis(request.last_call_ms) : settings_.last_call;
   rdzv->created = clock_.now();
   Rendezvous* raw = rdzv.get();
   registry_.emplace(raw->key, std::move(rdzv));
+  ++counters_.rendezvous_created;
   raw->idle_timer = timers_.schedule(clock_.now() + settings_.rendezvous_idle_timeout,
                                      [this, key = raw->key] { check_idle(key); });
   log(LogLevel::info, "rdzv=" + raw->id + " created, participants " + std::to_string(raw->min_participants) +
@@ -167,7 +168,7 @@ WaiterRef Core::join(const JoinRequest& request, JoinCallback done) {
   }
   const Millis timeout = request.timeout_ms ? Millis(request.timeout_ms) : settings_.join_timeout;
   if (rdzv.usage.waiters >= settings_.limits.max_waiters) {
-    done(limit_exceeded("max_waiters", settings_.limits.max_waiters, "too many blocked calls on this rendezvous"), {});
+    done(limit_exceeded(counters_, "max_waiters", settings_.limits.max_waiters, "too many blocked calls on this rendezvous"), {});
     return ref;
   }
   if (rdzv.pending.contains(request.participant_id)) {
@@ -182,6 +183,8 @@ WaiterRef Core::join(const JoinRequest& request, JoinCallback done) {
   }
   Joiner& joiner = rdzv.pending[request.participant_id];
   joiner.candidate = {request.participant_id, request.requested_rank, request.host, request.local_rank};
+  joiner.since = clock_.now();
+  ++counters_.joins;
   log(LogLevel::debug, round_label(rdzv) + " join by " + request.participant_id + " (" +
                            std::to_string(rdzv.pending.size()) + " gathered)");
   add_join_wait(rdzv, request.participant_id, timeout, std::move(done), ref);
@@ -273,6 +276,8 @@ void Core::complete_round(Rendezvous& rdzv) {
   const RoundLayout layout = assign_ranks(candidates);
 
   ++rdzv.round;
+  ++counters_.rounds_completed;
+  if (rdzv.round > 1) ++counters_.rounds_restarted;
   rdzv.round_open = true;
   rdzv.leave_announced = false;
   rdzv.round_space = std::make_unique<KvSpace>(rdzv.kv_context);
@@ -295,6 +300,7 @@ void Core::complete_round(Rendezvous& rdzv) {
     member.host = joiner.candidate.host;
     member.local_rank_hint = joiner.candidate.local_rank;
     member.last_heartbeat = now;
+    counters_.join_seconds.observe(std::chrono::duration<double>(now - joiner.since).count());
     member.heartbeat_timer = timers_.schedule(
         now + settings_.heartbeat_timeout,
         [this, key = rdzv.key, participant_id = participant_id, round = rdzv.round] {
@@ -328,9 +334,12 @@ void Core::close_round(Rendezvous& rdzv, EventKind kind, std::int32_t rank, cons
   }
 }
 
-void Core::fail_member(Rendezvous& rdzv, const std::string& participant_id, const std::string& reason) {
+void Core::fail_member(Rendezvous& rdzv, const std::string& participant_id, MemberFailure cause,
+                       const std::string& reason) {
   const auto it = rdzv.members.find(participant_id);
   if (it == rdzv.members.end()) return;
+  counters_.member_failed(cause);
+  ++counters_.rounds_failed;
   const std::int32_t rank = it->second.assignment.rank;
   const std::uint64_t session = it->second.session_id;
   timers_.cancel(it->second.heartbeat_timer);
@@ -353,7 +362,8 @@ void Core::check_heartbeat(const std::string& rdzv_key, const std::string& parti
   const Millis timeout{member->second.assignment.heartbeat_timeout_ms};
   const TimePoint due = member->second.last_heartbeat + timeout;
   if (clock_.now() >= due) {
-    fail_member(rdzv, participant_id, "no heartbeat for " + std::to_string(timeout.count()) + " ms");
+    fail_member(rdzv, participant_id, MemberFailure::heartbeat_timeout,
+                "no heartbeat for " + std::to_string(timeout.count()) + " ms");
     return;
   }
   member->second.heartbeat_timer = timers_.schedule(due, [this, rdzv_key, participant_id, round] {
@@ -382,6 +392,7 @@ Status Core::leave(const Scope& scope, const std::string& participant_id) {
     timers_.cancel(it->second.heartbeat_timer);
     detach_session(it->second.session_id);
     rdzv.members.erase(it);
+    ++counters_.member_leaves;
     log(LogLevel::info, round_label(rdzv) + " rank=" + std::to_string(rank) + " left");
     if (rdzv.members.empty()) {
       close_round(rdzv, EventKind::round_closed, -1, "every member left");
@@ -448,7 +459,8 @@ void Core::close_session(std::uint64_t session_id) {
   const auto member = rdzv->second->members.find(closed.participant_id);
   if (member != rdzv->second->members.end() && member->second.session_id == session_id) {
     member->second.session_id = 0;
-    fail_member(*rdzv->second, closed.participant_id, "session closed without Leave");
+    fail_member(*rdzv->second, closed.participant_id, MemberFailure::session_closed,
+                "session closed without Leave");
   }
 }
 

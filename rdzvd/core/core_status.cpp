@@ -2,6 +2,7 @@
 #include "llmrdzv/core/core.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "rendezvous.hpp"
 
@@ -44,6 +45,23 @@ DaemonInfo Core::summary() const {
     daemon.totals.kv_bytes += rdzv->usage.bytes;
   }
   return daemon;
+}
+
+CoreMetrics Core::metrics() const {
+  const TimePoint now = clock_.now();
+  CoreMetrics metrics;
+  metrics.counters = counters_;
+  metrics.sessions = std::int64_t(sessions_.size());
+  metrics.uptime_ms = age_ms(now, started_);
+  metrics.rendezvous.reserve(registry_.size());
+  for (const auto& [key, rdzv] : registry_) {
+    const std::string owner = auth_.mode() == Mode::site ? auth_.owner_of(key) : std::string();
+    metrics.rendezvous.push_back({owner, summarise(*rdzv, now)});
+  }
+  std::sort(metrics.rendezvous.begin(), metrics.rendezvous.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.owner, a.status.rdzv_id) < std::tie(b.owner, b.status.rdzv_id);
+  });
+  return metrics;
 }
 
 Result<DaemonInfo> Core::status(const std::optional<Scope>& scope) const {

@@ -22,7 +22,8 @@ std::string quoted(const std::string& key) {
 
 }  // namespace
 
-Status limit_exceeded(const char* name, std::uint64_t limit, const std::string& what) {
+Status limit_exceeded(CoreCounters& counters, const char* name, std::uint64_t limit, const std::string& what) {
+  ++counters.limits_hit[name];
   return error(Code::resource_exhausted,
                "limit " + std::string(name) + " (" + std::to_string(limit) + ") exceeded: " + what);
 }
@@ -47,10 +48,10 @@ void KvSpace::adjust_usage(std::int64_t keys, std::int64_t bytes) {
 
 Status KvSpace::check_bytes(std::int64_t growth, const std::string& what) const {
   if (ctx_.usage.bytes + growth > std::int64_t(ctx_.limits.max_bytes))
-    return limit_exceeded("max_bytes", ctx_.limits.max_bytes,
+    return limit_exceeded(ctx_.counters, "max_bytes", ctx_.limits.max_bytes,
                           what + " would bring the rendezvous to " + std::to_string(ctx_.usage.bytes + growth) + " bytes");
   if (ctx_.owner_usage && ctx_.owner_usage->bytes + growth > std::int64_t(ctx_.limits.max_bytes_per_user))
-    return limit_exceeded("max_bytes_per_user", ctx_.limits.max_bytes_per_user,
+    return limit_exceeded(ctx_.counters, "max_bytes_per_user", ctx_.limits.max_bytes_per_user,
                           what + " would bring this user's rendezvous to " +
                               std::to_string(ctx_.owner_usage->bytes + growth) + " bytes");
   return Status::Ok();
@@ -59,7 +60,7 @@ Status KvSpace::check_bytes(std::int64_t growth, const std::string& what) const 
 Status KvSpace::check_key(const std::string& key) const {
   if (key.empty()) return error(Code::invalid_argument, "key is empty");
   if (key.size() > ctx_.limits.max_key_length)
-    return limit_exceeded("max_key_length", ctx_.limits.max_key_length,
+    return limit_exceeded(ctx_.counters, "max_key_length", ctx_.limits.max_key_length,
                           "key of " + std::to_string(key.size()) + " bytes");
   return Status::Ok();
 }
@@ -67,7 +68,7 @@ Status KvSpace::check_key(const std::string& key) const {
 Status KvSpace::check_keys(const std::vector<std::string>& keys) const {
   if (keys.empty()) return error(Code::invalid_argument, "no keys given");
   if (keys.size() > ctx_.limits.max_keys_per_request)
-    return limit_exceeded("max_keys_per_request", ctx_.limits.max_keys_per_request,
+    return limit_exceeded(ctx_.counters, "max_keys_per_request", ctx_.limits.max_keys_per_request,
                           std::to_string(keys.size()) + " keys in one request");
   for (const auto& key : keys)
     if (auto status = check_key(key); !status.ok()) return status;
@@ -77,10 +78,10 @@ Status KvSpace::check_keys(const std::vector<std::string>& keys) const {
 Status KvSpace::check_room(const std::string& key, std::size_t old_size, bool creates,
                            std::size_t new_size) const {
   if (new_size > ctx_.limits.max_value_size)
-    return limit_exceeded("max_value_size", ctx_.limits.max_value_size,
+    return limit_exceeded(ctx_.counters, "max_value_size", ctx_.limits.max_value_size,
                           "value of " + std::to_string(new_size) + " bytes for key " + quoted(key));
   if (creates && ctx_.usage.keys + 1 > std::int64_t(ctx_.limits.max_keys))
-    return limit_exceeded("max_keys", ctx_.limits.max_keys, "the rendezvous holds that many keys");
+    return limit_exceeded(ctx_.counters, "max_keys", ctx_.limits.max_keys, "the rendezvous holds that many keys");
   const std::int64_t growth =
       std::int64_t(new_size) - std::int64_t(old_size) + (creates ? std::int64_t(key.size()) : 0);
   return check_bytes(growth, "storing key " + quoted(key));
@@ -172,7 +173,7 @@ Status KvSpace::append(const std::string& key, const std::string& value) {
 Status KvSpace::multi_set(std::vector<std::pair<std::string, std::string>> entries) {
   if (entries.empty()) return error(Code::invalid_argument, "no entries given");
   if (entries.size() > ctx_.limits.max_keys_per_request)
-    return limit_exceeded("max_keys_per_request", ctx_.limits.max_keys_per_request,
+    return limit_exceeded(ctx_.counters, "max_keys_per_request", ctx_.limits.max_keys_per_request,
                           std::to_string(entries.size()) + " entries in one request");
   // All or nothing: check the whole batch against the limits before writing any of it.
   std::int64_t new_keys = 0, growth = 0;
@@ -189,7 +190,7 @@ Status KvSpace::multi_set(std::vector<std::pair<std::string, std::string>> entri
               (it == data_.end() ? std::int64_t(key.size()) : -std::int64_t(it->second.size()));
   }
   if (ctx_.usage.keys + new_keys > std::int64_t(ctx_.limits.max_keys))
-    return limit_exceeded("max_keys", ctx_.limits.max_keys, "multi_set would exceed it");
+    return limit_exceeded(ctx_.counters, "max_keys", ctx_.limits.max_keys, "multi_set would exceed it");
   if (auto status = check_bytes(growth, "multi_set"); !status.ok()) return status;
   for (auto& [key, value] : entries) store(key, std::move(value));
   return Status::Ok();
@@ -324,9 +325,9 @@ std::uint64_t KvSpace::queue_pop(const std::string& key, bool block, Millis time
 
 Status KvSpace::check_waiter_limits(Millis timeout) const {
   if (ctx_.usage.waiters >= ctx_.limits.max_waiters)
-    return limit_exceeded("max_waiters", ctx_.limits.max_waiters, "too many blocked calls on this rendezvous");
+    return limit_exceeded(ctx_.counters, "max_waiters", ctx_.limits.max_waiters, "too many blocked calls on this rendezvous");
   if (timeout.count() > std::int64_t(ctx_.limits.max_timeout_ms))
-    return limit_exceeded("max_timeout_ms", ctx_.limits.max_timeout_ms, "timeout_ms=" + std::to_string(timeout.count()));
+    return limit_exceeded(ctx_.counters, "max_timeout_ms", ctx_.limits.max_timeout_ms, "timeout_ms=" + std::to_string(timeout.count()));
   return Status::Ok();
 }
 

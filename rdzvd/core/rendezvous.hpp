@@ -31,16 +31,17 @@ struct JoinWait {
 
 struct Joiner {
   Candidate candidate;
+  TimePoint since;  // its first Join of this gathering
   std::map<std::uint64_t, JoinWait> waits;  // retried Joins of the same participant all complete
 };
 
 struct Rendezvous {
   // `owner_usage`: site mode, the byte totals of every rendezvous of the same uid (else null).
   Rendezvous(std::string key_, std::string id_, const Limits& limits, TimerQueue& timers,
-             const Clock& clock, std::uint64_t& next_waiter_id, Usage* owner_usage)
+             const Clock& clock, std::uint64_t& next_waiter_id, Usage* owner_usage, CoreCounters& counters)
       : key(std::move(key_)),
         id(std::move(id_)),
-        kv_context{limits, usage, owner_usage, timers, clock, next_waiter_id},
+        kv_context{limits, usage, owner_usage, timers, clock, next_waiter_id, counters},
         global_space(std::make_unique<KvSpace>(kv_context)) {}
 
   std::string key;  // registry key (site mode: "<uid>/<id>")

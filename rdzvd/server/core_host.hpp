@@ -1,7 +1,8 @@
 // The core's home in the daemon: one mutex serialises every call into it, and one Boost.Asio
 // steady_timer, re-armed to the core's earliest deadline, drives its timeouts. Completions the
 // core produces under the lock (finishing gRPC reactors, writing session events) are deferred
-// and run right after the lock is released, so gRPC is never called with the lock held.
+// and run right after the lock is released, so gRPC is never called with the lock held. It also
+// holds the server layer's RPC counters, which every handler reaches through it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "llmrdzv/core/core.hpp"
+#include "rpc_metrics.hpp"
 
 namespace llmrdzv::server {
 
@@ -50,6 +52,9 @@ class CoreHost {
   // Runs `action` on the io thread after `delay` (not under the lock). From any thread.
   void run_after(std::chrono::milliseconds delay, std::function<void()> action);
 
+  // RPCs by method and status, KV call latencies (thread-safe, not under the core lock).
+  RpcMetrics& rpcs() { return rpcs_; }
+
  private:
   struct Deferred {
     std::vector<std::function<void()>> actions;
@@ -73,6 +78,7 @@ class CoreHost {
   std::optional<core::TimePoint> armed_;  // guarded by mutex_
   boost::asio::io_context& io_;
   boost::asio::steady_timer timer_;
+  RpcMetrics rpcs_;
 };
 
 }  // namespace llmrdzv::server

@@ -1,5 +1,5 @@
-// The rdzvd process: server bring-up, port publication, signals, idle exit, systemd notifications
-// (see daemon.hpp).
+// The rdzvd process: server bring-up, port publication, /metrics, signals, idle exit, systemd
+// notifications (see daemon.hpp).
 #include "daemon.hpp"
 
 #include <grpcpp/grpcpp.h>
@@ -17,6 +17,8 @@
 
 #include "core_host.hpp"
 #include "logger.hpp"
+#include "metrics_http.hpp"
+#include "metrics_page.hpp"
 #include "rendezvous_service.hpp"
 #include "llmrdzv/common/text_values.hpp"
 #include "systemd_notify.hpp"
@@ -87,9 +89,11 @@ class Daemon {
         drain_signal_(io_, SIGUSR1),
         idle_timer_(io_),
         drain_timer_(io_),
-        watchdog_timer_(io_) {}
+        watchdog_timer_(io_),
+        start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
   int run() {
+    serve_metrics();  // first: a busy metrics port must not leave a half-started daemon
     BoundServer bound = bind_first_free(options_, host_, log_);
     server_ = bound.server.get();
     // stdout first: whoever sees the port file can rely on stdout holding the port too.
@@ -113,6 +117,24 @@ class Daemon {
   }
 
  private:
+  void serve_metrics() {
+    if (options_.metrics_listen.empty()) return;
+    const HostPort listen = *parse_host_port(options_.metrics_listen, 0);  // validated with the options
+    try {
+      metrics_ = std::make_unique<MetricsHttpServer>(io_, listen, [this] { return metrics_page(); });
+    } catch (const std::runtime_error& e) {
+      throw OptionsError(std::string("--metrics-listen: ") + e.what());
+    }
+    log_.info("metrics on http://" + listen.host + ":" + std::to_string(metrics_->port()) + "/metrics");
+  }
+
+  std::string metrics_page() {
+    const PageInfo info{LLMRDZV_VERSION, core::mode_name(options_.mode), options_.metrics_expose_ids, start_time_,
+                        resident_memory_bytes()};
+    const core::CoreMetrics core = host_.run([](core::Core& core) { return core.metrics(); });
+    return render_metrics_page(core, host_.rpcs().snapshot(), info);
+  }
+
   void wait_for_signal() {
     signals_.async_wait([this](const boost::system::error_code& ec, int signal) {
       if (ec) return;
@@ -226,6 +248,8 @@ class Daemon {
   boost::asio::steady_timer idle_timer_;
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer watchdog_timer_;
+  double start_time_;  // Unix time, for process_start_time_seconds
+  std::unique_ptr<MetricsHttpServer> metrics_;
   grpc::Server* server_ = nullptr;
 };
 

@@ -163,6 +163,14 @@ const std::vector<Setting>& settings() {
                  [](const DaemonOptions& o) { return std::string(log_level_name(o.log_level)); }});
     t.push_back(toggle("syslog", "--syslog", false, &DaemonOptions::syslog));
     t.push_back(number("max_message_bytes", "--max-message-bytes", false, &DaemonOptions::max_message_bytes));
+    t.push_back({"metrics_listen", "--metrics-listen", false, false,
+                 [](DaemonOptions& o, const std::string& v, const std::string& w) {
+                   if (!v.empty() && !parse_host_port(v, 0))
+                     throw OptionsError(w + ": '" + v + "' is not HOST:PORT with PORT in 0..65535 (empty: no /metrics)");
+                   o.metrics_listen = v;
+                 },
+                 [](const DaemonOptions& o) { return o.metrics_listen; }});
+    t.push_back(toggle("metrics_expose_ids", "--metrics-expose-ids", true, &DaemonOptions::metrics_expose_ids));
     t.push_back(limit("max_rendezvous", &core::Limits::max_rendezvous));
     t.push_back(limit("max_rendezvous_per_user", &core::Limits::max_rendezvous_per_user));
     t.push_back(limit("max_participants", &core::Limits::max_participants));
@@ -381,6 +389,8 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --max-value-size N, --max-bytes N, --max-bytes-per-user N, --max-id-length N, --max-waiters N,
   --max-timeout-ms N, --max-keys-per-request N     limits (see etc/rdzvd.yaml)
   --max-message-bytes N        largest gRPC message accepted (default 67108864)
+  --metrics-listen HOST:PORT   serve Prometheus metrics over HTTP at /metrics there (default: off)
+  --metrics-expose-ids         add per-rendezvous series labelled rdzv_id (and uid in site mode)
   --log-level error|warn|info|debug   (default info)
   --syslog                     log to syslog (daemon facility) instead of stderr
   --help                       this text

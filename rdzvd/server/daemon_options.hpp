@@ -38,6 +38,8 @@ struct DaemonOptions {
   core::LogLevel log_level = core::LogLevel::info;
   bool syslog = false;
   std::uint32_t max_message_bytes = 64u << 20;
+  std::string metrics_listen;  // HOST:PORT of the /metrics endpoint; empty: not served
+  bool metrics_expose_ids = false;  // per-rendezvous series labelled with the rendezvous id
 };
 
 // Parses argv (without argv[0]). Reads the --config file, if any, first, then applies the flags.

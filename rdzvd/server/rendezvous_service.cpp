@@ -10,7 +10,7 @@ namespace {
 // A unary call that may block in the core. Finishes exactly once, from the core's callback.
 class BlockingCall final : public grpc::ServerUnaryReactor {
  public:
-  explicit BlockingCall(CoreHost& host) : host_(host) {}
+  BlockingCall(CoreHost& host, RpcMetrics::Call call) : host_(host), call_(call) {}
 
   // start(core, this) registers the call with the core and returns its waiter.
   template <class Start>
@@ -24,7 +24,9 @@ class BlockingCall final : public grpc::ServerUnaryReactor {
   void complete(const core::Status& status, Fill fill) {
     host_.defer([this, status, fill = std::move(fill)]() mutable {
       if (status.ok()) fill();
-      Finish(to_grpc(status));
+      const grpc::Status answer = to_grpc(status);
+      host_.rpcs().finished(call_, answer.error_code());  // before Finish, which may delete this
+      Finish(answer);
     });
   }
 
@@ -35,6 +37,7 @@ class BlockingCall final : public grpc::ServerUnaryReactor {
 
  private:
   CoreHost& host_;
+  const RpcMetrics::Call call_;
   core::WaiterRef waiter_;  // guarded by the core lock
 };
 
@@ -58,22 +61,25 @@ const std::vector<std::string>& RendezvousService::all_features() {
 }
 
 template <class Fn>
-grpc::ServerUnaryReactor* RendezvousService::quick(grpc::CallbackServerContext* context, Fn fn) {
-  const core::Status status = host_.run(std::move(fn));
+grpc::ServerUnaryReactor* RendezvousService::quick(RpcMetrics::Call call, grpc::CallbackServerContext* context,
+                                                   Fn fn) {
+  return answer(call, context, to_grpc(host_.run(std::move(fn))));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::answer(const RpcMetrics::Call& call,
+                                                    grpc::CallbackServerContext* context, const grpc::Status& status) {
+  host_.rpcs().finished(call, status.error_code());
   auto* reactor = context->DefaultReactor();
-  reactor->Finish(to_grpc(status));
+  reactor->Finish(status);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* RendezvousService::Hello(grpc::CallbackServerContext* context,
                                                    const v1::HelloRequest* request, v1::HelloResponse* response) {
   const int port = listen_port_.load();
-  if (port <= 0) {  // between BuildAndStart and set_listen_port: the proof would cover no port
-    auto* reactor = context->DefaultReactor();
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "rdzvd is starting"));
-    return reactor;
-  }
-  return quick(context, [&](core::Core& core) {
+  if (port <= 0)  // between BuildAndStart and set_listen_port: the proof would cover no port
+    return answer({"Hello"}, context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "rdzvd is starting"));
+  return quick({"Hello"}, context, [&](core::Core& core) {
     auto answer = core.hello(from_wire(*request), std::uint16_t(port));
     if (!answer.ok()) return answer.status();
     response->set_daemon_nonce(answer.value().daemon_nonce);
@@ -87,7 +93,7 @@ grpc::ServerUnaryReactor* RendezvousService::Hello(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext*, const v1::JoinRequest* request,
                                                   v1::JoinResponse* response) {
-  auto* call = new BlockingCall(host_);
+  auto* call = new BlockingCall(host_, {"Join"});
   return call->begin([&](core::Core& core) {
     return core.join(from_wire(*request), [call, response](const core::Status& status, const core::Assignment& a) {
       call->complete(status, [response, a] { to_wire(a, *response); });
@@ -102,21 +108,21 @@ grpc::ServerBidiReactor<v1::SessionRequest, v1::SessionEvent>* RendezvousService
 
 grpc::ServerUnaryReactor* RendezvousService::Leave(grpc::CallbackServerContext* context,
                                                    const v1::LeaveRequest* request, v1::LeaveResponse*) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"Leave"}, context, [&](core::Core& core) {
     return core.leave(from_wire(request->scope()), request->participant_id());
   });
 }
 
 grpc::ServerUnaryReactor* RendezvousService::Set(grpc::CallbackServerContext* context, const v1::SetRequest* request,
                                                  v1::SetResponse*) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"Set", true}, context, [&](core::Core& core) {
     return core.set(from_wire(request->scope()), request->round(), request->key(), request->value());
   });
 }
 
 grpc::ServerUnaryReactor* RendezvousService::Get(grpc::CallbackServerContext*, const v1::GetRequest* request,
                                                  v1::GetResponse* response) {
-  auto* call = new BlockingCall(host_);
+  auto* call = new BlockingCall(host_, {"Get", true});
   return call->begin([&](core::Core& core) {
     return core.get(from_wire(request->scope()), request->round(), request->key(), request->timeout_ms(),
                     values_into(call, response->mutable_value()));
@@ -125,7 +131,7 @@ grpc::ServerUnaryReactor* RendezvousService::Get(grpc::CallbackServerContext*, c
 
 grpc::ServerUnaryReactor* RendezvousService::Add(grpc::CallbackServerContext* context, const v1::AddRequest* request,
                                                  v1::AddResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"Add", true}, context, [&](core::Core& core) {
     auto added = core.add(from_wire(request->scope()), request->round(), request->key(), request->delta());
     if (!added.ok()) return added.status();
     response->set_value(added.value());
@@ -136,7 +142,7 @@ grpc::ServerUnaryReactor* RendezvousService::Add(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* RendezvousService::CompareSet(grpc::CallbackServerContext* context,
                                                         const v1::CompareSetRequest* request,
                                                         v1::CompareSetResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"CompareSet", true}, context, [&](core::Core& core) {
     auto value = core.compare_set(from_wire(request->scope()), request->round(), request->key(),
                                   request->expected(), request->desired());
     if (!value.ok()) return value.status();
@@ -147,7 +153,7 @@ grpc::ServerUnaryReactor* RendezvousService::CompareSet(grpc::CallbackServerCont
 
 grpc::ServerUnaryReactor* RendezvousService::Check(grpc::CallbackServerContext* context,
                                                    const v1::CheckRequest* request, v1::CheckResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"Check", true}, context, [&](core::Core& core) {
     auto present = core.check(from_wire(request->scope()), request->round(), keys_of(request->keys()));
     if (!present.ok()) return present.status();
     response->set_all_present(present.value());
@@ -157,7 +163,7 @@ grpc::ServerUnaryReactor* RendezvousService::Check(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* RendezvousService::Wait(grpc::CallbackServerContext*, const v1::WaitRequest* request,
                                                   v1::WaitResponse*) {
-  auto* call = new BlockingCall(host_);
+  auto* call = new BlockingCall(host_, {"Wait", true});
   return call->begin([&](core::Core& core) {
     return core.wait(from_wire(request->scope()), request->round(), keys_of(request->keys()), request->timeout_ms(),
                      values_into(call, nullptr));
@@ -167,7 +173,7 @@ grpc::ServerUnaryReactor* RendezvousService::Wait(grpc::CallbackServerContext*, 
 grpc::ServerUnaryReactor* RendezvousService::DeleteKey(grpc::CallbackServerContext* context,
                                                        const v1::DeleteKeyRequest* request,
                                                        v1::DeleteKeyResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"DeleteKey", true}, context, [&](core::Core& core) {
     auto deleted = core.delete_key(from_wire(request->scope()), request->round(), request->key());
     if (!deleted.ok()) return deleted.status();
     response->set_deleted(deleted.value());
@@ -177,7 +183,7 @@ grpc::ServerUnaryReactor* RendezvousService::DeleteKey(grpc::CallbackServerConte
 
 grpc::ServerUnaryReactor* RendezvousService::NumKeys(grpc::CallbackServerContext* context,
                                                      const v1::NumKeysRequest* request, v1::NumKeysResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"NumKeys", true}, context, [&](core::Core& core) {
     auto count = core.num_keys(from_wire(request->scope()), request->round());
     if (!count.ok()) return count.status();
     response->set_num_keys(count.value());
@@ -188,7 +194,7 @@ grpc::ServerUnaryReactor* RendezvousService::NumKeys(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* RendezvousService::ListKeys(grpc::CallbackServerContext* context,
                                                       const v1::ListKeysRequest* request,
                                                       v1::ListKeysResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"ListKeys", true}, context, [&](core::Core& core) {
     auto keys = core.list_keys(from_wire(request->scope()), request->round());
     if (!keys.ok()) return keys.status();
     for (auto& key : keys.value()) response->add_keys(std::move(key));
@@ -198,14 +204,14 @@ grpc::ServerUnaryReactor* RendezvousService::ListKeys(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* RendezvousService::Append(grpc::CallbackServerContext* context,
                                                     const v1::AppendRequest* request, v1::AppendResponse*) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"Append", true}, context, [&](core::Core& core) {
     return core.append(from_wire(request->scope()), request->round(), request->key(), request->value());
   });
 }
 
 grpc::ServerUnaryReactor* RendezvousService::MultiGet(grpc::CallbackServerContext*, const v1::MultiGetRequest* request,
                                                       v1::MultiGetResponse* response) {
-  auto* call = new BlockingCall(host_);
+  auto* call = new BlockingCall(host_, {"MultiGet", true});
   return call->begin([&](core::Core& core) {
     return core.multi_get(
         from_wire(request->scope()), request->round(), keys_of(request->keys()), request->timeout_ms(),
@@ -219,7 +225,7 @@ grpc::ServerUnaryReactor* RendezvousService::MultiGet(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* RendezvousService::MultiSet(grpc::CallbackServerContext* context,
                                                       const v1::MultiSetRequest* request, v1::MultiSetResponse*) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"MultiSet", true}, context, [&](core::Core& core) {
     std::vector<std::pair<std::string, std::string>> entries;
     entries.reserve(request->entries_size());
     for (const auto& entry : request->entries()) entries.emplace_back(entry.key(), entry.value());
@@ -229,7 +235,7 @@ grpc::ServerUnaryReactor* RendezvousService::MultiSet(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* RendezvousService::Barrier(grpc::CallbackServerContext*, const v1::BarrierRequest* request,
                                                      v1::BarrierResponse*) {
-  auto* call = new BlockingCall(host_);
+  auto* call = new BlockingCall(host_, {"Barrier", true});
   return call->begin([&](core::Core& core) {
     return core.barrier(from_wire(request->scope()), request->round(), request->key(), request->world_size(),
                         request->timeout_ms(), values_into(call, nullptr));
@@ -238,14 +244,14 @@ grpc::ServerUnaryReactor* RendezvousService::Barrier(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* RendezvousService::QueuePush(grpc::CallbackServerContext* context,
                                                        const v1::QueuePushRequest* request, v1::QueuePushResponse*) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"QueuePush", true}, context, [&](core::Core& core) {
     return core.queue_push(from_wire(request->scope()), request->round(), request->key(), request->value());
   });
 }
 
 grpc::ServerUnaryReactor* RendezvousService::QueuePop(grpc::CallbackServerContext*, const v1::QueuePopRequest* request,
                                                       v1::QueuePopResponse* response) {
-  auto* call = new BlockingCall(host_);
+  auto* call = new BlockingCall(host_, {"QueuePop", true});
   return call->begin([&](core::Core& core) {
     return core.queue_pop(from_wire(request->scope()), request->round(), request->key(), request->block(),
                           request->timeout_ms(), values_into(call, response->mutable_value()));
@@ -255,7 +261,7 @@ grpc::ServerUnaryReactor* RendezvousService::QueuePop(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* RendezvousService::QueueLen(grpc::CallbackServerContext* context,
                                                       const v1::QueueLenRequest* request,
                                                       v1::QueueLenResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"QueueLen", true}, context, [&](core::Core& core) {
     auto length = core.queue_len(from_wire(request->scope()), request->round(), request->key());
     if (!length.ok()) return length.status();
     response->set_length(length.value());
@@ -265,7 +271,7 @@ grpc::ServerUnaryReactor* RendezvousService::QueueLen(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* RendezvousService::Status(grpc::CallbackServerContext* context,
                                                     const v1::StatusRequest* request, v1::StatusResponse* response) {
-  return quick(context, [&](core::Core& core) {
+  return quick({"Status"}, context, [&](core::Core& core) {
     response->set_version(version_);
     for (const auto& feature : features_) response->add_features(feature);
     if (request->daemon_only()) {

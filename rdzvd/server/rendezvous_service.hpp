@@ -63,7 +63,10 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
  private:
   // Runs a quick call under the core lock and finishes it with the status it returns.
   template <class Fn>
-  grpc::ServerUnaryReactor* quick(grpc::CallbackServerContext* context, Fn fn);
+  grpc::ServerUnaryReactor* quick(RpcMetrics::Call call, grpc::CallbackServerContext* context, Fn fn);
+  // Finishes a unary call with `status` and counts it.
+  grpc::ServerUnaryReactor* answer(const RpcMetrics::Call& call, grpc::CallbackServerContext* context,
+                                   const grpc::Status& status);
 
   CoreHost& host_;
   std::string version_;

@@ -67,8 +67,10 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   // Runs the store operation a SessionCall carries; its CALL_DONE event goes out when it finishes.
   void call(core::Core& core, const llmrdzv::v1::SessionCall& call) {
     const std::uint64_t id = call.id();
-    core::KvCallback done = [self = shared_from_this(), id](const core::Status& status,
-                                                          std::vector<std::string> values) {
+    core::KvCallback done = [self = shared_from_this(), id, method = method_name(call),
+                             started = RpcMetrics::Clock::now()](const core::Status& status,
+                                                                 std::vector<std::string> values) {
+      if (method) self->host_.rpcs().kv_call_took(method, RpcMetrics::Clock::now() - started);
       std::erase_if(self->calls_, [id](const auto& entry) { return entry.first == id; });
       self->post([id, status = to_grpc(status), values = std::move(values)](SessionReactor& reactor) mutable {
         llmrdzv::v1::SessionEvent event;
@@ -145,6 +147,20 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   }
 
  private:
+  // The unary RPC the call stands for, as /metrics names KV methods; null for a call without one.
+  static const char* method_name(const llmrdzv::v1::SessionCall& call) {
+    using Call = llmrdzv::v1::SessionCall;
+    switch (call.op_case()) {
+      case Call::kGet: return "Get";
+      case Call::kWait: return "Wait";
+      case Call::kMultiGet: return "MultiGet";
+      case Call::kBarrier: return "Barrier";
+      case Call::kQueuePop: return "QueuePop";
+      case Call::OP_NOT_SET: break;
+    }
+    return nullptr;
+  }
+
   static core::WaiterRef start(core::Core& core, const llmrdzv::v1::SessionCall& call, core::KvCallback done) {
     using Call = llmrdzv::v1::SessionCall;
     switch (call.op_case()) {
@@ -303,7 +319,7 @@ void SessionReactor::OnWriteDone(bool ok) {
   writing_ = false;
   if (finish_after_writes_ && !finished_ && !cancelling_) {  // else cancel_stalled() finishes
     finished_ = true;
-    Finish(*finish_after_writes_);
+    finish_stream(*finish_after_writes_);
   }
 }
 
@@ -316,7 +332,7 @@ void SessionReactor::end(const grpc::Status& status) {
     return;
   }
   finished_ = true;
-  Finish(status);
+  finish_stream(status);
 }
 
 void SessionReactor::watch_stalled_write() {
@@ -352,8 +368,13 @@ bool SessionReactor::cancel_stalled() {
       status = finish_after_writes_;
     }
   }
-  if (status) Finish(*status);
+  if (status) finish_stream(*status);
   return stalled;
+}
+
+void SessionReactor::finish_stream(const grpc::Status& status) {
+  host_.rpcs().finished(call_, status.error_code());  // before Finish, which may delete this
+  Finish(status);
 }
 
 void SessionReactor::OnDone() {

@@ -42,6 +42,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   void read_next();
   void enqueue(llmrdzv::v1::SessionEvent event);
   void end(const grpc::Status& status);
+  void finish_stream(const grpc::Status& status);  // Finish, counted for /metrics
   // With write_mutex_ held, once finish_after_writes_ is set (so once per stream; begin_cancel
   // re-arms): look again after write_grace_.
   void watch_stalled_write();
@@ -51,6 +52,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<llmrdzv::v1::Session
   bool cancel_stalled();  // true if it had to cancel; the reactor may be gone when it returns
 
   CoreHost& host_;
+  const RpcMetrics::Call call_{"Session"};
   grpc::CallbackServerContext* context_;
   std::shared_ptr<Link> link_;
   llmrdzv::v1::SessionRequest request_;

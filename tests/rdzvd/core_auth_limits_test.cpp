@@ -250,3 +250,17 @@ TEST_CASE("ids are checked for emptiness and length", "[core][limits]") {
   CHECK(status.code == Code::resource_exhausted);
   CHECK(status.message.size() < 200);  // the huge id is not echoed back
 }
+
+TEST_CASE("site mode: the metrics snapshot names each rendezvous' owner uid", "[core][auth][metrics]") {
+  CoreFixture f(site_config());
+  REQUIRE(f.join(site_join("train", 1000, "a"))->status.ok());
+  REQUIRE(f.join(site_join("eval", 1000, "b"))->status.ok());
+  REQUIRE(f.join(site_join("train", 1001, "c"))->status.ok());
+  const auto rendezvous = f.core.metrics().rendezvous;
+  REQUIRE(rendezvous.size() == 3);  // sorted by owner, then id
+  CHECK(rendezvous[0].owner == "1000");
+  CHECK(rendezvous[0].status.rdzv_id == "eval");
+  CHECK(rendezvous[1].owner == "1000");
+  CHECK(rendezvous[1].status.rdzv_id == "train");
+  CHECK(rendezvous[2].owner == "1001");
+}

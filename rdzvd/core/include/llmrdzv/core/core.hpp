@@ -15,6 +15,7 @@
 
 #include "llmrdzv/core/auth.hpp"
 #include "llmrdzv/core/clock.hpp"
+#include "llmrdzv/core/core_metrics.hpp"
 #include "llmrdzv/core/kv_space.hpp"
 #include "llmrdzv/core/limits.hpp"
 #include "llmrdzv/core/status.hpp"
@@ -107,6 +108,9 @@ class Core {
   Result<DaemonInfo> status(const std::optional<Scope>& scope) const;
   // The daemon's uptime and mode alone (no rendezvous, no auth needed).
   DaemonInfo summary() const;
+  // For rdzvd's /metrics: the counters, the open sessions and every rendezvous' gauges (ids and
+  // owners included; the page decides what it shows).
+  CoreMetrics metrics() const;
 
   // Timers: the earliest pending deadline, and running everything due now.
   std::optional<TimePoint> next_deadline() const { return timers_.next_deadline(); }
@@ -154,7 +158,8 @@ class Core {
   void advance(Rendezvous& rdzv);
   void complete_round(Rendezvous& rdzv);
   void close_round(Rendezvous& rdzv, EventKind kind, std::int32_t rank, const std::string& detail);
-  void fail_member(Rendezvous& rdzv, const std::string& participant_id, const std::string& reason);
+  void fail_member(Rendezvous& rdzv, const std::string& participant_id, MemberFailure cause,
+                   const std::string& reason);
   void check_heartbeat(const std::string& rdzv_key, const std::string& participant_id, std::uint64_t round);
   void check_idle(const std::string& rdzv_key);
   void collect(const std::string& rdzv_key, const Status& reason);
@@ -167,6 +172,9 @@ class Core {
   const Clock& clock_;
   LogSink log_;
   TimerQueue timers_;
+  // Mutable: the const checks count the limits they find hit. Before registry_: its rendezvous'
+  // spaces count into it.
+  mutable CoreCounters counters_;
   // Site mode: per uid, the usage of all its rendezvous (max_bytes_per_user). Declared before
   // registry_ so it outlives the rendezvous, whose spaces give their bytes back as they go.
   std::unordered_map<std::string, Usage> owner_usage_;

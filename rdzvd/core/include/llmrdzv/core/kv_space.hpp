@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "llmrdzv/core/clock.hpp"
+#include "llmrdzv/core/core_metrics.hpp"
 #include "llmrdzv/core/limits.hpp"
 #include "llmrdzv/core/status.hpp"
 #include "llmrdzv/core/timer_queue.hpp"
@@ -35,6 +36,7 @@ struct KvContext {
   TimerQueue& timers;
   const Clock& clock;
   std::uint64_t& next_waiter_id;
+  CoreCounters& counters;  // limits hit
 };
 
 class KvSpace {
@@ -121,7 +123,7 @@ class KvSpace {
   Status closing_status_{Code::aborted, "the key-value space was dropped"};
 };
 
-// "limit <name> (<limit>) exceeded: <what>" as RESOURCE_EXHAUSTED.
-Status limit_exceeded(const char* name, std::uint64_t limit, const std::string& what);
+// "limit <name> (<limit>) exceeded: <what>" as RESOURCE_EXHAUSTED, counted in `counters`.
+Status limit_exceeded(CoreCounters& counters, const char* name, std::uint64_t limit, const std::string& what);
 
 }  // namespace llmrdzv::core
