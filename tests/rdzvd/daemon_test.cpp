@@ -111,7 +111,7 @@ TEST_CASE("rdzvd --help describes the flags and exits 0", "[daemon]") {
   for (const char* flag : {"--listen", "--port-file", "--port-range", "--port-probes", "--mode", "--rdzv-id",
                            "--token-file", "--site-secret-file", "--exit-with-parent", "--idle-timeout",
                            "--heartbeat-interval", "--heartbeat-timeout", "--last-call", "--join-timeout",
-                           "--log-level", "--syslog", "LLM_RDZV_TOKEN"})
+                           "--log-level", "--syslog", "--metrics-listen", "--metrics-expose-ids", "LLM_RDZV_TOKEN"})
     CHECK_THAT(rdzvd.out(), Catch::Contains(flag));
 }
 
@@ -143,6 +143,8 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect(step_args(dir, {"--max-message-bytes", "0"}), "max_message_bytes: 0 is outside");
   expect(step_args(dir, {"--max-message-bytes", "1048576"}), "must exceed limits.max_value_size");
   expect(step_args(dir, {"--listen", "127.0.0.1:70000"}), "--listen: '127.0.0.1:70000'");
+  expect(step_args(dir, {"--metrics-listen", "127.0.0.1"}), "--metrics-listen: '127.0.0.1' is not HOST:PORT");
+  expect(step_args(dir, {"--metrics-listen", "127.0.0.1:70000"}), "--metrics-listen: '127.0.0.1:70000' is not");
   expect(step_args(dir, {"--port-file", dir.file("no/such/dir/port")}), "--port-file: cannot write");
   expect({"--listen", "127.0.0.1:0"}, "--rdzv-id is required in step mode");
   expect({"--rdzv-id", "9.0", "--listen", "127.0.0.1:0"}, "step mode needs a token");
@@ -159,6 +161,7 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
          "key 'heartbeat_timeout_ms': expected a single value");
   expect({"--config", dir.write("range.yaml", "limits:\n  max_keys: 99999999999\n")}, "key 'limits.max_keys'");
   expect({"--config", dir.write("list.yaml", "- a\n- b\n")}, "the top level must be a mapping");
+  expect({"--config", dir.write("metrics.yaml", "metrics_listen: 9464\n")}, "key 'metrics_listen': '9464' is not HOST:PORT");
 }
 
 TEST_CASE("rdzvd writes its port file, takes the token from LLM_RDZV_TOKEN and stops on SIGTERM", "[daemon]") {
@@ -177,9 +180,10 @@ TEST_CASE("rdzvd writes its port file, takes the token from LLM_RDZV_TOKEN and s
   CHECK(rdzvd.log().find("from-the-env") == std::string::npos);  // the token is never logged
 }
 
-TEST_CASE("rdzvd walks the step-port probe sequence past a busy port", "[daemon]") {
-  ScratchDir dir;
-  // Hold a port of our own; the daemon asked to start there must take the next candidate.
+namespace {
+
+// A socket listening on an ephemeral loopback port: (descriptor, port).
+std::pair<int, std::uint16_t> hold_a_port() {
   const int busy = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -188,7 +192,15 @@ TEST_CASE("rdzvd walks the step-port probe sequence past a busy port", "[daemon]
   REQUIRE(listen(busy, 1) == 0);
   socklen_t length = sizeof address;
   getsockname(busy, reinterpret_cast<sockaddr*>(&address), &length);
-  const std::uint16_t base = ntohs(address.sin_port);
+  return {busy, ntohs(address.sin_port)};
+}
+
+}  // namespace
+
+TEST_CASE("rdzvd walks the step-port probe sequence past a busy port", "[daemon]") {
+  ScratchDir dir;
+  // Hold a port of our own; the daemon asked to start there must take the next candidate.
+  const auto [busy, base] = hold_a_port();
   const llmrdzv::PortRange range{std::uint16_t(base - (base > 1100 ? 100 : 0)), std::uint16_t(base + 100 < 65535 ? base + 100 : 65535)};
   const std::string range_text = std::to_string(range.lo) + "-" + std::to_string(range.hi);
   DaemonProcess rdzvd(step_args(dir, {"--listen", "127.0.0.1:" + std::to_string(base), "--port-range", range_text,
@@ -201,6 +213,16 @@ TEST_CASE("rdzvd walks the step-port probe sequence past a busy port", "[daemon]
     on_sequence = on_sequence || port == llmrdzv::probe_port(range, base, attempt);
   CHECK(on_sequence);
   CHECK(port != base);
+  close(busy);
+}
+
+TEST_CASE("rdzvd exits 2 naming --metrics-listen when the metrics port is taken", "[daemon]") {
+  ScratchDir dir;
+  const auto [busy, port] = hold_a_port();
+  const std::string taken = "127.0.0.1:" + std::to_string(port);
+  const auto [status, log] = run_to_exit(dir, step_args(dir, {"--metrics-listen", taken}));
+  CHECK(status == 2);
+  CHECK_THAT(log, Catch::Contains("--metrics-listen: cannot listen on " + taken + ": Address already in use"));
   close(busy);
 }
 
