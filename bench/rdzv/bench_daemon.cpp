@@ -24,7 +24,8 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-BenchDaemon::BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_id) : token_(make_random_token()) {
+BenchDaemon::BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_id, const std::string& metrics_listen)
+    : token_(make_random_token()) {
   std::string pattern = (std::filesystem::temp_directory_path() / "rdzv-bench-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   scratch_ = pattern;
@@ -32,6 +33,7 @@ BenchDaemon::BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_
   spec.program = rdzvd_path;
   spec.args = {"--listen", "127.0.0.1:0", "--mode", "step", "--rdzv-id", rdzv_id, "--log-level", "warn",
                "--heartbeat-timeout", "120000"};
+  if (!metrics_listen.empty()) spec.args.insert(spec.args.end(), {"--metrics-listen", metrics_listen});
   spec.token = token_;
   spec.log_path = scratch_ + "/rdzvd.log";
   try {

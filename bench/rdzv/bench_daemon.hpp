@@ -16,7 +16,8 @@ namespace llmrdzv::bench {
 class BenchDaemon {
  public:
   // Starts `rdzvd_path` and waits until it listens; throws std::runtime_error with its output.
-  BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_id);
+  // `metrics_listen` (HOST:PORT, empty: none): where it serves /metrics.
+  BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_id, const std::string& metrics_listen);
   ~BenchDaemon();  // SIGTERM, then SIGKILL if it does not exit within 5 s; removes the scratch dir
   BenchDaemon(const BenchDaemon&) = delete;
   BenchDaemon& operator=(const BenchDaemon&) = delete;

@@ -26,7 +26,7 @@ using llmrdzv::bench::BenchDaemon;
 constexpr const char* kUsage =
     "usage: rdzv-bench --participants N [--endpoint HOST:PORT --id ID --token TOKEN]\n"
     "                  [--rdzvd PATH] [--timeout SECONDS] [--hold MS] [--barrier add-wait|rpc]\n"
-    "                  [--protocol stream|calls]\n"
+    "                  [--protocol stream|calls] [--metrics-listen HOST:PORT]\n"
     "Without --endpoint, starts its own rdzvd (default: the rdzvd next to this binary) and\n"
     "reports its peak RSS. Needs about 2*N+100 open files (raise ulimit -n for large N).\n"
     "--hold MS pauses before and after the timed phase, announcing each on stderr (to profile\n"
@@ -36,11 +36,12 @@ constexpr const char* kUsage =
     "--protocol: stream (default, what the client library does with a daemon that advertises it)\n"
     "joins in the SessionOpen and makes the Wait or Barrier a SessionCall on the Session stream:\n"
     "one live call per participant; calls joins with Join, then opens the session, and makes\n"
-    "Wait or Barrier their own calls (the library's path with older daemons).\n";
+    "Wait or Barrier their own calls (the library's path with older daemons).\n"
+    "--metrics-listen: the rdzvd it starts serves /metrics there (to measure what scraping costs).\n";
 
 struct BenchArgs {
   int participants = 0;
-  std::string endpoint, rdzv_id, token, rdzvd_path;
+  std::string endpoint, rdzv_id, token, rdzvd_path, metrics_listen;
   int timeout_s = 120;
   int hold_ms = 0;
   llmrdzv::bench::BarrierKind barrier = llmrdzv::bench::BarrierKind::add_wait;
@@ -88,6 +89,8 @@ BenchArgs parse_args(int argc, char** argv) {
       args.token = value;
     } else if (flag == "--rdzvd") {
       args.rdzvd_path = value;
+    } else if (flag == "--metrics-listen") {
+      args.metrics_listen = value;
     } else if (flag == "--timeout") {
       args.timeout_s = positive(flag, value);
     } else if (flag == "--hold") {
@@ -103,6 +106,9 @@ BenchArgs parse_args(int argc, char** argv) {
     }
   }
   if (args.participants == 0) usage_error("--participants is required");
+  if (!args.endpoint.empty() && !args.metrics_listen.empty()) {
+    usage_error("--metrics-listen is for the rdzvd rdzv-bench starts, not with --endpoint");
+  }
   if (!args.endpoint.empty() && (args.rdzv_id.empty() || args.token.empty())) {
     usage_error("--endpoint needs --id and --token");
   }
@@ -140,7 +146,7 @@ int main(int argc, char** argv) {
     config.protocol = args.protocol;
     if (args.endpoint.empty()) {
       config.rdzv_id = "bench." + std::to_string(getpid());
-      daemon = std::make_unique<BenchDaemon>(args.rdzvd_path, config.rdzv_id);
+      daemon = std::make_unique<BenchDaemon>(args.rdzvd_path, config.rdzv_id, args.metrics_listen);
       config.endpoint = daemon->endpoint();
       config.token = daemon->token();
       config.daemon_pid = daemon->pid();

@@ -75,9 +75,10 @@ ok "rdzvd.service under systemd (booted container): $(grep -c '^ok:' "$work/syst
 
 secret="$work/site.secret"
 llm-rdzv-secret --file "$secret" >/dev/null
-# As rdzvd.service starts it (installed config, site mode, the secret file), but on loopback.
+# As rdzvd.service starts it (installed config, site mode, the secret file), but on loopback and
+# with /metrics on an ephemeral port rather than the shipped 9464, which the host may be using.
 rdzvd --config /etc/llm-rdzv/rdzvd.yaml --mode site --site-secret-file "$secret" \
-  --listen 127.0.0.1:0 --port-file "$work/port" --idle-timeout 60 >"$work/rdzvd.log" 2>&1 &
+  --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --port-file "$work/port" --idle-timeout 60 >"$work/rdzvd.log" 2>&1 &
 rdzvd_pid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { cat "$work/rdzvd.log"; fail "installed rdzvd did not report a port"; }
