@@ -14,7 +14,7 @@ expect_match "$log" 'srun -N2 -n2 --llm-rdzv trainer' "the job ran through srun"
 expect_match "$log" 'step 6/6 \| loss' "progress"
 expect_match "$log" 'eval_loss [0-9.]+, perplexity [0-9.]+' "eval perplexity"
 expect_match "$log" 'a sample from the trained model' "the sample"
-for f in config.json model.safetensors vocab.json merges.txt tokenizer_config.json metrics.jsonl all_results.json; do
+for f in config.json model.safetensors vocab.json merges.txt tokenizer.json tokenizer_config.json metrics.jsonl all_results.json; do
   [ -f "$out/$f" ] || fail "no $f in the model directory"
 done
 [ "$(stat -c %u "$out/model.safetensors")" = 0 ] || fail "the outputs are not root's after the run"

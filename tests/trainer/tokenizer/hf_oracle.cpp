@@ -24,8 +24,10 @@ std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "
 
 }  // namespace
 
-OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::string>& cases,
-                       const std::optional<OracleTraining>& training) {
+namespace {
+
+OracleResult run_oracle(const std::filesystem::path& dir, const std::vector<std::string>& cases,
+                        const std::optional<OracleTraining>& training, const std::optional<std::filesystem::path>& resave) {
   const std::filesystem::path cases_file = dir.string() + ".cases";
   const std::filesystem::path out_file = dir.string() + ".ids";
   {
@@ -39,6 +41,7 @@ OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::
     if (!training->with_eos) command += " --no-eos";
     if (training->keep_newlines) command += " --keep-newlines";
   }
+  if (resave) command += " --resave " + quoted(*resave);
   if (std::system(command.c_str()) != 0) throw std::runtime_error("HF oracle failed: " + command);
 
   OracleResult result;
@@ -60,6 +63,17 @@ OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::
   std::filesystem::remove(cases_file);
   std::filesystem::remove(out_file);
   return result;
+}
+
+}  // namespace
+
+OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::string>& cases,
+                       const std::optional<OracleTraining>& training) {
+  return run_oracle(dir, cases, training, std::nullopt);
+}
+
+void hf_resave(const std::filesystem::path& dir, const std::filesystem::path& dest) {
+  run_oracle(dir, {"x"}, std::nullopt, dest);
 }
 
 }  // namespace llmrdzv::test

@@ -29,4 +29,8 @@ struct OracleResult {
 OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::string>& cases,
                        const std::optional<OracleTraining>& training = std::nullopt);
 
+// Saves the tokenizer in dir as transformers 5 does (save_pretrained: tokenizer.json and
+// tokenizer_config.json, no vocab.json/merges.txt) into dest.
+void hf_resave(const std::filesystem::path& dir, const std::filesystem::path& dest);
+
 }  // namespace llmrdzv::test

@@ -181,4 +181,27 @@ TEST_CASE("a trained vocabulary saved by us loads in AutoTokenizer with the same
   CHECK(theirs.eos == ours.eos_id());
   CHECK(theirs.vocab_size == ours.vocab_size());
   expect_same(ours, cases, theirs.ids);
+  // Our tokenizer.json alone (as a transformers 5 user's directory has it) encodes the same in HF.
+  std::filesystem::remove(scratch / "exported" / "vocab.json");
+  std::filesystem::remove(scratch / "exported" / "merges.txt");
+  const auto from_json = hf_encode(scratch / "exported", cases);
+  CHECK(from_json.eos == ours.eos_id());
+  CHECK(from_json.ids == theirs.ids);
+}
+
+TEST_CASE("tokenizer.json as transformers 5 saves it alone encodes exactly as HF does", "[tokenizer][hf][tokenizer_json]") {
+  ScratchDir scratch("tok-hf-json");
+  std::vector<std::string> cases = hard_cases();
+  for (std::string& c : random_cases(1000, 31)) cases.push_back(std::move(c));
+  hf_encode(scratch / "trained", {"x"}, OracleTraining{scratch.write("corpus.txt", training_text()), 600, true});
+  llmrdzv::test::hf_resave(scratch / "trained", scratch / "saved");
+  REQUIRE(std::filesystem::exists(scratch / "saved" / "tokenizer.json"));
+  REQUIRE_FALSE(std::filesystem::exists(scratch / "saved" / "vocab.json"));
+  const auto theirs = hf_encode(scratch / "saved", cases);  // AutoTokenizer reading that tokenizer.json
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "tokenizer.json");
+  const Tokenizer ours = Tokenizer::from_directory(scratch / "saved");
+  CHECK(ours.eos_id() == theirs.eos);
+  CHECK(ours.vocab_size() == theirs.vocab_size);
+  CHECK(ours.fingerprint() == Tokenizer::from_directory(scratch / "trained").fingerprint());
+  expect_same(ours, cases, theirs.ids);
 }

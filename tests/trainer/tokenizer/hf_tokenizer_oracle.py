@@ -2,6 +2,7 @@
 """The reference the tokenizer tests compare with: Hugging Face's GPT-2 tokenizer.
 
     hf_tokenizer_oracle.py DIR CASES OUT [--train CORPUS --vocab-size N [--no-eos] [--keep-newlines]]
+                           [--resave DEST]
 
 With --train, first trains a byte-level BPE vocabulary on CORPUS (tokenizers'
 ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless --no-eos; line by line, or as
@@ -10,6 +11,10 @@ DIR/vocab.json + DIR/merges.txt. Then loads DIR as a user loads an exported mode
 AutoTokenizer when DIR has a tokenizer_config.json, else GPT2TokenizerFast) and encodes every
 case: CASES has one hex-encoded byte string per line, OUT gets one line of space-separated ids per
 case, then a last line "eos=<id> vocab=<n> loader=<class>".
+
+With --resave, also saves the loaded tokenizer into DEST with transformers' save_pretrained and
+removes any vocab.json/merges.txt there: DEST then holds the tokenizer as transformers 5 saves it,
+tokenizer.json (+ tokenizer_config.json) alone.
 
 Byte strings that are not valid UTF-8 follow the project's documented rule, applied here
 independently with Python's strict decoder: the valid runs are encoded as separate texts and
@@ -54,6 +59,7 @@ def main():
     parser.add_argument("--vocab-size", type=int, default=1000)
     parser.add_argument("--no-eos", action="store_true")
     parser.add_argument("--keep-newlines", action="store_true")
+    parser.add_argument("--resave")
     args = parser.parse_args()
 
     if args.train:
@@ -74,6 +80,11 @@ def main():
         tokenizer = AutoTokenizer.from_pretrained(args.dir)
     else:
         tokenizer = GPT2TokenizerFast.from_pretrained(args.dir)
+    if args.resave:
+        tokenizer.save_pretrained(args.resave)
+        for name in ("vocab.json", "merges.txt"):
+            if os.path.exists(os.path.join(args.resave, name)):
+                os.remove(os.path.join(args.resave, name))
     vocab = tokenizer.get_vocab()
     byte_ids = {b: vocab[c] for b, c in bytes_to_unicode().items()}
     with open(args.cases) as f:

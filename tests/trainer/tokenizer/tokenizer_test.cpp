@@ -83,22 +83,27 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   one.save(scratch / "saved");
   const Tokenizer reloaded = Tokenizer::from_directory(scratch / "saved");
   CHECK(reloaded.fingerprint() == one.fingerprint());
+  CHECK(Tokenizer::from_tokenizer_json(scratch / "saved" / "tokenizer.json").fingerprint() == one.fingerprint());
   CHECK(reloaded.encode("abab ab") == one.encode("abab ab"));
   ScratchDir other("tok-fp2");
   const Tokenizer two = hand_vocab(other, {"ab", "ba"}, {"a b", "b a"});
   CHECK(two.fingerprint() != one.fingerprint());
-  CHECK(Tokenizer::directory_has_vocab(scratch / "saved"));
-  CHECK_FALSE(Tokenizer::directory_has_vocab(scratch.path()));
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "vocab.json + merges.txt");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch.path()).empty());
   CHECK(Tokenizer::unreadable_tokenizer_files(scratch / "saved").empty());  // its tokenizer_config.json too
   // Another format, or half of the pair: named, so a caller can refuse instead of guessing.
   ScratchDir foreign("tok-foreign");
   CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).empty());
-  foreign.write("tokenizer.json", "{}");
+  foreign.write("tokenizer.model", "sentencepiece");
   foreign.write("tokenizer_config.json", "{}");
   CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()) ==
-        std::vector<std::string>{"tokenizer.json", "tokenizer_config.json"});
+        std::vector<std::string>{"tokenizer.model", "tokenizer_config.json"});
   foreign.write("vocab.json", "{}");
   CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).back() == "vocab.json");
+  // tokenizer.json is a form from_directory reads (the vocab.json + merges.txt pair wins over it).
+  foreign.write("tokenizer.json", "{}");
+  CHECK(Tokenizer::directory_tokenizer_files(foreign.path()) == "tokenizer.json");
+  CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).empty());
   // Copies share the vocabulary and encode alike.
   const Tokenizer copy = one;
   CHECK(copy.encode("ab ab abab") == one.encode("ab ab abab"));

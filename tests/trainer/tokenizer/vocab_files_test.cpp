@@ -1,5 +1,6 @@
-// Malformed vocab.json / merges.txt: each is rejected with an error naming the file, the line
-// and the problem.
+// Malformed vocab.json / merges.txt / tokenizer.json: each is rejected with an error naming the
+// file, the line or component, and the problem; a tokenizer.json describing any other tokenizer
+// than GPT-2's byte-level BPE is refused naming the component.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -33,6 +34,40 @@ std::string load_error(const ScratchDir& scratch, const std::string& vocab, cons
   return "no error";
 }
 
+// A valid GPT-2-style tokenizer.json over the byte vocabulary plus "ab" (id 257), with `replace`
+// applied: each pair replaces its first text in the document.
+std::string tokenizer_json(const ScratchDir& scratch, std::vector<std::pair<std::string, std::string>> replace = {}) {
+  std::string text =
+      "{\"version\": \"1.0\", \"truncation\": null, \"padding\": null,\n"
+      " \"added_tokens\": [{\"id\": 256, \"content\": \"<|endoftext|>\", \"single_word\": false, \"lstrip\": false,"
+      " \"rstrip\": false, \"normalized\": false, \"special\": true}],\n"
+      " \"normalizer\": null,\n"
+      " \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true},\n"
+      " \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}],"
+      " \"pair\": [], \"special_tokens\": {}},\n"
+      " \"decoder\": {\"type\": \"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": true, \"use_regex\": true},\n"
+      " \"model\": {\"type\": \"BPE\", \"dropout\": null, \"unk_token\": null, \"continuing_subword_prefix\": \"\","
+      " \"end_of_word_suffix\": \"\", \"fuse_unk\": false, \"byte_fallback\": false, \"ignore_merges\": false,\n"
+      "  \"vocab\": {" + byte_vocab_entries(scratch) + ", \"ab\": 257},\n"
+      "  \"merges\": [[\"a\", \"b\"]]}}\n";
+  for (const auto& [from, to] : replace) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+std::string json_error(const ScratchDir& scratch, const std::string& text) {
+  const auto path = scratch.write("t/tokenizer.json", text);
+  try {
+    Tokenizer::from_tokenizer_json(path);
+  } catch (const TokenizerError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 }  // namespace
 
 TEST_CASE("vocab.json problems name file and line", "[tokenizer][errors]") {
@@ -41,18 +76,18 @@ TEST_CASE("vocab.json problems name file and line", "[tokenizer][errors]") {
   const std::string merges = "#version: 0.2\n";
   using Catch::Contains;
   CHECK_THAT(load_error(scratch, "{\n" + entries + ",\n\"ab\" 257}", merges), Contains("v.json:3:") && Contains("expected ':'"));
-  CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":257", merges), Contains("expected '}' but the text ended"));
-  CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":2.5}", merges), Contains("fraction"));
+  CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":257", merges), Contains("expected '}'"));
+  CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":2.5}", merges), Contains("token \"ab\": its id is not a whole number"));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":-1}", merges), Contains("out of range"));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":256}", merges), Contains("id 256 is given to both"));
-  CHECK_THAT(load_error(scratch, "{" + entries + ",\n\"!\":257}", merges), Contains("v.json:2:") && Contains("\"!\" appears twice"));
+  CHECK_THAT(load_error(scratch, "{" + entries + ",\n\"!\":257}", merges), Contains("v.json:2:") && Contains("duplicate key \"!\""));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":300}", merges), Contains("id 257 is missing"));
-  CHECK_THAT(load_error(scratch, "{" + entries + "} trailing", merges), Contains("after the vocabulary object"));
+  CHECK_THAT(load_error(scratch, "{" + entries + "} trailing", merges), Contains("trailing characters"));
   CHECK_THAT(load_error(scratch, "{}", merges), Contains("the vocabulary is empty"));
   CHECK_THAT(load_error(scratch, "{\"a\":0,\"b\":1}", merges), Contains("not a byte-level vocabulary: byte 0"));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"\\ud800\":257}", merges), Contains("surrogate"));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"\xff\":257}", merges), Contains("invalid UTF-8"));
-  CHECK_THAT(load_error(scratch, "[1,2]", merges), Contains("expected '{'"));
+  CHECK_THAT(load_error(scratch, "[1,2]", merges), Contains("expected an object of token -> id, got array"));
   CHECK_THROWS_WITH(Tokenizer::from_directory(scratch / "missing"), Contains("cannot open") && Contains("vocab.json"));
 }
 
@@ -68,4 +103,61 @@ TEST_CASE("merges.txt problems name file and line", "[tokenizer][errors]") {
   CHECK_THAT(load_error(scratch, vocab, "a xyz\n"), Contains("m.txt:1:") && Contains("\"xyz\" is not in the vocabulary"));
   CHECK_THAT(load_error(scratch, vocab, "b a\n"), Contains("merge result \"ba\" is not in the vocabulary"));
   CHECK_THAT(load_error(scratch, vocab, "a b\nab c\na b\n"), Contains("m.txt:3:") && Contains("duplicate merge") && Contains("line 1"));
+}
+
+TEST_CASE("a GPT-2-style tokenizer.json reads as the same tokenizer as its vocab.json + merges.txt", "[tokenizer][tokenizer_json]") {
+  ScratchDir scratch("tok-json");
+  scratch.write("t/tokenizer.json", tokenizer_json(scratch));
+  const Tokenizer from_json = Tokenizer::from_directory(scratch / "t");
+  const llmrdzv::tokenizer::TokenId space = from_json.encode(" ")[0];
+  CHECK(from_json.encode("ab abab") == std::vector<llmrdzv::tokenizer::TokenId>{257, space, 257, 257});
+  CHECK(from_json.eos_id() == 256);
+  from_json.save(scratch / "pair");
+  CHECK(Tokenizer::from_directory(scratch / "pair").fingerprint() == from_json.fingerprint());
+  // "left right" merges (older tokenizers), and a missing post-processor and decoder, read alike.
+  const std::string old_style = tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[\"a b\"]"}, {"\"post_processor\": {", "\"post_processor\": null, \"x\": {"}});
+  scratch.write("old/tokenizer.json", old_style);
+  CHECK(Tokenizer::from_directory(scratch / "old").fingerprint() == from_json.fingerprint());
+}
+
+TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "[tokenizer][tokenizer_json][errors]") {
+  ScratchDir scratch("tok-json-bad");
+  using Catch::Contains;
+  CHECK(json_error(scratch, tokenizer_json(scratch)) == "no error");
+  const auto refused = [&](std::pair<std::string, std::string> change, const std::string& named) {
+    INFO(change.second);
+    CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {change})),
+               Contains("t/tokenizer.json: " + named) && Contains("this trainer reads byte-level BPE"));
+  };
+  refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"}, "normalizer NFC");
+  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Metaspace\""}, "pre_tokenizer Metaspace");
+  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Sequence\""}, "pre_tokenizer Sequence: a split pattern of its own");
+  refused({"\"add_prefix_space\": false", "\"add_prefix_space\": true"}, "pre_tokenizer.add_prefix_space = true");
+  refused({"\"use_regex\": true", "\"use_regex\": false"}, "pre_tokenizer.use_regex = false");
+  refused({"[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]", "[{\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
+          "post_processor TemplateProcessing: its template adds special tokens");
+  refused({"\"type\": \"TemplateProcessing\"", "\"type\": \"RobertaProcessing\""}, "post_processor RobertaProcessing");
+  refused({"\"decoder\": {\"type\": \"ByteLevel\"", "\"decoder\": {\"type\": \"Metaspace\""}, "decoder Metaspace");
+  refused({"\"type\": \"BPE\"", "\"type\": \"WordPiece\""}, "model WordPiece");
+  refused({"\"type\": \"BPE\"", "\"type\": \"Unigram\""}, "model Unigram");
+  refused({"\"byte_fallback\": false", "\"byte_fallback\": true"}, "model.byte_fallback = true: byte fallback");
+  refused({"\"ignore_merges\": false", "\"ignore_merges\": true"}, "model.ignore_merges = true");
+  refused({"\"dropout\": null", "\"dropout\": 0.1"}, "model.dropout");
+  refused({"\"unk_token\": null", "\"unk_token\": \"<unk>\""}, "model.unk_token");
+  refused({"\"continuing_subword_prefix\": \"\"", "\"continuing_subword_prefix\": \"##\""}, "model.continuing_subword_prefix");
+  refused({"\"content\": \"<|endoftext|>\"", "\"content\": \"<pad>\""}, "added_tokens[0] \"<pad>\"");
+  refused({"\"id\": 256, \"content\"", "\"id\": 12, \"content\""}, "added_tokens[0].id");
+  // Bad vocabularies and merges: the same checks as vocab.json and merges.txt, named by JSON path.
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[[\"a\", \"b\"], [\"a\", \"b\"]]"}})),
+             Contains("model.merges[1]: duplicate merge \"a b\" (first at model.merges[0])"));
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[[\"a\", \"zz\"]]"}})),
+             Contains("model.merges[0]: token \"zz\" is not in the vocabulary"));
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[\"ab\"]"}})),
+             Contains("model.merges[0]: expected two tokens separated by one space"));
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[[\"a\"]]"}})), Contains("model.merges[0]: expected"));
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"ab\": 257", "\"ab\": 300"}})), Contains("model.vocab: ids must be 0..300"));
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"vocab\": {", "\"vocab\": {\"ab\": 1, "}})), Contains("duplicate key \"ab\""));
+  CHECK_THAT(json_error(scratch, "{\"model\": "), Contains("t/tokenizer.json:1: not valid JSON"));
+  CHECK_THAT(json_error(scratch, "[]"), Contains("(top level): expected a JSON object"));
+  CHECK_THAT(json_error(scratch, "{}"), Contains("pre_tokenizer: missing"));
 }

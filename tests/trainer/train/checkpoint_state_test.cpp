@@ -124,7 +124,8 @@ TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[c
   original.attach();
   original.step();
   original.step();
-  const LoopState saved{2, "sampler state text", 9.25};
+  LoopState saved{2, "sampler state text", 9.25};
+  saved.logging_dir = "/scratch/run/runs/Nov25_10-00-00_node1";
   const fs::path written = save_training_checkpoint(dir.path(), original.model, *original.engine, saved);
   CHECK(written == dir / "checkpoint-2");
   std::vector<torch::Tensor> at_checkpoint;  // no model built here: that would reseed the RNG
@@ -150,6 +151,7 @@ TEST_CASE("a restored checkpoint continues exactly where the saved run was", "[c
   CHECK(state.global_step == 2);
   CHECK(state.data_state == "sampler state text");
   CHECK(state.train_loss_sum == 9.25);
+  CHECK(state.logging_dir == saved.logging_dir);  // a resumed run continues the same TensorBoard curves
   {
     torch::AutoGradMode grad(true);
     resumed.step();
@@ -223,20 +225,24 @@ TEST_CASE("a model directory's tokenizer is read exactly or refused, never repla
   options.max_new_tokens = 2;
   CHECK_NOTHROW(generate_text(options));
   // As transformers 5 saves a tokenizer: tokenizer.json (+ tokenizer_config.json, special_tokens_map.json),
-  // no vocab.json/merges.txt.
+  // no vocab.json/merges.txt. One that describes another tokenizer is refused, naming the component.
   std::filesystem::remove(dir.path() / "vocab.json");
   std::filesystem::remove(dir.path() / "merges.txt");
-  dir.write("tokenizer.json", "{\"model\": {\"type\": \"BPE\"}}");
-  CHECK_THROWS_WITH(generate_text(options), Catch::Contains("carries its tokenizer as tokenizer.json, tokenizer_config.json") &&
+  dir.write("tokenizer.json", "{\"pre_tokenizer\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}");
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir.file("tokenizer.json") + ": model WordPiece: only BPE models"));
+  // A SentencePiece model is not read at all: named, and refused.
+  std::filesystem::remove(dir.path() / "tokenizer.json");
+  dir.write("tokenizer.model", "not read");
+  CHECK_THROWS_WITH(generate_text(options), Catch::Contains("carries its tokenizer as tokenizer.model, tokenizer_config.json") &&
                                                 Catch::Contains("refusing rather than tokenising differently"));
   // A pretrained model with no tokenizer at all is refused too: bytes are only for fresh models.
-  std::filesystem::remove(dir.path() / "tokenizer.json");
+  std::filesystem::remove(dir.path() / "tokenizer.model");
   std::filesystem::remove(dir.path() / "tokenizer_config.json");
   std::filesystem::remove(dir.path() / "special_tokens_map.json");
   CHECK_THROWS_WITH(generate_text(options), Catch::Contains("has no tokenizer") && Catch::Contains("--tokenizer_name"));
   // --tokenizer_name pointing at a directory of another format names it.
   testing::ScratchDir other("tokenizer-json");
-  other.write("tokenizer.json", "{}");
+  other.write("vocab.txt", "[PAD]\n");
   options.tokenizer_name = other.path().string();
   CHECK_THROWS_WITH(generate_text(options), Catch::Contains("--tokenizer_name '" + other.path().string() + "' carries"));
 }

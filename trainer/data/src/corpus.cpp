@@ -9,7 +9,7 @@
 #include <optional>
 #include <system_error>
 
-#include "llmrdzv/tokenizer/json_cursor.hpp"
+#include "llmrdzv/io/json.hpp"
 #include "llmrdzv/tokenizer/safe_cut.hpp"
 #include "llmrdzv/io/sha256.hpp"
 
@@ -197,33 +197,17 @@ struct DocumentReader::State {
 
   std::string parse_jsonl_line(std::string_view raw) const {
     const std::string where = current().path.string() + ":" + std::to_string(line_number) + ": ";
+    json::Value record;
     try {
-      tokenizer::JsonCursor cursor(raw);
-      cursor.expect('{');
-      std::optional<std::string> text;
-      if (!cursor.consume('}')) {
-        do {
-          cursor.skip_whitespace();
-          const std::string key = cursor.read_string();
-          cursor.expect(':');
-          if (key == "text") {
-            cursor.skip_whitespace();
-            if (cursor.offset() >= raw.size() || raw[cursor.offset()] != '"') {
-              throw DataError(where + "the \"text\" member is not a string");
-            }
-            text = cursor.read_string();
-          } else {
-            cursor.skip_value();
-          }
-        } while (cursor.consume(','));
-        cursor.expect('}');
-      }
-      if (!cursor.at_end()) cursor.fail("text after the object");
-      if (!text) throw DataError(where + "the object has no \"text\" member");
-      return std::move(*text);
-    } catch (const tokenizer::JsonSyntaxError& e) {
+      record = json::parse(raw);
+    } catch (const json::ParseError& e) {
       throw DataError(where + "not a JSON object (" + e.what() + " at column " + std::to_string(e.offset() + 1) + ")");
     }
+    if (!record.is_object()) throw DataError(where + "not a JSON object (a " + std::string(record.kind_name()) + ")");
+    const json::Value* text = record.find("text");
+    if (!text) throw DataError(where + "the object has no \"text\" member");
+    if (!text->is_string()) throw DataError(where + "the \"text\" member is not a string");
+    return text->as_string();
   }
 
   bool next(Chunk& chunk) {

@@ -1,7 +1,7 @@
 // GPT-2's byte-to-unicode map and its inverse (see byte_map.hpp).
 #include "byte_map.hpp"
 
-#include "utf8.hpp"
+#include "llmrdzv/io/utf8.hpp"
 
 namespace llmrdzv::tokenizer {
 namespace {
@@ -22,17 +22,6 @@ const std::array<char32_t, 256>& byte_chars() {
   return chars;
 }
 
-std::string utf8_of(char32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s.push_back(static_cast<char>(cp));
-  } else {  // the map only uses U+0080..U+01FF: two bytes
-    s.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    s.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-  return s;
-}
-
 // char -> byte for U+0000..U+01FF (-1 when the char is not in the map).
 std::array<int, 512> make_char_bytes() {
   std::array<int, 512> bytes;
@@ -46,7 +35,7 @@ std::array<int, 512> make_char_bytes() {
 const std::array<std::string, 256>& byte_symbols() {
   static const std::array<std::string, 256> symbols = [] {
     std::array<std::string, 256> s;
-    for (unsigned b = 0; b < 256; ++b) s[b] = utf8_of(byte_chars()[b]);
+    for (unsigned b = 0; b < 256; ++b) utf8::append(s[b], byte_chars()[b]);
     return s;
   }();
   return symbols;
@@ -59,7 +48,7 @@ std::string unmap_bytes(std::string_view token) {
   std::size_t pos = 0;
   while (pos < token.size()) {
     char32_t cp;
-    std::size_t len = decode_utf8(p + pos, token.size() - pos, cp);
+    std::size_t len = utf8::decode(p + pos, token.size() - pos, cp);
     if (len == 0) {  // not UTF-8 (cannot come from vocab.json): keep the byte
       out.push_back(token[pos++]);
       continue;

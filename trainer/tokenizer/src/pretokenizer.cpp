@@ -3,7 +3,7 @@
 #include "pretokenizer.hpp"
 
 #include "unicode_class.hpp"
-#include "utf8.hpp"
+#include "llmrdzv/io/utf8.hpp"
 
 namespace llmrdzv::tokenizer {
 namespace {
@@ -22,7 +22,7 @@ inline Decoded decode_at(std::string_view text, std::size_t pos, std::size_t end
     d.cp = *p;
     d.len = 1;
   } else {
-    d.len = decode_utf8(p, end - pos, d.cp);
+    d.len = utf8::decode(p, end - pos, d.cp);
   }
   d.cls = classify(d.cp);
   return d;
@@ -49,7 +49,7 @@ std::size_t PieceScanner::scan_valid(std::size_t pos) const {
       continue;
     }
     char32_t cp;
-    const std::size_t len = decode_utf8(p + pos, text_.size() - pos, cp);
+    const std::size_t len = utf8::decode(p + pos, text_.size() - pos, cp);
     if (len == 0) break;
     pos += len;
   }

@@ -2,7 +2,7 @@
 #include "llmrdzv/tokenizer/safe_cut.hpp"
 
 #include "unicode_class.hpp"
-#include "utf8.hpp"
+#include "llmrdzv/io/utf8.hpp"
 
 namespace llmrdzv::tokenizer {
 namespace {
@@ -21,7 +21,7 @@ Side starting_at(std::string_view text, std::size_t at) {
   if (at >= text.size()) return Side::unknown;
   char32_t cp = 0;
   const std::size_t avail = text.size() - at;
-  if (decode_utf8(bytes_of(text) + at, avail, cp) == 0) {
+  if (utf8::decode(bytes_of(text) + at, avail, cp) == 0) {
     // Invalid, or a sequence the end of the text cut off (its lead byte says how long it is).
     return avail < sequence_length(bytes_of(text)[at]) ? Side::unknown : Side::other;
   }
@@ -33,7 +33,7 @@ Side ending_before(std::string_view text, std::size_t end) {
   for (std::size_t length = 1; length <= 4 && length <= end; ++length) {
     const std::size_t start = end - length;
     char32_t cp = 0;
-    if (decode_utf8(bytes_of(text) + start, text.size() - start, cp) == length) {
+    if (utf8::decode(bytes_of(text) + start, text.size() - start, cp) == length) {
       return classify(cp) == CodePointClass::kSpace ? Side::space : Side::other;
     }
     if ((bytes_of(text)[start] & 0xC0) != 0x80) break;  // a lead byte that starts no sequence here

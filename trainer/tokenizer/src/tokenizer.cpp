@@ -8,7 +8,8 @@
 #include "byte_map.hpp"
 #include "llmrdzv/io/sha256.hpp"
 #include "pretokenizer.hpp"
-#include "utf8.hpp"
+#include "llmrdzv/io/utf8.hpp"
+#include "tokenizer_json.hpp"
 #include "vocab_files.hpp"
 
 namespace llmrdzv::tokenizer {
@@ -115,20 +116,38 @@ Tokenizer Tokenizer::from_files(const std::filesystem::path& vocab_json, const s
   return Tokenizer(finish_model(std::move(model), vocab_json));
 }
 
+Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& tokenizer_json) {
+  TokenizerJson contents = read_tokenizer_json(tokenizer_json);
+  auto model = std::make_shared<Model>();
+  model->kind = Kind::gpt2_bpe;
+  model->tokens = std::move(contents.tokens);
+  model->merges = std::move(contents.merges);
+  return Tokenizer(finish_model(std::move(model), tokenizer_json));
+}
+
+namespace {
+constexpr const char* kVocabPair = "vocab.json + merges.txt";
+constexpr const char* kTokenizerJson = "tokenizer.json";
+}  // namespace
+
+std::string Tokenizer::directory_tokenizer_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir / "vocab.json", ec) && std::filesystem::is_regular_file(dir / "merges.txt", ec)) {
+    return kVocabPair;
+  }
+  if (std::filesystem::is_regular_file(dir / kTokenizerJson, ec)) return kTokenizerJson;
+  return {};
+}
+
 Tokenizer Tokenizer::from_directory(const std::filesystem::path& dir) {
+  if (directory_tokenizer_files(dir) == kTokenizerJson) return from_tokenizer_json(dir / kTokenizerJson);
   return from_files(dir / "vocab.json", dir / "merges.txt");
 }
 
-bool Tokenizer::directory_has_vocab(const std::filesystem::path& dir) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(dir / "vocab.json", ec) &&
-         std::filesystem::is_regular_file(dir / "merges.txt", ec);
-}
-
 std::vector<std::string> Tokenizer::unreadable_tokenizer_files(const std::filesystem::path& dir) {
-  if (directory_has_vocab(dir)) return {};
+  if (!directory_tokenizer_files(dir).empty()) return {};
   static const char* const kTokenizerFiles[] = {
-      "tokenizer.json",     "tokenizer.model",        "spiece.model",     "sentencepiece.bpe.model",
+      "tokenizer.model",        "spiece.model",     "sentencepiece.bpe.model",
       "vocab.txt",          "tokenizer_config.json",  "special_tokens_map.json", "added_tokens.json",
       "vocab.json",         "merges.txt"};
   std::vector<std::string> present;
@@ -217,6 +236,7 @@ void Tokenizer::save(const std::filesystem::path& dir) const {
   if (ec) throw TokenizerError("cannot create " + dir.string() + ": " + ec.message());
   write_vocab_json(dir / "vocab.json", model_->tokens);
   write_merges_txt(dir / "merges.txt", model_->tokens, model_->merges);
+  write_tokenizer_json(dir / "tokenizer.json", model_->tokens, model_->merges, model_->eos);
   write_tokenizer_config(dir, model_->eos);
 }
 
@@ -226,7 +246,7 @@ std::string replace_invalid_utf8(std::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   for (std::size_t i = 0; i < bytes.size();) {
     char32_t cp = 0;
-    const std::size_t n = decode_utf8(p + i, bytes.size() - i, cp);
+    const std::size_t n = utf8::decode(p + i, bytes.size() - i, cp);
     if (n == 0) {
       out += "\xEF\xBF\xBD";  // U+FFFD
       ++i;

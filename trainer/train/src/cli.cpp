@@ -18,7 +18,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
     {"config_name", &T::config_name, "config.json (or a directory holding one), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl), for a fresh model; empty = GPT-2's defaults"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
-    {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt (GPT-2 BPE); empty = the model directory's (refused if it has none, or only another tokenizer format); a fresh model: the byte-level tokenizer"},
+    {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (GPT-2 byte-level BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
     {"train_file", &T::train_file, "training text: a text file, a .jsonl file (its \"text\" members) or a folder of them (recursive; hidden and binary files skipped)"},
@@ -71,7 +71,7 @@ const OptionSpec<T> kTrainTable[] = {
 using G = GenerateOptions;
 const OptionSpec<G> kGenerateTable[] = {
     {"model", &G::model, "HF model directory to sample from (e.g. a run's output_dir)"},
-    {"tokenizer_name", &G::tokenizer_name, "directory with vocab.json + merges.txt; empty = the model directory's (refused if it has none, or only another tokenizer format)"},
+    {"tokenizer_name", &G::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json (GPT-2 byte-level BPE); empty = the model directory's (refused if it has none, or only another tokenizer format)"},
     {"prompt", &G::prompt, "text to continue; empty = start from the end-of-text token"},
     {"max_new_tokens", &G::max_new_tokens, "tokens to generate"},
     {"temperature", &G::temperature, "sampling temperature; 0 = greedy"},

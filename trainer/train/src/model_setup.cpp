@@ -21,17 +21,19 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
   }
   const std::string& dir = named ? tokenizer_name : model_dir;
   const std::string what = named ? "--tokenizer_name '" + dir + "'" : "the model directory '" + dir + "'";
-  if (Tokenizer::directory_has_vocab(dir)) return {Tokenizer::from_directory(dir), "GPT-2 BPE from " + what};
+  if (const std::string files = Tokenizer::directory_tokenizer_files(dir); !files.empty()) {
+    return {Tokenizer::from_directory(dir), "GPT-2 BPE from " + what + " (" + files + ")"};
+  }
   const std::vector<std::string> others = Tokenizer::unreadable_tokenizer_files(dir);
   std::string files;
   for (const auto& name : others) files += (files.empty() ? "" : ", ") + name;
   if (!others.empty()) {
     throw std::invalid_argument(what + " carries its tokenizer as " + files +
-                                " without the vocab.json + merges.txt pair this trainer reads (GPT-2 byte-level BPE); "
-                                "refusing rather than tokenising differently: pass --tokenizer_name DIR holding the "
-                                "vocab.json and merges.txt of the same tokenizer");
+                                " without the vocab.json + merges.txt pair or the tokenizer.json this trainer reads "
+                                "(GPT-2 byte-level BPE); refusing rather than tokenising differently: pass "
+                                "--tokenizer_name DIR holding the same tokenizer in one of those forms");
   }
-  throw std::invalid_argument(what + " has no tokenizer (no vocab.json and merges.txt)" +
+  throw std::invalid_argument(what + " has no tokenizer (no vocab.json and merges.txt, no tokenizer.json)" +
                               (named ? std::string() : ": pass --tokenizer_name DIR with the tokenizer the model was trained with"));
 }
 

@@ -1,5 +1,5 @@
-// The trainer's tokenizer: GPT-2 byte-level BPE read from Hugging Face's vocab.json + merges.txt,
-// encoding exactly as HF's GPT2TokenizerFast does, or the plain byte tokenizer (256 bytes + EOS)
+// The trainer's tokenizer: GPT-2 byte-level BPE read from Hugging Face's vocab.json + merges.txt
+// or from HF tokenizers' tokenizer.json, encoding exactly as HF's GPT2TokenizerFast does, or the plain byte tokenizer (256 bytes + EOS)
 // when no vocabulary is given. Torch-free: token ids are plain integers; the training loop turns
 // spans of them into tensors.
 //
@@ -48,13 +48,19 @@ class Tokenizer {
   // "<|endoftext|>"'s id in vocab.json, or the next free id when the vocabulary lacks it (as HF).
   static Tokenizer from_files(const std::filesystem::path& vocab_json,
                               const std::filesystem::path& merges_txt);
-  // from_files(dir/vocab.json, dir/merges.txt).
+  // GPT-2 BPE from HF tokenizers' tokenizer.json (what transformers 5 saves). Throws
+  // TokenizerError naming the file and the component when it describes any other tokenizer
+  // (another model type, normalizer, pre-tokenizer or split pattern, a post-processor that adds
+  // tokens, added tokens other than "<|endoftext|>"), or when its vocabulary or merges are bad.
+  static Tokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
+  // dir/vocab.json + dir/merges.txt when both are there, else dir/tokenizer.json.
   static Tokenizer from_directory(const std::filesystem::path& dir);
-  // Whether dir holds vocab.json and merges.txt.
-  static bool directory_has_vocab(const std::filesystem::path& dir);
-  // The files through which dir carries a tokenizer this class does not read (HF tokenizers'
-  // tokenizer.json, SentencePiece models, WordPiece vocab.txt, tokenizer_config.json and the like,
-  // or one half of vocab.json + merges.txt), when it lacks the vocab.json + merges.txt pair.
+  // Which of those from_directory reads: "vocab.json + merges.txt", "tokenizer.json", or empty
+  // when dir holds neither.
+  static std::string directory_tokenizer_files(const std::filesystem::path& dir);
+  // The files through which dir carries a tokenizer this class does not read (SentencePiece
+  // models, WordPiece vocab.txt, tokenizer_config.json and the like, or one half of vocab.json +
+  // merges.txt), when it holds neither form from_directory reads.
   static std::vector<std::string> unreadable_tokenizer_files(const std::filesystem::path& dir);
 
   // Copies share the (immutable) vocabulary and start with an empty piece cache.
@@ -82,7 +88,8 @@ class Tokenizer {
   const std::string& fingerprint() const;
 
   // Writes dir/vocab.json and dir/merges.txt in HF's format (the byte tokenizer too: its 257
-  // entries and no merges), and tokenizer_config.json + special_tokens_map.json naming
+  // entries and no merges), the same as dir/tokenizer.json (HF tokenizers' format, as
+  // transformers 5 saves it), and tokenizer_config.json + special_tokens_map.json naming
   // "<|endoftext|>" the special token, so AutoTokenizer.from_pretrained(dir) encodes the same.
   void save(const std::filesystem::path& dir) const;
 
