@@ -46,6 +46,42 @@ model::Gpt2Config tiny() {
   return c;
 }
 
+// Every parameter's gradient (after a backward) against HF's "grad/<name>" in the reference.
+void expect_hf_gradients(model::Gpt2LmHeadModel& m, const io::NamedTensors& ref) {
+  std::size_t compared = 0;
+  for (const auto& item : m->named_parameters()) {
+    INFO(item.key());
+    at::Tensor theirs = named(ref, "grad/" + item.key());
+    const at::Tensor& ours = item.value().grad();
+    REQUIRE(ours.defined());
+    const std::string& name = item.key();
+    if (name.ends_with("c_attn.weight") || name.ends_with("c_proj.weight") || name.ends_with("c_fc.weight")) {
+      theirs = theirs.t();  // HF's Conv1D [in, out] (attn.c_proj is square: go by name, not shape)
+    }
+    const double scale = theirs.abs().max().item<double>();
+    const double diff = (ours - theirs).abs().max().item<double>();
+    CHECK(diff <= 1e-5 * std::max(1.0, scale));
+    ++compared;
+  }
+  CHECK(compared == m->parameters().size());
+}
+
+// Saves m (with a stand-in vocab.json) into dir/out and has transformers' AutoModelForCausalLM
+// load it and compare its logits and loss with ours on a random batch.
+void expect_transformers_loads(model::Gpt2LmHeadModel& m, const testing::ScratchDir& dir) {
+  std::ofstream(dir / "vocab.json") << R"({"a": 0})";
+  io::save_hf_model(m, dir / "out", {dir / "vocab.json"});
+  CHECK(fs::exists(dir / "out" / "vocab.json"));
+  const at::Tensor ids = at::randint(0, m->config().vocab_size, {2, 16});
+  at::Tensor labels = ids.clone();
+  labels.index_put_({1, 4}, -100);
+  at::NoGradGuard no_grad;
+  const auto out = m->forward(ids, labels);
+  io::save_tensors(dir / "ours.safetensors",
+                   {{"input_ids", ids}, {"labels", labels}, {"logits", out.logits}, {"loss", out.loss.reshape({1})}});
+  CHECK(run_python("check " + (dir / "out").string() + " " + (dir / "ours.safetensors").string()) == 0);
+}
+
 }  // namespace
 
 TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][python]") {
@@ -78,22 +114,7 @@ TEST_CASE("gradients equal HF's for every parameter on the same weights and batc
   model::Gpt2LmHeadModel m = io::load_hf_model(dir / "hf");
   m->eval();  // dropout off, as on the HF side; gradients still flow
   m->forward(named(ref, "input_ids"), named(ref, "labels")).loss.backward();
-  std::size_t compared = 0;
-  for (const auto& item : m->named_parameters()) {
-    INFO(item.key());
-    at::Tensor theirs = named(ref, "grad/" + item.key());
-    const at::Tensor& ours = item.value().grad();
-    REQUIRE(ours.defined());
-    const std::string& name = item.key();
-    if (name.ends_with("c_attn.weight") || name.ends_with("c_proj.weight") || name.ends_with("c_fc.weight")) {
-      theirs = theirs.t();  // HF's Conv1D [in, out] (attn.c_proj is square: go by name, not shape)
-    }
-    const double scale = theirs.abs().max().item<double>();
-    const double diff = (ours - theirs).abs().max().item<double>();
-    CHECK(diff <= 1e-5 * std::max(1.0, scale));
-    ++compared;
-  }
-  CHECK(compared == m->parameters().size());
+  expect_hf_gradients(m, ref);
 }
 
 TEST_CASE("a saved model loads in transformers with the same logits", "[hf][python]") {
@@ -105,18 +126,7 @@ TEST_CASE("a saved model loads in transformers with the same logits", "[hf][pyth
     for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
   }
   m->eval();
-  std::ofstream(dir / "vocab.json") << R"({"a": 0})";
-  io::save_hf_model(m, dir / "out", {dir / "vocab.json"});
-  CHECK(fs::exists(dir / "out" / "vocab.json"));
-
-  const at::Tensor ids = at::randint(0, 50, {2, 16});
-  at::Tensor labels = ids.clone();
-  labels.index_put_({1, 4}, -100);
-  at::NoGradGuard no_grad;
-  const auto out = m->forward(ids, labels);
-  io::save_tensors(dir / "ours.safetensors",
-                   {{"input_ids", ids}, {"labels", labels}, {"logits", out.logits}, {"loss", out.loss.reshape({1})}});
-  CHECK(run_python("check " + (dir / "out").string() + " " + (dir / "ours.safetensors").string()) == 0);
+  expect_transformers_loads(m, dir);
 
   // And it loads back into our model bit-exactly.
   const model::Gpt2LmHeadModel back = io::load_hf_model(dir / "out");
@@ -169,6 +179,33 @@ TEST_CASE("a model saved in shards loads in transformers and back into ours", "[
   CHECK(fs::exists(out / "model.safetensors"));
   CHECK_FALSE(fs::exists(out / "model.safetensors.index.json"));
   CHECK_FALSE(fs::exists(out / shards.front()));
+}
+
+TEST_CASE("an untied LM head loads with HF's logits and gradients, trains its own weight and saves back", "[hf][python][untied]") {
+  testing::ScratchDir dir;
+  REQUIRE(run_python("make " + dir.path().string() + " 13 untied") == 0);
+  const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
+  model::Gpt2LmHeadModel m = io::load_hf_model(dir / "hf");
+  REQUIRE_FALSE(m->config().tie_word_embeddings);
+  REQUIRE(m->lm_head);
+  CHECK_FALSE(at::equal(m->lm_head->weight, m->transformer->wte->weight));
+  m->eval();
+  const auto out = m->forward(named(ref, "input_ids"), named(ref, "labels"));
+  CHECK((out.logits - named(ref, "logits")).abs().max().item<double>() < 1e-5);
+  CHECK(std::abs(out.loss.item<double>() - named(ref, "loss").item<double>()) < 1e-5);
+  out.loss.backward();
+  expect_hf_gradients(m, ref);  // lm_head.weight's and wte's apart
+  {
+    at::NoGradGuard no_grad;  // a training step's worth of change in the head alone
+    m->lm_head->weight.add_(m->lm_head->weight.grad(), -0.5);
+  }
+  const io::NamedTensors saved = io::to_hf_state_dict(m);
+  CHECK(at::equal(named(saved, "lm_head.weight"), m->lm_head->weight));
+  expect_transformers_loads(m, dir);  // the changed head is the one transformers computes with
+  const model::Gpt2LmHeadModel back = io::load_hf_model(dir / "out");
+  CHECK(at::equal(back->lm_head->weight, m->lm_head->weight));
+  CHECK(model::parameter_count(m->config()) == static_cast<double>(
+      [&] { std::int64_t n = 0; for (const auto& p : m->parameters()) n += p.numel(); return n; }()));
 }
 
 TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {

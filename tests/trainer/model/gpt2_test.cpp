@@ -112,7 +112,10 @@ TEST_CASE("gpt2 is causal: later tokens never change earlier logits", "[gpt2]") 
 
 TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a time", "[gpt2][decode]") {
   torch::manual_seed(2);
-  Gpt2LmHeadModel m(tiny());
+  Gpt2Config config = tiny();
+  config.tie_word_embeddings = GENERATE(true, false);  // the untied head decodes through lm_head too
+  Gpt2LmHeadModel m(config);
+  CHECK(static_cast<bool>(m->lm_head) == !config.tie_word_embeddings);
   m->eval();
   at::NoGradGuard no_grad;
   const at::Tensor ids = at::randint(0, 67, {2, 24});  // up to n_positions

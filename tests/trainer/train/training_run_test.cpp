@@ -256,6 +256,33 @@ TEST_CASE("report_to none writes no event files and logging_dir puts them where 
   CHECK(trainer_test::read_with_tensorboard(dir.file("tb/here")).scalars.at("train/loss").size() == 2);
 }
 
+TEST_CASE("a model with an untied LM head trains, resumes exactly and exports its own head", "[train][resume][untied]") {
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", word_salad());
+  const auto args = [&](const std::string& output) {
+    return std::vector<std::string>{"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", output,
+                                    "--cache_dir", dir.file("cache"), "--config_overrides", kTinyModel + ",tie_word_embeddings=false,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
+                                    "--block_size", "16", "--max_steps", "8", "--save_steps", "4", "--logging_steps", "1",
+                                    "--learning_rate", "3e-3", "--threads", "1", "--report_to", "none"};
+  };
+  expect_ok(run_trainer(args(dir.file("full"))));
+  std::vector<std::string> resume = args(dir.file("resumed"));
+  resume.insert(resume.end(), {"--resume_from_checkpoint", dir.file("full/checkpoint-4")});
+  expect_ok(run_trainer(resume));
+  CHECK(read_file(dir.file("resumed/model.safetensors")) == read_file(dir.file("full/model.safetensors")));
+  CHECK(read_file(dir.file("full/model.safetensors")).find("lm_head.weight") != std::string::npos);
+  CHECK(llmrdzv::json::parse(read_file(dir.file("full/config.json"))).find("tie_word_embeddings")->as_bool() == false);
+  // And on 2 ranks with the optimizer offloaded, the same losses as one rank.
+  std::vector<std::string> two = args(dir.file("two"));
+  two.insert(two.end(), {"--nproc", "2", "--per_device_train_batch_size", "4", "--offload", "optimizer"});
+  std::vector<std::string> one = args(dir.file("one"));
+  one.insert(one.end(), {"--per_device_train_batch_size", "8"});
+  expect_ok(run_trainer(two));
+  expect_ok(run_trainer(one));
+  trainer_test::expect_close(trainer_test::metric_series(dir.file("two/metrics.jsonl"), "loss"),
+                             trainer_test::metric_series(dir.file("one/metrics.jsonl"), "loss"), 1e-5);
+}
+
 TEST_CASE("a damaged checkpoint is refused and 'latest' falls back to the previous one", "[train][resume][errors]") {
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;

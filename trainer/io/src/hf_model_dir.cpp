@@ -1,5 +1,5 @@
 // Loading and saving Hugging Face GPT-2 directories: name mapping (optional "transformer."
-// prefix), Conv1D <-> Linear transposition, tied-head checks, config.json and tokenizer files.
+// prefix), Conv1D <-> Linear transposition, tied-head checks and untied heads (lm_head.weight), config.json and tokenizer files.
 #include "llmrdzv/io/hf_model_dir.hpp"
 
 #include <ATen/ops/equal.h>
@@ -84,7 +84,8 @@ void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path
   std::map<std::string, at::Tensor> params;
   for (auto& item : model->named_parameters()) params.emplace(item.key(), item.value());
   std::set<std::string> loaded;
-  at::Tensor lm_head;
+  const bool tied = model->config().tie_word_embeddings;
+  at::Tensor lm_head;  // tied: a copy of wte some files carry, checked against it
   at::NoGradGuard no_grad;
 
   for (const fs::path& path : files) {
@@ -96,11 +97,12 @@ void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path
     }
     for (const TensorInfo& info : file.tensors()) {
       if (is_ignored_buffer(info.name)) continue;
-      if (info.name == "lm_head.weight") {
+      if (tied && info.name == "lm_head.weight") {
         lm_head = tensor_from(file, info, /*alias=*/true);  // compared with wte once that is loaded
         continue;
       }
-      const std::string name = info.name.starts_with("transformer.") ? info.name : "transformer." + info.name;
+      const std::string name =
+          info.name.starts_with("transformer.") || info.name == "lm_head.weight" ? info.name : "transformer." + info.name;
       const auto it = params.find(name);
       if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a GPT-2 parameter)");
       if (!loaded.insert(name).second) fail("tensor \"" + name + "\" appears twice (with and without the transformer. prefix, or in two shards)");
@@ -123,7 +125,9 @@ void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path
   const at::Tensor& wte = params.at("transformer.wte.weight");
   if (lm_head.defined() && (lm_head.sizes() != wte.sizes() || !at::equal(lm_head.to(wte.scalar_type()), wte.cpu()))) {
     throw HfFormatError(weights_path.string() +
-                        ": lm_head.weight differs from transformer.wte.weight; only tied LM heads are supported");
+                        ": lm_head.weight differs from transformer.wte.weight, but the config ties them "
+                        "(tie_word_embeddings is true, the default): set \"tie_word_embeddings\": false in config.json "
+                        "for a model with its own LM head");
   }
 }
 

@@ -1,5 +1,5 @@
 // The GPT-2 modules: attention via fused scaled-dot-product attention, GELU-tanh MLP, pre-LN
-// blocks, learned positions, tied LM head, HF initialisation, HF's shifted LM loss, and decoding
+// blocks, learned positions, tied (or untied) LM head, HF initialisation, HF's shifted LM loss, and decoding
 // with a KV cache for generation.
 #include "llmrdzv/model/gpt2.hpp"
 
@@ -225,7 +225,14 @@ torch::Tensor Gpt2ModelImpl::forward_cached(const torch::Tensor& input_ids, KvCa
 Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(Gpt2Config config, WeightInit init) : config_(std::move(config)) {
   validate(config_, "model config");
   transformer = register_module("transformer", Gpt2Model(config_));
+  if (!config_.tie_word_embeddings) {
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(config_.n_embd, config_.vocab_size).bias(false)));
+  }
   if (init == WeightInit::hf) init_weights();
+}
+
+const torch::Tensor& Gpt2LmHeadModelImpl::head_weight() const {
+  return lm_head ? lm_head->weight : transformer->wte->weight;
 }
 
 void Gpt2LmHeadModelImpl::init_weights() {
@@ -288,7 +295,7 @@ torch::Tensor Gpt2LmHeadModelImpl::decode(const torch::Tensor& input_ids, KvCach
     throw std::invalid_argument("the KV cache was made for another model, batch size, device or dtype (new_cache)");
   }
   const torch::Tensor hidden = transformer->forward_cached(input_ids, cache);
-  return fast_linear(hidden.select(1, -1), transformer->wte->weight);
+  return fast_linear(hidden.select(1, -1), head_weight());
 }
 
 CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
@@ -299,7 +306,7 @@ CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, cons
   const bool checkpoint = checkpointing_ && is_training();
   const torch::Tensor hidden = transformer->forward(input_ids, checkpoint);
   CausalLmOutput out;
-  out.logits = fast_linear(hidden, transformer->wte->weight);
+  out.logits = fast_linear(hidden, head_weight());
   if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels);
   return out;
 }

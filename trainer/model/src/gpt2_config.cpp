@@ -164,15 +164,15 @@ void validate(const Gpt2Config& c, std::string_view origin) {
                        std::to_string(c.vocab_size) + ")");
     }
   }
-  if (!c.tie_word_embeddings) fail(origin, "tie_word_embeddings=false is not supported (the LM head is tied)");
   if (parameter_count(c) > kMaxParameters) fail(origin, describe_size(c) + ", more than any machine holds");
 }
 
 double parameter_count(const Gpt2Config& c) {
   const double e = static_cast<double>(c.n_embd), inner = static_cast<double>(c.inner_dim());
   const double per_layer = 2 * e + (e * 3 * e + 3 * e) + (e * e + e) + 2 * e + (e * inner + inner) + (inner * e + e);
+  const double head = c.tie_word_embeddings ? 0 : static_cast<double>(c.vocab_size) * e;
   return static_cast<double>(c.vocab_size) * e + static_cast<double>(c.n_positions) * e +
-         static_cast<double>(c.n_layer) * per_layer + 2 * e;
+         static_cast<double>(c.n_layer) * per_layer + 2 * e + head;
 }
 
 std::string describe_size(const Gpt2Config& c) {

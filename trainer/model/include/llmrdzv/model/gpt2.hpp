@@ -1,8 +1,9 @@
 // The GPT-2 causal LM as LibTorch modules whose parameter names are Hugging Face's
 // (transformer.wte, transformer.h.{i}.attn.c_attn, ..., transformer.ln_f), so named_parameters()
 // maps one-to-one onto HF state dicts. Linear weights are torch's [out, in] (HF's Conv1D stores
-// [in, out]; llmrdzv::io transposes on load/save). lm_head is tied to transformer.wte and is not a
-// separate parameter.
+// [in, out]; llmrdzv::io transposes on load/save). The LM head is tied to transformer.wte (GPT-2's
+// default, no parameter of its own) unless the config says tie_word_embeddings=false: then it is
+// lm_head.weight [vocab_size, n_embd], a parameter like the others, as in HF.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -140,10 +141,13 @@ class Gpt2LmHeadModelImpl : public torch::nn::Module {
   const Gpt2Config& config() const { return config_; }
 
   Gpt2Model transformer{nullptr};
+  torch::nn::Linear lm_head{nullptr};  // only with tie_word_embeddings=false
 
  private:
   // 2-D int64 ids within the vocabulary, positions past.. within n_positions.
   void check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const;
+  // The LM head's weight [vocab_size, n_embd]: lm_head.weight, or transformer.wte.weight when tied.
+  const torch::Tensor& head_weight() const;
 
   Gpt2Config config_;
   bool checkpointing_ = false;

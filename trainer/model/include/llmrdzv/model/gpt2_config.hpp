@@ -43,11 +43,11 @@ struct Gpt2Config {
 };
 
 // Throws ConfigError when a value is out of its domain (sizes >= 1, n_embd divisible by n_head,
-// dropouts in [0, 1), epsilon > 0, a known activation, token ids inside the vocabulary, only tied
-// embeddings, at most kMaxParameters parameters). `origin` names where the config came from.
+// dropouts in [0, 1), epsilon > 0, a known activation, token ids inside the vocabulary, at most
+// kMaxParameters parameters). `origin` names where the config came from.
 void validate(const Gpt2Config& config, std::string_view origin);
 
-// The parameters the config implies (the tied LM head counted once), in double: a config with
+// The parameters the config implies (a tied LM head counted once, an untied one apart), in double: a config with
 // absurd sizes must be described, not overflow.
 double parameter_count(const Gpt2Config& config);
 // A trillion parameters (4 TB in fp32): more than any machine this trainer runs on holds.
