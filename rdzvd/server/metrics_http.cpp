@@ -115,7 +115,11 @@ Answer answer_request(const std::string& line, const MetricsHttpServer::Shared& 
   path.resize(std::min(path.size(), path.find('?')));  // a query string changes nothing
   if (path != "/metrics") return {404, "Not Found", "only /metrics is served here\n"};
   if (method != "GET" && method != "HEAD") return {405, "Method Not Allowed", "/metrics takes GET or HEAD\n"};
-  return {200, "OK", shared.render(), method == "HEAD"};
+  try {
+    return {200, "OK", shared.render(), method == "HEAD"};
+  } catch (const std::exception& e) {  // out of memory, say: the daemon goes on serving rendezvous
+    return {500, "Internal Server Error", std::string("cannot render the metrics: ") + e.what() + "\n"};
+  }
 }
 
 }  // namespace

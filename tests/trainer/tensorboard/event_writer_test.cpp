@@ -111,6 +111,28 @@ TEST_CASE("a torn record from a killed run is tolerated by TensorBoard and cut b
   CHECK(read_with_tensorboard(logdir).scalars.at("train/loss") == expected_loss(1, 6, 0.0));
 }
 
+TEST_CASE("a corrupt record in the middle of a file is left as it is, not rewritten away", "[tensorboard]") {
+  llmrdzv::testing::ScratchDir dir("tb");
+  const auto logdir = dir / "run";
+  std::filesystem::path file;
+  {
+    EventWriter writer(logdir, std::nullopt);
+    log_steps(writer, 1, 6, 0.0);
+    file = writer.path();
+  }
+  std::string bytes = llmrdzv::testing::read_file(file.string());
+  const RecordScan before = scan_records(bytes);
+  REQUIRE(before.records.size() == 7);  // the file version and 6 steps
+  bytes[static_cast<std::size_t>(before.records[3].data() - bytes.data())] ^= 0x01;  // step 3's data
+  dir.write("run/" + file.filename().string(), bytes);
+  const auto changed = trim_event_files(logdir, 1);
+  REQUIRE(changed.size() == 1);
+  CHECK(changed[0].left_alone);
+  CHECK(changed[0].events_removed == 0);
+  CHECK_THAT(changed[0].damage, Catch::Contains("checksum"));
+  CHECK(llmrdzv::testing::read_file(file.string()) == bytes);  // steps 4-6 after it are still there
+}
+
 TEST_CASE("trim_event_files reports what it removed and leaves undamaged files alone", "[tensorboard]") {
   llmrdzv::testing::ScratchDir dir("tb");
   const auto logdir = dir / "run";
@@ -129,6 +151,7 @@ TEST_CASE("trim_event_files reports what it removed and leaves undamaged files a
   CHECK(changed[0].path == file);
   CHECK(changed[0].events_removed == 4);
   CHECK(changed[0].damage.empty());
+  CHECK_FALSE(changed[0].left_alone);
   CHECK(read_with_tensorboard(logdir).scalars.at("train/loss") == expected_loss(1, 2, 0.0));
   CHECK(trim_event_files(dir / "missing", 0).empty());
 }

@@ -88,7 +88,7 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   ScratchDir other("tok-fp2");
   const Tokenizer two = hand_vocab(other, {"ab", "ba"}, {"a b", "b a"});
   CHECK(two.fingerprint() != one.fingerprint());
-  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "vocab.json + merges.txt");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "tokenizer.json (the same as vocab.json + merges.txt)");
   CHECK(Tokenizer::directory_tokenizer_files(scratch.path()).empty());
   CHECK(Tokenizer::unreadable_tokenizer_files(scratch / "saved").empty());  // its tokenizer_config.json too
   // Another format, or half of the pair: named, so a caller can refuse instead of guessing.
@@ -104,6 +104,12 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   foreign.write("tokenizer.json", "{}");
   CHECK(Tokenizer::directory_tokenizer_files(foreign.path()) == "tokenizer.json");
   CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).empty());
+  // Both forms in one directory must say the same: a stale merges.txt next to tokenizer.json is refused.
+  scratch.write("saved/merges.txt", "#version: 0.2\n");
+  CHECK_THROWS_WITH(Tokenizer::from_directory(scratch / "saved"), Catch::Contains("describe different tokenizers"));
+  std::filesystem::remove(scratch / "saved" / "tokenizer.json");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "vocab.json + merges.txt");
+  CHECK(Tokenizer::from_directory(scratch / "saved").fingerprint() != one.fingerprint());
   // Copies share the vocabulary and encode alike.
   const Tokenizer copy = one;
   CHECK(copy.encode("ab ab abab") == one.encode("ab ab abab"));

@@ -115,7 +115,8 @@ TEST_CASE("a GPT-2-style tokenizer.json reads as the same tokenizer as its vocab
   from_json.save(scratch / "pair");
   CHECK(Tokenizer::from_directory(scratch / "pair").fingerprint() == from_json.fingerprint());
   // "left right" merges (older tokenizers), and a missing post-processor and decoder, read alike.
-  const std::string old_style = tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[\"a b\"]"}, {"\"post_processor\": {", "\"post_processor\": null, \"x\": {"}});
+  const std::string old_style = tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[\"a b\"]"}, {"\"post_processor\": {", "\"post_processor\": null, \"x\": {"},
+                                                          {"\"decoder\": {", "\"decoder\": null, \"y\": {"}});
   scratch.write("old/tokenizer.json", old_style);
   CHECK(Tokenizer::from_directory(scratch / "old").fingerprint() == from_json.fingerprint());
 }
@@ -135,7 +136,7 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   refused({"\"add_prefix_space\": false", "\"add_prefix_space\": true"}, "pre_tokenizer.add_prefix_space = true");
   refused({"\"use_regex\": true", "\"use_regex\": false"}, "pre_tokenizer.use_regex = false");
   refused({"[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]", "[{\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
-          "post_processor TemplateProcessing: its template adds special tokens");
+          "post_processor TemplateProcessing: its template adds to every text (special tokens");
   refused({"\"type\": \"TemplateProcessing\"", "\"type\": \"RobertaProcessing\""}, "post_processor RobertaProcessing");
   refused({"\"decoder\": {\"type\": \"ByteLevel\"", "\"decoder\": {\"type\": \"Metaspace\""}, "decoder Metaspace");
   refused({"\"type\": \"BPE\"", "\"type\": \"WordPiece\""}, "model WordPiece");
@@ -147,6 +148,12 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   refused({"\"continuing_subword_prefix\": \"\"", "\"continuing_subword_prefix\": \"##\""}, "model.continuing_subword_prefix");
   refused({"\"content\": \"<|endoftext|>\"", "\"content\": \"<pad>\""}, "added_tokens[0] \"<pad>\"");
   refused({"\"id\": 256, \"content\"", "\"id\": 12, \"content\""}, "added_tokens[0].id");
+  refused({"\"added_tokens\": [{", "\"added_tokens\": [], \"x\": [{"}, "added_tokens: expected exactly one added token");
+  refused({"\"lstrip\": false", "\"lstrip\": true"}, "added_tokens[0].lstrip = true");
+  refused({"\"rstrip\": false", "\"rstrip\": true"}, "added_tokens[0].rstrip = true");
+  refused({"\"special\": true", "\"special\": false"}, "added_tokens[0].special = false");
+  refused({"[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]", "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
+          "post_processor TemplateProcessing: its template adds");
   // Bad vocabularies and merges: the same checks as vocab.json and merges.txt, named by JSON path.
   CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[[\"a\", \"b\"], [\"a\", \"b\"]]"}})),
              Contains("model.merges[1]: duplicate merge \"a b\" (first at model.merges[0])"));

@@ -234,6 +234,16 @@ TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed
   const auto fork = result_curves(tensorboard_dir(dir.file("fork")));
   REQUIRE(fork.at("train/loss").size() == 12);
   CHECK(fork.at("train/loss").front().first == 13);
+
+  // An output_dir moved elsewhere takes its curves along: its resume continues the moved copy.
+  fs::copy(dir.file("full"), dir.file("moved"), fs::copy_options::recursive);
+  std::vector<std::string> moved = resume_run_args(dir, dir.file("moved"));
+  moved.insert(moved.end(), {"--resume_from_checkpoint", dir.file("moved/checkpoint-12")});
+  const RunResult resumed = run_trainer(moved);
+  expect_ok(resumed);
+  CHECK_THAT(resumed.out, Catch::Contains("TensorBoard: removed 14 events after step 12 from " + dir.file("moved/runs/")));
+  CHECK(result_curves(logdir) == before);
+  CHECK(result_curves(tensorboard_dir(dir.file("moved"))) == before);  // steps 13-24 again, each once
 }
 
 TEST_CASE("report_to none writes no event files and logging_dir puts them where asked", "[train][tensorboard]") {

@@ -67,7 +67,8 @@ Event event_at(std::int64_t step) {
 TrimmedFile trim_file(const fs::path& path, std::int64_t last_kept_step) {
   const std::string bytes = read_file(path);
   const RecordScan scan = scan_records(bytes);
-  TrimmedFile trimmed{path, 0, scan.damage};
+  TrimmedFile trimmed{path, 0, scan.damage, !scan.damage.empty() && !scan.torn};
+  if (trimmed.left_alone) return trimmed;
   std::string kept;
   for (const std::string_view record : scan.records) {
     Event event;
@@ -101,7 +102,7 @@ std::vector<TrimmedFile> trim_event_files(const fs::path& logdir, std::int64_t l
   std::vector<TrimmedFile> changed;
   for (const fs::path& file : files) {
     TrimmedFile trimmed = trim_file(file, last_kept_step);
-    if (trimmed.events_removed > 0 || !trimmed.damage.empty()) changed.push_back(std::move(trimmed));
+    if (trimmed.events_removed > 0 || !trimmed.damage.empty()) changed.push_back(std::move(trimmed));  // cut or left alone
   }
   return changed;
 }
@@ -110,17 +111,22 @@ EventWriter::EventWriter(const fs::path& logdir, std::optional<std::int64_t> res
   std::error_code ec;
   fs::create_directories(logdir, ec);
   if (ec) throw std::runtime_error("cannot create TensorBoard log directory '" + logdir.string() + "': " + ec.message());
-  if (resume_after_step) trim_event_files(logdir, *resume_after_step);
+  if (resume_after_step) trimmed_ = trim_event_files(logdir, *resume_after_step);
   path_ = new_file_name(logdir);
   file_ = std::fopen(path_.c_str(), "wbx");
   if (!file_) throw std::runtime_error("cannot create TensorBoard event file '" + path_.string() + "': " + std::strerror(errno));
-  Event version = event_at(0);
-  version.set_file_version("brain.Event:2");
-  append(serialized(version));
-  if (resume_after_step) {
-    Event start = event_at(*resume_after_step + 1);
-    start.mutable_session_log()->set_status(SessionLog::START);
-    append(serialized(start));
+  try {
+    Event version = event_at(0);
+    version.set_file_version("brain.Event:2");
+    append(serialized(version));
+    if (resume_after_step) {
+      Event start = event_at(*resume_after_step + 1);
+      start.mutable_session_log()->set_status(SessionLog::START);
+      append(serialized(start));
+    }
+  } catch (...) {
+    std::fclose(file_);  // the destructor does not run for a constructor that throws
+    throw;
   }
 }
 

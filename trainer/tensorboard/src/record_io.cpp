@@ -59,6 +59,7 @@ RecordScan scan_records(std::string_view bytes) {
     const std::string where = "record at byte " + std::to_string(at) + ": ";
     if (rest.size() < 12) {
       scan.damage = where + "torn header (" + std::to_string(rest.size()) + " bytes)";
+      scan.torn = true;
       break;
     }
     if (get_le(rest.substr(8), 4) != masked_crc32c(rest.substr(0, 8))) {
@@ -69,6 +70,7 @@ RecordScan scan_records(std::string_view bytes) {
     if (length > rest.size() - 12 || rest.size() - 12 - length < 4) {
       scan.damage = where + "torn data (" + std::to_string(length) + " bytes announced, " +
                     std::to_string(rest.size() - 12) + " present with the checksum)";
+      scan.torn = true;
       break;
     }
     const std::string_view data = rest.substr(12, length);

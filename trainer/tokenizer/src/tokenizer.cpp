@@ -128,20 +128,27 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& tokenizer_
 namespace {
 constexpr const char* kVocabPair = "vocab.json + merges.txt";
 constexpr const char* kTokenizerJson = "tokenizer.json";
+constexpr const char* kBoth = "tokenizer.json (the same as vocab.json + merges.txt)";
 }  // namespace
 
 std::string Tokenizer::directory_tokenizer_files(const std::filesystem::path& dir) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(dir / "vocab.json", ec) && std::filesystem::is_regular_file(dir / "merges.txt", ec)) {
-    return kVocabPair;
-  }
-  if (std::filesystem::is_regular_file(dir / kTokenizerJson, ec)) return kTokenizerJson;
-  return {};
+  const bool pair = std::filesystem::is_regular_file(dir / "vocab.json", ec) && std::filesystem::is_regular_file(dir / "merges.txt", ec);
+  const bool json = std::filesystem::is_regular_file(dir / kTokenizerJson, ec);
+  return json && pair ? kBoth : json ? kTokenizerJson : pair ? kVocabPair : "";
 }
 
 Tokenizer Tokenizer::from_directory(const std::filesystem::path& dir) {
-  if (directory_tokenizer_files(dir) == kTokenizerJson) return from_tokenizer_json(dir / kTokenizerJson);
-  return from_files(dir / "vocab.json", dir / "merges.txt");
+  const std::string files = directory_tokenizer_files(dir);
+  if (files == kVocabPair || files.empty()) return from_files(dir / "vocab.json", dir / "merges.txt");
+  // tokenizer.json is what transformers' tokenizers use when it is there; a pair next to it that
+  // says otherwise would make the slow and fast tokenizers disagree, so it must say the same.
+  Tokenizer tokenizer = from_tokenizer_json(dir / kTokenizerJson);
+  if (files == kBoth && from_files(dir / "vocab.json", dir / "merges.txt").fingerprint() != tokenizer.fingerprint()) {
+    throw TokenizerError(dir.string() + ": tokenizer.json and vocab.json + merges.txt describe different tokenizers "
+                         "(transformers uses tokenizer.json): remove the stale form or pass --tokenizer_name");
+  }
+  return tokenizer;
 }
 
 std::vector<std::string> Tokenizer::unreadable_tokenizer_files(const std::filesystem::path& dir) {

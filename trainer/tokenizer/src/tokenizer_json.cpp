@@ -87,10 +87,8 @@ class Reader {
     if (type == "TemplateProcessing") {
       const json::Value* single = member(post, where, "single");
       if (!single || !single->is_array()) refuse(where + ".single", "expected an array");
-      for (const json::Value& piece : single->as_array()) {
-        if (!member(piece, where + ".single", "Sequence")) {
-          refuse(where + " TemplateProcessing", "its template adds special tokens to every text (such as a BOS); not supported yet");
-        }
+      if (single->as_array().size() != 1 || !member(single->as_array()[0], where + ".single", "Sequence")) {
+        refuse(where + " TemplateProcessing", "its template adds to every text (special tokens such as a BOS); not supported yet");
       }
       return;
     }
@@ -149,28 +147,31 @@ class Reader {
     return result;
   }
 
-  // added_tokens: only "<|endoftext|>", at its vocabulary id or right after the vocabulary (where
-  // the Tokenizer puts it when the vocabulary lacks it).
+  // added_tokens: exactly one, "<|endoftext|>" (the Tokenizer splits it out of any text as EOS,
+  // which is what HF does with a special added token that strips nothing), at its vocabulary id or
+  // right after the vocabulary (where the Tokenizer puts it when the vocabulary lacks it).
   void check_added_tokens(const json::Value& root, const std::vector<std::string>& tokens) const {
     const json::Value* added = member(root, "(top level)", "added_tokens");
-    if (!added) return;
-    if (!added->is_array()) refuse("added_tokens", "expected an array");
-    for (std::size_t i = 0; i < added->as_array().size(); ++i) {
-      const json::Value& token = added->as_array()[i];
-      const std::string where = "added_tokens[" + std::to_string(i) + "]";
-      const std::string content = string_member(token, where, "content");
-      const json::Value* id = member(token, where, "id");
-      if (!id || !id->is_integer()) refuse(where + ".id", "expected a whole number");
-      if (content != kEndOfText) {
-        refuse(where + " \"" + content + "\"", "only \"<|endoftext|>\" is supported as an added token");
-      }
-      std::size_t expected = tokens.size();
-      for (std::size_t t = 0; t < tokens.size(); ++t) {
-        if (tokens[t] == kEndOfText) expected = t;
-      }
-      if (id->as_integer() != static_cast<std::int64_t>(expected)) {
-        refuse(where + ".id", "\"<|endoftext|>\" has id " + std::to_string(id->as_integer()) + " but its place is " + std::to_string(expected));
-      }
+    if (!added || !added->is_array() || added->as_array().size() != 1) {
+      refuse("added_tokens", "expected exactly one added token, \"<|endoftext|>\" (without it HF encodes that text as "
+                             "ordinary pieces where this trainer reads an end of text)");
+    }
+    const json::Value& token = added->as_array()[0];
+    const std::string where = "added_tokens[0]";
+    const std::string content = string_member(token, where, "content");
+    if (content != kEndOfText) refuse(where + " \"" + content + "\"", "only \"<|endoftext|>\" is supported as an added token");
+    require_flag(token, where, "special", true, false, "a non-special <|endoftext|>");
+    for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
+      require_flag(token, where, flag, false, false, std::string(flag) + " (whitespace around <|endoftext|> absorbed or required)");
+    }
+    const json::Value* id = member(token, where, "id");
+    if (!id || !id->is_integer()) refuse(where + ".id", "expected a whole number");
+    std::size_t expected = tokens.size();
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+      if (tokens[t] == kEndOfText) expected = t;
+    }
+    if (id->as_integer() != static_cast<std::int64_t>(expected)) {
+      refuse(where + ".id", "\"<|endoftext|>\" has id " + std::to_string(id->as_integer()) + " but its place is " + std::to_string(expected));
     }
   }
 

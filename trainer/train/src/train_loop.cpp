@@ -114,16 +114,17 @@ double evaluate(model::Gpt2LmHeadModel& model, const EvalBlocks& blocks, Trainin
   return totals[0] / totals[1];
 }
 
-// TensorBoard's directory (absolute, as checkpoints record it): --logging_dir, else the one of the
-// run being resumed when its checkpoint is in this output_dir (a run resumed into another
-// output_dir is a run of its own and leaves the original's curves alone), else transformers'
-// default <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname>.
-std::string resolve_logging_dir(const TrainOptions& o, const std::optional<VerifiedCheckpoint>& resume,
-                                const std::string& recorded) {
-  if (!o.logging_dir.empty()) return fs::absolute(o.logging_dir).string();
+// TensorBoard's directory: --logging_dir, else the one of the run being resumed when its
+// checkpoint is in this output_dir (a run resumed into another output_dir is a run of its own and
+// leaves the original's curves alone), else transformers' default
+// <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname>. `recorded` is what the checkpoint says
+// (recorded_logging_dir's form), so an output_dir moved or copied elsewhere takes its runs along.
+fs::path resolve_logging_dir(const TrainOptions& o, const std::optional<VerifiedCheckpoint>& resume,
+                             const std::string& recorded) {
+  if (!o.logging_dir.empty()) return fs::absolute(o.logging_dir);
   if (resume && !recorded.empty() &&
       fs::weakly_canonical(resume->dir).parent_path() == fs::weakly_canonical(o.output_dir)) {
-    return recorded;
+    return fs::absolute(fs::path(o.output_dir) / recorded);  // an absolute `recorded` stays as it is
   }
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -132,18 +133,39 @@ std::string resolve_logging_dir(const TrainOptions& o, const std::optional<Verif
   std::strftime(stamp, sizeof stamp, "%b%d_%H-%M-%S", &local);
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
-  return fs::absolute(fs::path(o.output_dir) / "runs" / (std::string(stamp) + "_" + host)).string();
+  return fs::absolute(fs::path(o.output_dir) / "runs" / (std::string(stamp) + "_" + host));
+}
+
+// What checkpoints record of the logging directory: relative to output_dir when inside it.
+std::string recorded_logging_dir(const TrainOptions& o, const fs::path& logging_dir) {
+  const fs::path relative = logging_dir.lexically_normal().lexically_relative(fs::absolute(o.output_dir).lexically_normal());
+  const bool inside = !relative.empty() && *relative.begin() != "..";
+  return (inside ? relative : logging_dir).string();
 }
 
 // Rank 0's outputs: the progress line, metrics.jsonl and TensorBoard's event file.
 struct Reporter {
-  Reporter(const TrainOptions& o, bool main, const LoopState& state, bool resumed)
+  Reporter(const TrainOptions& o, bool main, const fs::path& logging_dir, std::int64_t step, bool resumed)
       : main(main), progress(stdout, main && is_terminal(stdout)) {
     if (!main) return;
     metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string());
     if (o.report_to == "none") return;
-    tensorboard.emplace(state.logging_dir, resumed ? std::optional(state.global_step) : std::nullopt);
-    tensorboard->text(state.global_step, "args", "```yaml\n" + options_yaml(o) + "```");
+    tensorboard.emplace(logging_dir, resumed ? std::optional(step) : std::nullopt);
+    tensorboard->text(step, "args", "```yaml\n" + options_yaml(o) + "```");
+  }
+  // Where the TensorBoard events go, and what a resume did to the files already there.
+  void announce_tensorboard(std::int64_t step) {
+    if (!tensorboard) return;
+    message("TensorBoard: " + tensorboard->path().string());
+    for (const tensorboard::TrimmedFile& file : tensorboard->trimmed()) {
+      if (file.left_alone) {
+        message("TensorBoard: left " + file.path.string() + " as it is (" + file.damage +
+                "): its events after step " + std::to_string(step) + " may show twice");
+      } else {
+        message("TensorBoard: removed " + std::to_string(file.events_removed) + " events after step " +
+                std::to_string(step) + (file.damage.empty() ? "" : " and a torn last record") + " from " + file.path.string());
+      }
+    }
   }
   void message(const std::string& text) {
     if (main) progress.message(text);
@@ -357,12 +379,13 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
   engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
-  if (engine.is_main()) state.logging_dir = resolve_logging_dir(o, resume, state.logging_dir);
+  const fs::path logging_dir = resolve_logging_dir(o, resume, state.logging_dir);
+  state.logging_dir = recorded_logging_dir(o, logging_dir);
 
-  Reporter reporter(o, engine.is_main(), state, resume.has_value());
+  Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value());
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   reporter.message("tokenizer: " + chosen.origin);
-  if (reporter.tensorboard) reporter.message("TensorBoard: " + reporter.tensorboard->path().string());
+  reporter.announce_tensorboard(state.global_step);
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
 

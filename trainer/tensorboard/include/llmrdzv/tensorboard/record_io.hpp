@@ -25,6 +25,7 @@ struct RecordScan {
   std::vector<std::string_view> records;  // views into the scanned bytes
   std::uint64_t valid_bytes = 0;           // bytes up to the end of the last good record
   std::string damage;                      // empty, or why the bytes after valid_bytes were not read
+  bool torn = false;  // the damage is a record cut short at the end (a killed writer), not corruption
 };
 
 // The records of an event file's bytes, up to the first torn or corrupt one.

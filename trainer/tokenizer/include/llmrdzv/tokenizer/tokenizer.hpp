@@ -53,10 +53,12 @@ class Tokenizer {
   // (another model type, normalizer, pre-tokenizer or split pattern, a post-processor that adds
   // tokens, added tokens other than "<|endoftext|>"), or when its vocabulary or merges are bad.
   static Tokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
-  // dir/vocab.json + dir/merges.txt when both are there, else dir/tokenizer.json.
+  // dir/tokenizer.json when it is there (as transformers' tokenizers read it; a vocab.json +
+  // merges.txt next to it must describe the same tokenizer, else TokenizerError), else
+  // dir/vocab.json + dir/merges.txt.
   static Tokenizer from_directory(const std::filesystem::path& dir);
-  // Which of those from_directory reads: "vocab.json + merges.txt", "tokenizer.json", or empty
-  // when dir holds neither.
+  // What from_directory reads: "tokenizer.json", "tokenizer.json (the same as vocab.json +
+  // merges.txt)", "vocab.json + merges.txt", or empty when dir holds neither.
   static std::string directory_tokenizer_files(const std::filesystem::path& dir);
   // The files through which dir carries a tokenizer this class does not read (SentencePiece
   // models, WordPiece vocab.txt, tokenizer_config.json and the like, or one half of vocab.json +
