@@ -5,10 +5,10 @@
 # relies on: a start without the site secret fails at once and names it; with it, rdzvd runs as
 # llm-rdzv with no capabilities, no new privileges and a seccomp filter, cannot read the secret
 # file itself, and answers on port 29400 as soon as `systemctl start` returns (Type=notify); reload
-# is SIGHUP in place; a killed daemon is restarted, and so is a stopped (SIGSTOP) one, by the
-# watchdog; stop is clean. Installing the package's .deb over it (an upgrade, from a unit file made to look
-# older) leaves the running daemon alone but has systemd load the new unit; removing the package
-# stops the daemon. Called by deb_package_test.sh while that .deb is installed. Needs root.
+# is SIGHUP in place; it serves Prometheus metrics on 127.0.0.1:9464; a killed daemon is restarted,
+# and so is a stopped (SIGSTOP) one, by the watchdog; stop is clean. Installing the package's .deb
+# over it (an upgrade, from a unit file made to look older) leaves the running daemon alone but has
+# systemd load the new unit; removing the package stops the daemon. Called by deb_package_test.sh while that .deb is installed. Needs root.
 #   systemd_unit_test.sh DEB
 set -euo pipefail
 source "$(dirname "$0")/expect.sh"
@@ -78,6 +78,12 @@ expect 0 "" -- in_container systemctl start rdzvd.service
 expect 0 "mode=site" -- in_container rdzvctl --endpoint 127.0.0.1:29400 --timeout 1 ping
 check "rdzvd.service is not Type=notify" [ "$(property Type)" = notify ]
 check "rdzvd's STATUS= is not its listening line" grep -q "^listening on .*:29400 mode=site" <<<"$(property StatusText)"
+# The shipped rdzvd.yaml serves Prometheus metrics on loopback (a plain HTTP GET, as a scraper sends).
+metrics_page() {
+  in_container bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464 && printf "GET /metrics HTTP/1.0\r\n\r\n" >&3 && cat <&3'
+}
+expect 0 'rdzvd_build_info{version="' -- metrics_page
+expect 0 'mode="site"' -- metrics_page
 pid=$(property MainPID)
 check "rdzvd.service has no main process after start" [ "${pid:-0}" -gt 0 ]
 expect 0 "llm-rdzv" -- in_container ps -o user= -p "$pid"
