@@ -32,6 +32,13 @@ Series expected_loss(std::int64_t first, std::int64_t last, double offset) {
   return series;
 }
 
+// A finished run's event file in logdir: steps 1..last_step logged (loss = step).
+std::filesystem::path written_run(const std::filesystem::path& logdir, std::int64_t last_step) {
+  EventWriter writer(logdir, std::nullopt);
+  log_steps(writer, 1, last_step, 0.0);
+  return writer.path();
+}
+
 std::size_t event_file_count(const std::filesystem::path& dir) {
   std::size_t count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) count += entry.path().filename().string().starts_with("events.out.tfevents.");
@@ -90,12 +97,7 @@ TEST_CASE("a resumed run continues the curves without duplicate steps", "[tensor
 TEST_CASE("a torn record from a killed run is tolerated by TensorBoard and cut by the resumed writer", "[tensorboard]") {
   llmrdzv::testing::ScratchDir dir("tb");
   const auto logdir = dir / "run";
-  std::filesystem::path first_file;
-  {
-    EventWriter first(logdir, std::nullopt);
-    log_steps(first, 1, 4, 0.0);
-    first_file = first.path();
-  }
+  const std::filesystem::path first_file = written_run(logdir, 4);
   const std::string torn = frame_record(std::string(40, 'e')).substr(0, 25);
   std::ofstream(first_file, std::ios::app | std::ios::binary) << torn;
   const auto damaged_size = std::filesystem::file_size(first_file);
@@ -114,12 +116,7 @@ TEST_CASE("a torn record from a killed run is tolerated by TensorBoard and cut b
 TEST_CASE("a corrupt record in the middle of a file is left as it is, not rewritten away", "[tensorboard]") {
   llmrdzv::testing::ScratchDir dir("tb");
   const auto logdir = dir / "run";
-  std::filesystem::path file;
-  {
-    EventWriter writer(logdir, std::nullopt);
-    log_steps(writer, 1, 6, 0.0);
-    file = writer.path();
-  }
+  const std::filesystem::path file = written_run(logdir, 6);
   std::string bytes = llmrdzv::testing::read_file(file.string());
   const RecordScan before = scan_records(bytes);
   REQUIRE(before.records.size() == 7);  // the file version and 6 steps
@@ -136,12 +133,7 @@ TEST_CASE("a corrupt record in the middle of a file is left as it is, not rewrit
 TEST_CASE("trim_event_files reports what it removed and leaves undamaged files alone", "[tensorboard]") {
   llmrdzv::testing::ScratchDir dir("tb");
   const auto logdir = dir / "run";
-  std::filesystem::path file;
-  {
-    EventWriter writer(logdir, std::nullopt);
-    log_steps(writer, 1, 6, 0.0);
-    file = writer.path();
-  }
+  const std::filesystem::path file = written_run(logdir, 6);
   dir.write("run/notes.txt", "not an event file");
   const auto time_before = std::filesystem::last_write_time(file);
   CHECK(trim_event_files(logdir, 6).empty());
