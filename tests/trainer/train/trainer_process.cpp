@@ -10,7 +10,7 @@
 
 namespace trainer_test {
 
-TrainerProcess::TrainerProcess(const std::vector<std::string>& args) {
+TrainerProcess::TrainerProcess(const std::vector<std::string>& args, Stdout stdout_to) {
   // Made here, not only in the child, so that stdout_text() can read them from the start.
   const std::string out_path = capture_.write("stdout", "");
   const std::string err_path = capture_.write("stderr", "");
@@ -19,16 +19,24 @@ TrainerProcess::TrainerProcess(const std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (auto& arg : copies) argv.push_back(arg.data());
   argv.push_back(nullptr);
+  int broken_pipe[2] = {-1, -1};
+  if (stdout_to == Stdout::closed_pipe) {
+    if (pipe(broken_pipe) != 0) throw std::runtime_error("pipe failed");
+    close(broken_pipe[0]);
+  }
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    signal(SIGPIPE, SIG_DFL);  // as a shell starts a command, whatever the test runner set
+    const int out = stdout_to == Stdout::closed_pipe ? broken_pipe[1]
+                                                     : open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(out, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
     execv(argv[0], argv.data());
     _exit(127);
   }
+  if (broken_pipe[1] >= 0) close(broken_pipe[1]);
 }
 
 TrainerProcess::~TrainerProcess() { kill_now(); }
@@ -58,8 +66,8 @@ int TrainerProcess::wait() {
   return status_;
 }
 
-RunResult run_trainer(const std::vector<std::string>& args) {
-  TrainerProcess process(args);
+RunResult run_trainer(const std::vector<std::string>& args, Stdout stdout_to) {
+  TrainerProcess process(args, stdout_to);
   RunResult result;
   result.exit_code = process.wait();
   result.out = process.stdout_text();

@@ -15,13 +15,17 @@ struct RunResult {
   std::string err;
 };
 
-RunResult run_trainer(const std::vector<std::string>& args);
+// Where the child's stdout goes: a file read back by stdout_text(), or the write end of a pipe
+// whose read end is already closed (every write to it fails with EPIPE and raises SIGPIPE).
+enum class Stdout { captured, closed_pipe };
+
+RunResult run_trainer(const std::vector<std::string>& args, Stdout stdout_to = Stdout::captured);
 
 // A trainer running in the background, its output captured in files; killed (SIGKILL) and reaped
 // when the object goes.
 class TrainerProcess {
  public:
-  explicit TrainerProcess(const std::vector<std::string>& args);
+  explicit TrainerProcess(const std::vector<std::string>& args, Stdout stdout_to = Stdout::captured);
   ~TrainerProcess();
   TrainerProcess(const TrainerProcess&) = delete;
   TrainerProcess& operator=(const TrainerProcess&) = delete;

@@ -172,6 +172,23 @@ TEST_CASE("the final model is saved in shards when asked, and generate loads the
   CHECK(generated.out.starts_with("By"));
 }
 
+// SIGPIPE is what killed a survivor in an elastic run when its Gloo write hit the socket of the
+// peer just killed; a log pipe that went away raises the same signal, deterministically.
+TEST_CASE("a run whose stdout pipe has no reader any more still trains to the end and saves", "[train][signals]") {
+  ScratchDir dir("train-sigpipe");
+  dir.write("corpus.txt", kMemorise);
+  const std::string out = dir.file("out");
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "3",
+                                     "--logging_steps", "1", "--threads", "1"},
+                                    trainer_test::Stdout::closed_pipe);
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  CHECK(fs::exists(out + "/model.safetensors"));
+  CHECK(records(out + "/metrics.jsonl").size() == 3);
+}
+
 TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[train][resume]") {
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;

@@ -2,6 +2,7 @@
 // local ranks. Usage errors exit 2, a rank stopped by another rank's failure (or that could not
 // re-join an elastic rendezvous after one) exits 3, every other failure (bad corpus, model,
 // checkpoint, I/O) exits 1; each prints one "trainer: error: ..." line naming the problem.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -78,6 +79,11 @@ void train(TrainOptions options, const std::vector<std::string>& argv) {
 
 int main(int argc, char** argv) {
   using namespace llmrdzv::train;
+  // Gloo writes to its peers' sockets with plain writev, so a peer killed in the middle of a
+  // collective would take this rank down with SIGPIPE before the failure watch could report the
+  // peer or restart the survivors. Ignored, the write fails with EPIPE and Gloo raises an error the
+  // trainer handles; a closed stdout (a log pipe that went away) no longer ends a run either.
+  std::signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
   Command command;
   try {
