@@ -39,7 +39,7 @@ std::vector<TokenId> store_all(const TokenStore& store) {
 
 }  // namespace
 
-TEST_CASE("chunked stream encoding equals HF's encoding of each whole document, EOS after each") {
+TEST_CASE("chunked stream encoding equals HF's encoding of each whole document, BOS before and EOS after each") {
   ScratchDir dir("stream");
   // Whitespace runs before line breaks, CRLF, tabs and Unicode spaces: where a cut after any
   // line break would change the pieces.
@@ -56,19 +56,28 @@ TEST_CASE("chunked stream encoding equals HF's encoding of each whole document, 
   dir.write("docs/1.txt", docs[1]);
   dir.write("docs/2.txt", docs[2]);
   dir.write("docs/3.txt", docs[3]);
-  const auto oracle =
-      llmrdzv::test::hf_encode(dir / "vocab", docs, llmrdzv::test::OracleTraining{train_corpus, 600, true, true});
-  const Tokenizer tokenizer = Tokenizer::from_directory(dir / "vocab");
-  REQUIRE(tokenizer.eos_id() == oracle.eos);
+  // GPT-2 (vocab.json + merges.txt), and tokenizer.json kinds with a BOS before every document and
+  // their own cut rules: Llama 3's pattern, Llama 2's SentencePiece-style BPE (no "▁" before a
+  // continuation chunk) in both of its forms.
+  for (const std::string kind : {"", "llama3", "llama2", "llama2-legacy"}) {
+    SECTION(kind.empty() ? "gpt2" : kind) {
+      const auto vocab = dir / ("vocab-" + kind);
+      const auto oracle = llmrdzv::test::hf_encode(vocab, docs, llmrdzv::test::OracleTraining{train_corpus, 600, true, true, kind}, true);
+      const Tokenizer tokenizer = Tokenizer::from_directory(vocab);
+      REQUIRE(tokenizer.eos_id() == oracle.eos);
+      REQUIRE(tokenizer.bos_id() == oracle.bos);
+      CHECK(tokenizer.bos_id().has_value() == !kind.empty());
 
-  std::vector<TokenId> expected;
-  for (const auto& ids : oracle.ids) {
-    expected.insert(expected.end(), ids.begin(), ids.end());
-    expected.push_back(oracle.eos);
+      std::vector<TokenId> expected;
+      for (const auto& ids : oracle.ids) {
+        expected.insert(expected.end(), ids.begin(), ids.end());
+        expected.push_back(oracle.eos);
+      }
+      const SourceList sources = list_sources(dir / "docs");
+      CHECK(stream_all(sources, tokenizer, 1 << 20) == expected);
+      CHECK(stream_all(sources, tokenizer, 100) == expected);  // many chunks per document
+    }
   }
-  const SourceList sources = list_sources(dir / "docs");
-  CHECK(stream_all(sources, tokenizer, 1 << 20) == expected);
-  CHECK(stream_all(sources, tokenizer, 100) == expected);  // many chunks per document
 }
 
 TEST_CASE("the token cache is built once, reused, and rebuilt when inputs or tokenizer change") {

@@ -27,7 +27,8 @@ std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "
 namespace {
 
 OracleResult run_oracle(const std::filesystem::path& dir, const std::vector<std::string>& cases,
-                        const std::optional<OracleTraining>& training, const std::optional<std::filesystem::path>& resave) {
+                        const std::optional<OracleTraining>& training, bool with_bos,
+                        const std::optional<std::filesystem::path>& resave) {
   const std::filesystem::path cases_file = dir.string() + ".cases";
   const std::filesystem::path out_file = dir.string() + ".ids";
   {
@@ -40,7 +41,9 @@ OracleResult run_oracle(const std::filesystem::path& dir, const std::vector<std:
     command += " --train " + quoted(training->corpus) + " --vocab-size " + std::to_string(training->vocab_size);
     if (!training->with_eos) command += " --no-eos";
     if (training->keep_newlines) command += " --keep-newlines";
+    if (!training->make.empty()) command += " --make " + training->make;
   }
+  if (with_bos) command += " --bos";
   if (resave) command += " --resave " + quoted(*resave);
   if (std::system(command.c_str()) != 0) throw std::runtime_error("HF oracle failed: " + command);
 
@@ -55,10 +58,12 @@ OracleResult run_oracle(const std::filesystem::path& dir, const std::vector<std:
     result.ids.push_back(std::move(ids));
   }
   char loader[128] = {};
+  long long bos = -1;
   if (!std::getline(in, line) ||
-      std::sscanf(line.c_str(), "eos=%u vocab=%zu loader=%127s", &result.eos, &result.vocab_size, loader) != 3) {
-    throw std::runtime_error("HF oracle output lacks its eos/vocab/loader line");
+      std::sscanf(line.c_str(), "eos=%u bos=%lld vocab=%zu loader=%127s", &result.eos, &bos, &result.vocab_size, loader) != 4) {
+    throw std::runtime_error("HF oracle output lacks its eos/bos/vocab/loader line");
   }
+  if (bos >= 0) result.bos = static_cast<std::uint32_t>(bos);
   result.loader = loader;
   std::filesystem::remove(cases_file);
   std::filesystem::remove(out_file);
@@ -68,12 +73,12 @@ OracleResult run_oracle(const std::filesystem::path& dir, const std::vector<std:
 }  // namespace
 
 OracleResult hf_encode(const std::filesystem::path& dir, const std::vector<std::string>& cases,
-                       const std::optional<OracleTraining>& training) {
-  return run_oracle(dir, cases, training, std::nullopt);
+                       const std::optional<OracleTraining>& training, bool with_bos) {
+  return run_oracle(dir, cases, training, with_bos, std::nullopt);
 }
 
 void hf_resave(const std::filesystem::path& dir, const std::filesystem::path& dest) {
-  run_oracle(dir, {"x"}, std::nullopt, dest);
+  run_oracle(dir, {"x"}, std::nullopt, false, dest);
 }
 
 }  // namespace llmrdzv::test

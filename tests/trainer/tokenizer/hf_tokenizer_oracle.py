@@ -1,26 +1,32 @@
 #!/usr/bin/env python3
-"""The reference the tokenizer tests compare with: Hugging Face's GPT-2 tokenizer.
+"""The reference the tokenizer tests compare with: Hugging Face's tokenizers, through transformers.
 
-    hf_tokenizer_oracle.py DIR CASES OUT [--train CORPUS --vocab-size N [--no-eos] [--keep-newlines]]
-                           [--resave DEST]
+    hf_tokenizer_oracle.py DIR CASES OUT [--train CORPUS --vocab-size N [--no-eos] [--keep-newlines]
+                                          [--make KIND]] [--bos] [--resave DEST]
 
-With --train, first trains a byte-level BPE vocabulary on CORPUS (tokenizers'
-ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless --no-eos; line by line, or as
-one text with --keep-newlines so that merges of line breaks and spaces are learned) and saves
-DIR/vocab.json + DIR/merges.txt. Then loads DIR as a user loads an exported model (transformers'
-AutoTokenizer when DIR has a tokenizer_config.json, else GPT2TokenizerFast) and encodes every
-case: CASES has one hex-encoded byte string per line, OUT gets one line of space-separated ids per
-case, then a last line "eos=<id> vocab=<n> loader=<class>".
+With --train, first builds a tokenizer trained on CORPUS into DIR. Without --make: a byte-level
+BPE vocabulary (tokenizers' ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless
+--no-eos; line by line, or as one text with --keep-newlines so that merges of line breaks and
+spaces are learned) saved as DIR/vocab.json + DIR/merges.txt. With --make KIND, a tokenizer.json +
+tokenizer_config.json of that kind, as its makers ship it (see make_*). Then loads DIR as a user
+loads an exported model (transformers' AutoTokenizer when DIR has a tokenizer_config.json, else
+GPT2TokenizerFast) and encodes every case (with the BOS its post-processor adds with --bos, HF's
+default; without, add_special_tokens=False): CASES has one hex-encoded byte string per line, OUT
+gets one line of space-separated ids per case, then a last line
+"eos=<id> bos=<id or -1> vocab=<n> loader=<class>".
 
 With --resave, also saves the loaded tokenizer into DEST with transformers' save_pretrained and
 removes any vocab.json/merges.txt there: DEST then holds the tokenizer as transformers 5 saves it,
 tokenizer.json (+ tokenizer_config.json) alone.
 
 Byte strings that are not valid UTF-8 follow the project's documented rule, applied here
-independently with Python's strict decoder: the valid runs are encoded as separate texts and
-every byte of an invalid sequence becomes the token of its byte symbol.
+independently with Python's strict decoder: every byte of an invalid sequence is a token of its own
+(the byte's symbol, or its "<0xNN>" token for SentencePiece-style BPE) and cuts the text as a
+special token would, so it is encoded as a special marker token added for the purpose whose id is
+then replaced by the byte's token.
 """
 import argparse
+import json
 import os
 
 
@@ -37,17 +43,144 @@ def bytes_to_unicode():
     return mapping
 
 
-def encode_bytes(tokenizer, byte_ids, data):
-    ids = []
+MARKER = "\U0010fffd"  # never in the test texts
+
+
+def encode_bytes(tokenizer, byte_ids, data, with_bos):
+    text, bad = "", []
     while data:
         try:
-            text, bad, data = data.decode("utf-8"), b"", b""
+            text, data = text + data.decode("utf-8"), b""
         except UnicodeDecodeError as err:
-            text, bad, data = data[: err.start].decode("utf-8"), data[err.start : err.end], data[err.end :]
-        if text:
-            ids += tokenizer.encode(text, add_special_tokens=False)
-        ids += [byte_ids[b] for b in bad]
-    return ids
+            text += data[: err.start].decode("utf-8") + MARKER * (err.end - err.start)
+            bad += list(data[err.start : err.end])
+            data = data[err.end :]
+    marker = tokenizer.convert_tokens_to_ids(MARKER)
+    ids, bad = tokenizer.encode(text, add_special_tokens=with_bos), iter(bad)
+    return [byte_ids[next(bad)] if i == marker else i for i in ids]
+
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def save_config(dest, **config):
+    with open(os.path.join(dest, "tokenizer_config.json"), "w") as f:
+        json.dump(config, f)
+
+
+def make_opt(dest, lines, vocab_size):
+    """OPT: GPT-2's byte-level BPE with "</s>" as BOS and EOS and add_bos_token, as its hub config
+    says, saved by transformers 5 (the BOS becomes the post-processor's template "</s> $A")."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import AutoTokenizer
+
+    raw = dest + ".raw"
+    os.makedirs(raw, exist_ok=True)
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=2, special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
+    trainer.save_model(raw)
+    save_config(raw, tokenizer_class="GPT2Tokenizer", add_bos_token=True, bos_token="</s>", eos_token="</s>",
+                unk_token="</s>", pad_token="<pad>", errors="replace", add_prefix_space=False)
+    AutoTokenizer.from_pretrained(raw).save_pretrained(dest)
+    for name in ("vocab.json", "merges.txt"):
+        if os.path.exists(os.path.join(dest, name)):
+            os.remove(os.path.join(dest, name))
+
+
+def make_llama3(dest, lines, vocab_size):
+    """Llama 3: its split pattern then ByteLevel without regex, ignore_merges, special tokens past
+    the vocabulary, post-processor Sequence[ByteLevel, "<|begin_of_text|> $A"], saved through
+    PreTrainedTokenizerFast as Meta's hub repository has it. Two words join the vocabulary without
+    merges that make them, so that only ignore_merges produces them."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    def pre_tokenizer():
+        return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated", invert=False),
+                                        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+
+    trained = Tokenizer(models.BPE())
+    trained.pre_tokenizer = pre_tokenizer()
+    trained.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2,
+                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    model = json.loads(trained.to_str())["model"]
+    vocab = dict(model["vocab"])
+    for word in ("\u0120xyzzy", "Quux"):
+        vocab.setdefault(word, len(vocab))
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=True))
+    tok.pre_tokenizer = pre_tokenizer()
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>", "<|eot_id|>"]
+    tok.add_special_tokens(specials)
+    bos = tok.token_to_id(specials[0])
+    tok.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=False),
+        processors.TemplateProcessing(single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B",
+                                      special_tokens=[("<|begin_of_text|>", bos)])])
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=specials[0], eos_token=specials[1]).save_pretrained(dest)
+
+
+def sentencepiece_bpe(lines, vocab_size):
+    """A Llama 2-like vocabulary: <unk> <s> </s>, the 256 "<0xNN>" byte tokens, then pieces that
+    start at "▁" (trained on words split before each "▁", as SentencePiece splits them)."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="never", split=True)
+    specials = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)]
+    tok.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=specials))
+    model = json.loads(tok.to_str())["model"]
+    return model["vocab"], [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+
+
+def make_llama2(dest, lines, vocab_size, legacy):
+    """Llama 2 as transformers 5 saves a LlamaTokenizer: Metaspace pre-tokenizer (prepend_scheme
+    "first", or "always" with legacy), byte fallback, "<s> $A"; its tokenizer_config.json names
+    LlamaTokenizer, which rebuilds the tokenizer from the vocabulary when loading."""
+    from transformers import LlamaTokenizer
+
+    vocab, merges = sentencepiece_bpe(lines, vocab_size)
+    LlamaTokenizer(vocab=vocab, merges=merges, add_bos_token=True, legacy=legacy).save_pretrained(dest)
+
+
+def make_llama2_legacy(dest, lines, vocab_size, config_class):
+    """Llama 2 as older converters wrote tokenizer.json (Meta's hub repository has this form):
+    normalizer Sequence[Prepend("▁"), Replace(" ", "▁")], no pre-tokenizer, unk "<unk>", "<s> $A".
+    With config_class PreTrainedTokenizerFast transformers uses the file as it is; with
+    LlamaTokenizer (as on the hub, legacy false) it rebuilds it with Metaspace."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, processors
+
+    vocab, merges = sentencepiece_bpe(lines, vocab_size)
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(content=" ", left=1)])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<unk>", "<s>", "</s>")])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 1)])
+    os.makedirs(dest, exist_ok=True)
+    tok.save(os.path.join(dest, "tokenizer.json"))
+    config = dict(tokenizer_class=config_class, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    if config_class == "LlamaTokenizer":
+        config.update(add_bos_token=True, add_eos_token=False, legacy=False)
+    save_config(dest, **config)
+
+
+def make(kind, dest, lines, vocab_size):
+    if kind == "opt":
+        make_opt(dest, lines, vocab_size)
+    elif kind == "llama3":
+        make_llama3(dest, lines, vocab_size)
+    elif kind in ("llama2", "llama2-always"):
+        make_llama2(dest, lines, vocab_size, legacy=kind == "llama2-always")
+    elif kind == "llama2-legacy":
+        make_llama2_legacy(dest, lines, vocab_size, "PreTrainedTokenizerFast")
+    elif kind == "llama2-hub":
+        make_llama2_legacy(dest, lines, vocab_size, "LlamaTokenizer")
+    else:
+        raise SystemExit("unknown --make kind " + kind)
 
 
 def main():
@@ -59,6 +192,8 @@ def main():
     parser.add_argument("--vocab-size", type=int, default=1000)
     parser.add_argument("--no-eos", action="store_true")
     parser.add_argument("--keep-newlines", action="store_true")
+    parser.add_argument("--make")
+    parser.add_argument("--bos", action="store_true")
     parser.add_argument("--resave")
     args = parser.parse_args()
 
@@ -68,12 +203,16 @@ def main():
         with open(args.train, encoding="utf-8", errors="replace") as f:
             text = f.read()
             lines = [text] if args.keep_newlines else text.split("\n")
+    if args.train and args.make:
+        make(args.make, args.dir, lines, args.vocab_size)
+    elif args.train:
         trainer = ByteLevelBPETokenizer()
         trainer.train_from_iterator(lines, vocab_size=args.vocab_size, min_frequency=2,
                                     special_tokens=[] if args.no_eos else ["<|endoftext|>"])
         os.makedirs(args.dir, exist_ok=True)
         trainer.save_model(args.dir)
 
+    from tokenizers import AddedToken
     from transformers import AutoTokenizer, GPT2TokenizerFast
 
     if os.path.exists(os.path.join(args.dir, "tokenizer_config.json")):
@@ -86,13 +225,19 @@ def main():
             if os.path.exists(os.path.join(args.resave, name)):
                 os.remove(os.path.join(args.resave, name))
     vocab = tokenizer.get_vocab()
-    byte_ids = {b: vocab[c] for b, c in bytes_to_unicode().items()}
+    if "<0x00>" in vocab:
+        byte_ids = {b: vocab["<0x%02X>" % b] for b in range(256)}
+    else:
+        byte_ids = {b: vocab[c] for b, c in bytes_to_unicode().items()}
+    vocab_size = len(tokenizer)
+    tokenizer.add_tokens([AddedToken(MARKER, special=True, normalized=False)], special_tokens=True)
     with open(args.cases) as f:
         cases = [bytes.fromhex(line) for line in f.read().split("\n")[:-1]]
     with open(args.out, "w") as f:
         for data in cases:
-            f.write(" ".join(map(str, encode_bytes(tokenizer, byte_ids, data))) + "\n")
-        f.write("eos=%d vocab=%d loader=%s\n" % (tokenizer.eos_token_id, len(tokenizer), type(tokenizer).__name__))
+            f.write(" ".join(map(str, encode_bytes(tokenizer, byte_ids, data, args.bos))) + "\n")
+        bos = tokenizer.bos_token_id if args.bos and tokenizer.encode("", add_special_tokens=True) else -1
+        f.write("eos=%d bos=%d vocab=%d loader=%s\n" % (tokenizer.eos_token_id, bos, vocab_size, type(tokenizer).__name__))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 // Malformed vocab.json / merges.txt / tokenizer.json: each is rejected with an error naming the
 // file, the line or component, and the problem; a tokenizer.json describing any other tokenizer
-// than GPT-2's byte-level BPE is refused naming the component.
+// than those the trainer reads (GPT-2, OPT, Llama 3, Llama 2) is refused naming the component.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -128,32 +128,77 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   const auto refused = [&](std::pair<std::string, std::string> change, const std::string& named) {
     INFO(change.second);
     CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {change})),
-               Contains("t/tokenizer.json: " + named) && Contains("this trainer reads byte-level BPE"));
+               Contains("t/tokenizer.json: " + named) && Contains("this trainer reads GPT-2 and Llama 3 byte-level BPE"));
   };
-  refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"}, "normalizer NFC");
-  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Metaspace\""}, "pre_tokenizer Metaspace");
-  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Sequence\""}, "pre_tokenizer Sequence: a split pattern of its own");
+  const std::string text_only = "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]";
+  const std::string byte_level_pre = "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}";
+  const auto llama3_split = [](const std::string& regex) {
+    return "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", \"pattern\": {\"Regex\": \"" + regex +
+           "\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+           "\"trim_offsets\": true, \"use_regex\": false}]}";
+  };
+  refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"}, "normalizer NFC: only Llama 2's");
+  refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"_\"}, "
+                                   "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"_\"}]}"},
+          "normalizer Sequence: only Llama 2's");
+  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Whitespace\""}, "pre_tokenizer Whitespace");
+  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Sequence\""}, "pre_tokenizer Sequence: expected Llama 3's");
+  refused({byte_level_pre, llama3_split("\\\\s+")}, "pre_tokenizer.pretokenizers[0].pattern \"\\s+\": only Llama 3's split pattern");
+  refused({byte_level_pre, llama3_split("\\\\p{L}+")}, "pre_tokenizer.pretokenizers[0].pattern \"\\p{L}+\"");
+  refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", \"split\": true"},
+          "pre_tokenizer.split = true");
   refused({"\"add_prefix_space\": false", "\"add_prefix_space\": true"}, "pre_tokenizer.add_prefix_space = true");
   refused({"\"use_regex\": true", "\"use_regex\": false"}, "pre_tokenizer.use_regex = false");
-  refused({"[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]", "[{\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
-          "post_processor TemplateProcessing: its template adds to every text (special tokens");
+  refused({text_only, "[{\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
+          "post_processor.special_tokens: \"</s>\" must map to exactly one id");
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{text_only, "[{\"SpecialToken\": {\"id\": \"</s>\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
+                                                        {"\"special_tokens\": {}", "\"special_tokens\": {\"</s>\": {\"id\": \"</s>\", \"ids\": [3]}}"}})),
+             Contains("post_processor: its BOS \"</s>\" is not a special added token"));
+  refused({text_only, "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"<|endoftext|>\", \"type_id\": 0}}]"},
+          "post_processor TemplateProcessing: only \"$A\" and \"<special> $A\" (a BOS)");
+  refused({text_only, "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
+          "post_processor.single[0]: expected a special token before the text");
   refused({"\"type\": \"TemplateProcessing\"", "\"type\": \"RobertaProcessing\""}, "post_processor RobertaProcessing");
   refused({"\"decoder\": {\"type\": \"ByteLevel\"", "\"decoder\": {\"type\": \"Metaspace\""}, "decoder Metaspace");
   refused({"\"type\": \"BPE\"", "\"type\": \"WordPiece\""}, "model WordPiece");
   refused({"\"type\": \"BPE\"", "\"type\": \"Unigram\""}, "model Unigram");
   refused({"\"byte_fallback\": false", "\"byte_fallback\": true"}, "model.byte_fallback = true: byte fallback");
-  refused({"\"ignore_merges\": false", "\"ignore_merges\": true"}, "model.ignore_merges = true");
+  refused({"\"ignore_merges\": false", "\"ignore_merges\": true"}, "model.ignore_merges = true: taking whole words");
   refused({"\"dropout\": null", "\"dropout\": 0.1"}, "model.dropout");
   refused({"\"unk_token\": null", "\"unk_token\": \"<unk>\""}, "model.unk_token");
   refused({"\"continuing_subword_prefix\": \"\"", "\"continuing_subword_prefix\": \"##\""}, "model.continuing_subword_prefix");
-  refused({"\"content\": \"<|endoftext|>\"", "\"content\": \"<pad>\""}, "added_tokens[0] \"<pad>\"");
-  refused({"\"id\": 256, \"content\"", "\"id\": 12, \"content\""}, "added_tokens[0].id");
-  refused({"\"added_tokens\": [{", "\"added_tokens\": [], \"x\": [{"}, "added_tokens: expected exactly one added token");
-  refused({"\"lstrip\": false", "\"lstrip\": true"}, "added_tokens[0].lstrip = true");
-  refused({"\"rstrip\": false", "\"rstrip\": true"}, "added_tokens[0].rstrip = true");
-  refused({"\"special\": true", "\"special\": false"}, "added_tokens[0].special = false");
-  refused({"[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]", "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]"},
-          "post_processor TemplateProcessing: its template adds");
+  refused({"\"content\": \"<|endoftext|>\"", "\"content\": \"<pad>\""}, "added_tokens \"<pad>\" (id 256): the vocabulary has \"<|endoftext|>\"");
+  refused({"\"id\": 256, \"content\"", "\"id\": 12, \"content\""}, "added_tokens \"<|endoftext|>\" (id 12): the vocabulary has");
+  refused({"\"id\": 256, \"content\"", "\"id\": 300, \"content\""}, "added_tokens \"<|endoftext|>\" (id 300): ids must continue");
+  refused({"\"added_tokens\": [{", "\"added_tokens\": [], \"x\": [{"}, "added_tokens: no tokenizer_config.json eos_token");
+  refused({"\"lstrip\": false", "\"lstrip\": true"}, "added_tokens[0] \"<|endoftext|>\".lstrip = true");
+  refused({"\"rstrip\": false", "\"rstrip\": true"}, "added_tokens[0] \"<|endoftext|>\".rstrip = true");
+  refused({"\"special\": true", "\"special\": false"}, "added_tokens[0] \"<|endoftext|>\".special = false");
+  // tokenizer_config.json next to it, as transformers reads it.
+  const auto config_error = [&](const std::string& config, const std::string& text) {
+    scratch.write("t/tokenizer_config.json", config);
+    const std::string error = json_error(scratch, text);
+    std::filesystem::remove(scratch / "t" / "tokenizer_config.json");
+    return error;
+  };
+  CHECK_THAT(config_error("{\"tokenizer_class\": \"GPT2Tokenizer\"}", tokenizer_json(scratch, {{byte_level_pre, llama3_split(
+                 "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|"
+                 "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+")}})),
+             Contains("t/tokenizer_config.json: tokenizer_class GPT2Tokenizer: transformers rebuilds GPT-2's pre-tokenizer"));
+  CHECK_THAT(config_error("{\"tokenizer_class\": \"LlamaTokenizerFast\"}", tokenizer_json(scratch)),
+             Contains("tokenizer_class LlamaTokenizerFast: transformers rebuilds a SentencePiece-style tokenizer"));
+  CHECK_THAT(config_error("{\"add_eos_token\": true}", tokenizer_json(scratch)), Contains("add_eos_token = true: an EOS appended"));
+  CHECK_THAT(config_error("{\"eos_token\": \"<eos>\"}", tokenizer_json(scratch)), Contains("eos_token \"<eos>\": not in the vocabulary"));
+  CHECK_THAT(config_error("{\"add_bos_token\": true}", tokenizer_json(scratch)), Contains("add_bos_token = true: without a bos_token"));
+  CHECK_THAT(config_error("{\"eos_token\": 3}", tokenizer_json(scratch)), Contains("eos_token: expected a string or an object"));
+  // What the config may change: the EOS (a vocabulary entry becomes special), the BOS.
+  scratch.write("t/tokenizer_config.json", "{\"eos_token\": {\"content\": \"ab\"}, \"add_bos_token\": true, \"bos_token\": \"<|endoftext|>\"}");
+  const Tokenizer configured = Tokenizer::from_tokenizer_json(scratch.write("t/tokenizer.json", tokenizer_json(scratch)));
+  std::filesystem::remove(scratch / "t" / "tokenizer_config.json");
+  CHECK(configured.eos_id() == 257);
+  CHECK(configured.bos_id() == 256u);
+  CHECK(configured.encode_document("xab") == std::vector<llmrdzv::tokenizer::TokenId>{256, 'x', 257});
+  CHECK(configured.fingerprint() != Tokenizer::from_tokenizer_json(scratch / "t" / "tokenizer.json").fingerprint());
   // Bad vocabularies and merges: the same checks as vocab.json and merges.txt, named by JSON path.
   CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[[\"a\", \"b\"], [\"a\", \"b\"]]"}})),
              Contains("model.merges[1]: duplicate merge \"a b\" (first at model.merges[0])"));

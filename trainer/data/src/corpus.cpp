@@ -129,6 +129,7 @@ struct DocumentReader::State {
   SourceList sources;
   DocumentSelection selection;
   std::size_t chunk_bytes;
+  tokenizer::CutRule cut_rule;
 
   std::size_t file_index = 0;  // the next file to open
   std::ifstream file;
@@ -256,7 +257,7 @@ struct DocumentReader::State {
           return;
         }
       }
-      std::size_t cut = tokenizer::last_safe_cut(buffer);
+      std::size_t cut = tokenizer::last_safe_cut(buffer, cut_rule);
       if (cut == 0 && buffer.size() >= chunk_bytes * kForcedCutChunks) cut = tokenizer::last_character_boundary(buffer);
       if (cut > 0) {
         chunk.text = std::string_view(buffer).substr(0, cut);
@@ -269,7 +270,8 @@ struct DocumentReader::State {
   }
 };
 
-DocumentReader::DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes)
+DocumentReader::DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes,
+                               tokenizer::CutRule cut_rule)
     : state_(std::make_unique<State>()) {
   if (selection.part != DocumentSelection::Part::all &&
       (selection.validation_percentage < 1 || selection.validation_percentage > 99)) {
@@ -279,6 +281,7 @@ DocumentReader::DocumentReader(SourceList sources, DocumentSelection selection, 
   state_->sources = std::move(sources);
   state_->selection = selection;
   state_->chunk_bytes = std::max<std::size_t>(chunk_bytes, 64);
+  state_->cut_rule = cut_rule;
 }
 
 DocumentReader::~DocumentReader() = default;

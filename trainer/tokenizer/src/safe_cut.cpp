@@ -1,4 +1,4 @@
-// Chunk boundaries that keep GPT-2 pre-tokenisation unchanged (see safe_cut.hpp).
+// Chunk boundaries that keep each kind of tokenizer's pieces unchanged (see safe_cut.hpp).
 #include "llmrdzv/tokenizer/safe_cut.hpp"
 
 #include "unicode_class.hpp"
@@ -41,14 +41,21 @@ Side ending_before(std::string_view text, std::size_t end) {
   return Side::other;  // an invalid byte: a piece of its own
 }
 
-bool lone_non_space_whitespace(char c) { return c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+// Whitespace that, alone between non-whitespace, is a piece of its own under `rule`.
+bool cut_after(char c, CutRule rule) {
+  return c == '\n' || c == '\r' || (rule == CutRule::gpt2 && (c == '\t' || c == '\v' || c == '\f'));
+}
+
+bool ends_with_space_piece(std::string_view text) { return text.ends_with(' ') || text.ends_with("\xE2\x96\x81"); }
 
 }  // namespace
 
-std::size_t last_safe_cut(std::string_view text) {
+std::size_t last_safe_cut(std::string_view text, CutRule rule) {
+  if (rule == CutRule::none) return 0;
   for (std::size_t p = text.size(); p-- > 1;) {
-    const char before = text[p - 1];
-    if (lone_non_space_whitespace(before)) {  // cut after it
+    if (rule == CutRule::before_spaces) {
+      if (text[p] == ' ' && !ends_with_space_piece(text.substr(0, p))) return p;
+    } else if (cut_after(text[p - 1], rule)) {  // cut after it
       if (starting_at(text, p) == Side::other && (p == 1 || ending_before(text, p - 1) == Side::other)) return p;
     } else if (text[p] == ' ') {  // cut before it
       if (starting_at(text, p + 1) == Side::other && ending_before(text, p) == Side::other) return p;

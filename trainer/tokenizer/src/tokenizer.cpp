@@ -1,29 +1,19 @@
-// The Tokenizer facade: builds the model (vocabulary, byte symbols, merge table, fingerprint) and
-// runs encode = special-token split -> GPT-2 pieces -> cached BPE, and decode.
+// The Tokenizer facade: encode = special-token split -> per kind (GPT-2 / Llama 3 pieces with a
+// piece cache, or SentencePiece-style BPE) -> ids, and decode, save and the directory rules.
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 
-#include <unordered_map>
+#include <algorithm>
 
-#include "bpe_merges.hpp"
 #include "byte_map.hpp"
-#include "llmrdzv/io/sha256.hpp"
-#include "pretokenizer.hpp"
 #include "llmrdzv/io/utf8.hpp"
+#include "pretokenizer.hpp"
+#include "sentencepiece_bpe.hpp"
+#include "tokenizer_config.hpp"
 #include "tokenizer_json.hpp"
+#include "tokenizer_model.hpp"
 #include "vocab_files.hpp"
 
 namespace llmrdzv::tokenizer {
-
-struct Tokenizer::Model {
-  Kind kind = Kind::bytes;
-  std::vector<std::string> tokens;      // by id, byte-mapped spelling
-  std::vector<std::string> token_bytes;  // by id, what decode() gives
-  std::vector<MergeRule> merges;        // rank order
-  BpeMerges merge_table{std::span<const BpeMerges::Merge>{}};
-  std::array<TokenId, 256> byte_ids{};
-  TokenId eos = 0;
-  std::string fingerprint;
-};
 
 namespace {
 
@@ -36,45 +26,17 @@ struct StringHash {
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
-std::string fingerprint_of(const Tokenizer::Model& model) {
-  io::Sha256 sha;
-  sha.update("llmrdzv tokenizer v1\n").update(model.kind == Tokenizer::Kind::bytes ? "bytes\n" : "gpt2_bpe\n");
-  sha.update_u64(model.tokens.size());
-  for (const std::string& token : model.tokens) sha.update_u64(token.size()).update(token);
-  sha.update_u64(model.merges.size());
-  for (const MergeRule& m : model.merges) sha.update_u64(m.left).update_u64(m.right);
-  sha.update_u64(model.eos);
-  return sha.hex_digest();
-}
-
-std::shared_ptr<Tokenizer::Model> finish_model(std::shared_ptr<Tokenizer::Model> model,
-                                               const std::filesystem::path& vocab_path) {
-  std::unordered_map<std::string_view, TokenId> index;
-  for (TokenId id = 0; id < model->tokens.size(); ++id) index.emplace(model->tokens[id], id);
-  const auto& symbols = byte_symbols();
-  for (unsigned b = 0; b < 256; ++b) {
-    const auto it = index.find(symbols[b]);
-    if (it == index.end()) {
-      throw TokenizerError(vocab_path.string() + ": not a byte-level vocabulary: byte " + std::to_string(b) +
-                           " (symbol \"" + symbols[b] + "\") has no token");
-    }
-    model->byte_ids[b] = it->second;
+// The length of the well-formed UTF-8 run at the start of `text`.
+std::size_t valid_prefix(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    char32_t cp;
+    const std::size_t len = p[pos] < 0x80 ? 1 : utf8::decode(p + pos, text.size() - pos, cp);
+    if (len == 0) break;
+    pos += len;
   }
-  if (const auto it = index.find(kEndOfText); it != index.end()) {
-    model->eos = it->second;
-  } else {
-    model->eos = static_cast<TokenId>(model->tokens.size());
-    model->tokens.emplace_back(kEndOfText);
-  }
-  model->token_bytes.reserve(model->tokens.size());
-  for (const std::string& token : model->tokens) model->token_bytes.push_back(unmap_bytes(token));
-  model->token_bytes[model->eos] = std::string(kEndOfText);
-  std::vector<BpeMerges::Merge> table;
-  table.reserve(model->merges.size());
-  for (const MergeRule& m : model->merges) table.push_back({m.left, m.right, m.merged});
-  model->merge_table = BpeMerges(table);
-  model->fingerprint = fingerprint_of(*model);
-  return model;
+  return pos;
 }
 
 }  // namespace
@@ -82,6 +44,7 @@ std::shared_ptr<Tokenizer::Model> finish_model(std::shared_ptr<Tokenizer::Model>
 struct Tokenizer::PieceCache {
   std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> pieces;
   std::vector<TokenId> scratch;
+  std::string mapped;
 };
 
 Tokenizer::Tokenizer(std::shared_ptr<const Model> model)
@@ -99,30 +62,16 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 Tokenizer Tokenizer::bytes() {
-  static const std::shared_ptr<const Model> model = [] {
-    auto m = std::make_shared<Model>();
-    m->kind = Kind::bytes;
-    for (const std::string& symbol : byte_symbols()) m->tokens.push_back(symbol);
-    return std::shared_ptr<const Model>(finish_model(std::move(m), "<byte tokenizer>"));
-  }();
+  static const std::shared_ptr<const Model> model = bytes_model();
   return Tokenizer(model);
 }
 
 Tokenizer Tokenizer::from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
-  auto model = std::make_shared<Model>();
-  model->kind = Kind::gpt2_bpe;
-  model->tokens = read_vocab_json(vocab_json);
-  model->merges = read_merges_txt(merges_txt, model->tokens);
-  return Tokenizer(finish_model(std::move(model), vocab_json));
+  return Tokenizer(vocab_files_model(vocab_json, merges_txt));
 }
 
 Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& tokenizer_json) {
-  TokenizerJson contents = read_tokenizer_json(tokenizer_json);
-  auto model = std::make_shared<Model>();
-  model->kind = Kind::gpt2_bpe;
-  model->tokens = std::move(contents.tokens);
-  model->merges = std::move(contents.merges);
-  return Tokenizer(finish_model(std::move(model), tokenizer_json));
+  return Tokenizer(tokenizer_json_model(tokenizer_json));
 }
 
 namespace {
@@ -144,9 +93,19 @@ Tokenizer Tokenizer::from_directory(const std::filesystem::path& dir) {
   // tokenizer.json is what transformers' tokenizers use when it is there; a pair next to it that
   // says otherwise would make the slow and fast tokenizers disagree, so it must say the same.
   Tokenizer tokenizer = from_tokenizer_json(dir / kTokenizerJson);
-  if (files == kBoth && from_files(dir / "vocab.json", dir / "merges.txt").fingerprint() != tokenizer.fingerprint()) {
-    throw TokenizerError(dir.string() + ": tokenizer.json and vocab.json + merges.txt describe different tokenizers "
-                         "(transformers uses tokenizer.json): remove the stale form or pass --tokenizer_name");
+  if (files == kBoth) {
+    const Tokenizer pair = from_files(dir / "vocab.json", dir / "merges.txt");
+    const Model& a = *pair.model_;
+    const Model& b = *tokenizer.model_;
+    const bool same = a.tokens.size() <= b.tokens.size() && std::equal(a.tokens.begin(), a.tokens.end(), b.tokens.begin()) &&
+                      a.merges.size() == b.merges.size() &&
+                      std::equal(a.merges.begin(), a.merges.end(), b.merges.begin(), [](const MergeRule& x, const MergeRule& y) {
+                        return x.left == y.left && x.right == y.right;
+                      });
+    if (!same) {
+      throw TokenizerError(dir.string() + ": tokenizer.json and vocab.json + merges.txt describe different tokenizers "
+                           "(transformers uses tokenizer.json): remove the stale form or pass --tokenizer_name");
+    }
   }
   return tokenizer;
 }
@@ -172,43 +131,81 @@ std::vector<TokenId> Tokenizer::encode(std::string_view text) const {
   return out;
 }
 
-void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out) const {
+std::vector<TokenId> Tokenizer::encode_document(std::string_view text) const {
+  std::vector<TokenId> out;
+  if (model_->bos) out.push_back(*model_->bos);
+  encode_append(text, out);
+  return out;
+}
+
+void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, Part part) const {
   const Model& model = *model_;
   PieceCache& cache = *cache_;
-  auto encode_segment = [&](std::string_view segment) {
-    if (model.kind == Kind::bytes) {  // no merges: every piece is its bytes
-      for (const char c : segment) out.push_back(model.byte_ids[static_cast<unsigned char>(c)]);
+  const auto byte_level_piece = [&](std::string_view piece) {
+    if (piece.size() == 1) {
+      out.push_back(model.byte_ids[static_cast<unsigned char>(piece[0])]);
       return;
     }
-    PieceScanner scanner(segment);
-    std::string_view piece;
-    while (scanner.next(piece)) {
-      if (piece.size() == 1) {
-        out.push_back(model.byte_ids[static_cast<unsigned char>(piece[0])]);
-        continue;
-      }
-      if (const auto it = cache.pieces.find(piece); it != cache.pieces.end()) {
-        out.insert(out.end(), it->second.begin(), it->second.end());
-        continue;
-      }
-      std::vector<TokenId>& ids = cache.scratch;
-      ids.clear();
+    if (const auto it = cache.pieces.find(piece); it != cache.pieces.end()) {
+      out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+    std::vector<TokenId>& ids = cache.scratch;
+    ids.clear();
+    if (model.ignore_merges) {  // the byte-mapped piece itself, when the vocabulary has it
+      cache.mapped.clear();
+      for (const char c : piece) cache.mapped += byte_symbols()[static_cast<unsigned char>(c)];
+      if (const auto it = model.index.find(cache.mapped); it != model.index.end()) ids.push_back(it->second);
+    }
+    if (ids.empty()) {
       for (const char c : piece) ids.push_back(model.byte_ids[static_cast<unsigned char>(c)]);
       model.merge_table.apply(ids);
-      out.insert(out.end(), ids.begin(), ids.end());
-      if (piece.size() <= kMaxCachedPiece) {
-        if (cache.pieces.size() >= kMaxCacheEntries) cache.pieces.clear();
-        cache.pieces.emplace(std::string(piece), ids);
-      }
+    }
+    out.insert(out.end(), ids.begin(), ids.end());
+    if (piece.size() <= kMaxCachedPiece) {
+      if (cache.pieces.size() >= kMaxCacheEntries) cache.pieces.clear();
+      cache.pieces.emplace(std::string(piece), ids);
     }
   };
+  // SentencePiece-style: runs of valid UTF-8 and invalid bytes, each run a text of its own.
+  const auto sentencepiece_segment = [&](std::string_view segment, bool continues) {
+    for (std::size_t pos = 0; pos < segment.size();) {
+      const std::size_t len = valid_prefix(segment.substr(pos));
+      if (len == 0) {
+        const TokenId id = model.byte_ids[static_cast<unsigned char>(segment[pos++])];
+        if (id != kNoToken) out.push_back(id);
+        else if (model.unk) out.push_back(*model.unk);
+        continue;
+      }
+      const std::string_view run = segment.substr(pos, len);
+      const bool starts_text = !(continues && pos == 0);
+      const bool spaced = run.starts_with(' ') || run.starts_with("\xE2\x96\x81");
+      const bool prefix = model.prefix == SpacePrefix::legacy   ? starts_text
+                          : model.prefix == SpacePrefix::always ? starts_text && !spaced
+                          : model.prefix == SpacePrefix::first  ? starts_text && pos == 0 && !spaced
+                                                                : false;
+      encode_sentencepiece(model, run, prefix, out, cache.scratch);
+      pos += len;
+    }
+  };
+  const SplitPattern pattern = model.kind == Kind::llama3_bpe ? SplitPattern::llama3 : SplitPattern::gpt2;
   std::size_t pos = 0;
   while (true) {
-    const std::size_t special = text.find(kEndOfText, pos);
-    encode_segment(text.substr(pos, special == std::string_view::npos ? std::string_view::npos : special - pos));
-    if (special == std::string_view::npos) return;
-    out.push_back(model.eos);
-    pos = special + kEndOfText.size();
+    const SpecialTokenFinder::Match special = model.specials.find(text, pos);
+    const std::string_view segment = text.substr(pos, special.pos == std::string_view::npos ? std::string_view::npos : special.pos - pos);
+    if (model.kind == Kind::bytes) {  // no merges: every piece is its bytes
+      for (const char c : segment) out.push_back(model.byte_ids[static_cast<unsigned char>(c)]);
+    } else if (model.kind == Kind::sentencepiece_bpe) {
+      // Metaspace's "first" prefixes only the text at offset 0; the legacy normalizer every text.
+      const bool continues = pos == 0 ? part == Part::continuation : model.prefix == SpacePrefix::first;
+      if (!segment.empty()) sentencepiece_segment(segment, continues);
+    } else {
+      PieceScanner scanner(segment, pattern);
+      for (std::string_view piece; scanner.next(piece);) byte_level_piece(piece);
+    }
+    if (special.pos == std::string_view::npos) return;
+    out.push_back(special.id);
+    pos = special.pos + special.length;
   }
 }
 
@@ -226,6 +223,8 @@ std::string Tokenizer::decode(std::span<const TokenId> ids) const {
 
 Tokenizer::Kind Tokenizer::kind() const { return model_->kind; }
 TokenId Tokenizer::eos_id() const { return model_->eos; }
+std::optional<TokenId> Tokenizer::bos_id() const { return model_->bos; }
+CutRule Tokenizer::cut_rule() const { return model_->cut_rule; }
 std::size_t Tokenizer::vocab_size() const { return model_->tokens.size(); }
 const std::string& Tokenizer::fingerprint() const { return model_->fingerprint; }
 
@@ -241,6 +240,13 @@ void Tokenizer::save(const std::filesystem::path& dir) const {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw TokenizerError("cannot create " + dir.string() + ": " + ec.message());
+  if (!model_->source_json.empty()) {
+    write_text(dir / "tokenizer.json", model_->source_json);
+    const auto name = [&](std::optional<TokenId> id) { return id ? std::optional(model_->tokens[*id]) : std::nullopt; };
+    write_text(dir / "tokenizer_config.json", !model_->source_config.empty() ? model_->source_config
+                                                                              : minimal_tokenizer_config(*name(model_->eos), name(model_->bos)));
+    return;
+  }
   write_vocab_json(dir / "vocab.json", model_->tokens);
   write_merges_txt(dir / "merges.txt", model_->tokens, model_->merges);
   write_tokenizer_json(dir / "tokenizer.json", model_->tokens, model_->merges, model_->eos);

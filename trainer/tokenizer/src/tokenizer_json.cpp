@@ -1,11 +1,16 @@
 // tokenizer.json reading and writing (tokenizer_json.hpp). The accepted values are those with which HF
-// tokenizers encodes exactly as GPT-2's byte-level BPE (see tokenizer.hpp); the rest is refused.
+// tokenizers encodes exactly as one of the kinds in tokenizer.hpp; the rest is refused.
 #include "tokenizer_json.hpp"
 
+#include <algorithm>
+
 #include "llmrdzv/tokenizer/tokenizer.hpp"
+#include "pretokenizer.hpp"
 
 namespace llmrdzv::tokenizer {
 namespace {
+
+constexpr const char* kSpacePiece = "\xE2\x96\x81";  // "▁" (U+2581)
 
 class Reader {
  public:
@@ -13,8 +18,8 @@ class Reader {
 
   [[noreturn]] void refuse(const std::string& component, const std::string& why) const {
     throw TokenizerError(file_ + ": " + component + ": " + why +
-                         " (this trainer reads byte-level BPE tokenizers as GPT-2 ships them; give --tokenizer_name a "
-                         "directory with a supported tokenizer)");
+                         " (this trainer reads GPT-2 and Llama 3 byte-level BPE and Llama 2 SentencePiece-style BPE tokenizers; give "
+                         "--tokenizer_name a directory with a supported tokenizer)");
   }
 
   // The member `key` of `object` at `where`, or nullptr when absent or JSON null.
@@ -48,61 +53,70 @@ class Reader {
     }
   }
 
-  void check_normalizer(const json::Value& root) const {
-    if (const json::Value* normalizer = member(root, "(top level)", "normalizer")) {
-      refuse("normalizer " + type_of(*normalizer, "normalizer"), "normalizers change the text before encoding");
+  // The normalizer: none, or (SentencePiece-style, as older exports of Llama 2 write it)
+  // Sequence[Prepend("▁"), Replace(" " -> "▁")].
+  void read_normalizer(const json::Value& root, TokenizerJson& out) const {
+    const json::Value* normalizer = member(root, "(top level)", "normalizer");
+    if (!normalizer) return;
+    const std::string type = type_of(*normalizer, "normalizer");
+    const json::Value* parts = type == "Sequence" ? member(*normalizer, "normalizer", "normalizers") : nullptr;
+    const bool legacy = parts && parts->is_array() && parts->as_array().size() == 2 &&
+                        type_of(parts->as_array()[0], "normalizer.normalizers[0]") == "Prepend" &&
+                        string_member(parts->as_array()[0], "normalizer.normalizers[0]", "prepend") == kSpacePiece &&
+                        type_of(parts->as_array()[1], "normalizer.normalizers[1]") == "Replace" &&
+                        is_space_to_metaspace(parts->as_array()[1]);
+    if (!legacy) {
+      refuse("normalizer " + type, "only Llama 2's Sequence[Prepend(\"\u2581\"), Replace(\" \", \"\u2581\")] is supported; other "
+                                   "normalizers change the text before encoding");
     }
+    out.kind = JsonKind::sentencepiece_bpe;
+    out.prefix = SpacePrefix::legacy;
   }
 
-  void check_pre_tokenizer(const json::Value& root) const {
+  // GPT-2's ByteLevel; Llama 3's Sequence[Split(its pattern), ByteLevel without regex]; Metaspace
+  // (SentencePiece-style, as transformers 5 writes Llama 2's); none after the legacy normalizer.
+  void read_pre_tokenizer(const json::Value& root, TokenizerJson& out) const {
     const json::Value* pre = member(root, "(top level)", "pre_tokenizer");
-    if (!pre) refuse("pre_tokenizer", "missing: without GPT-2's ByteLevel pre-tokenizer the text would not be split as GPT-2 splits it");
+    if (out.kind == JsonKind::sentencepiece_bpe) {
+      if (pre) refuse("pre_tokenizer " + type_of(*pre, "pre_tokenizer"), "Llama 2's normalizer comes without a pre-tokenizer");
+      return;
+    }
+    if (!pre) refuse("pre_tokenizer", "missing: byte-level BPE needs GPT-2's or Llama 3's split pattern");
     const std::string type = type_of(*pre, "pre_tokenizer");
-    if (type != "ByteLevel") {
-      refuse("pre_tokenizer " + type, type == "Sequence" || type == "Split"
-                                           ? "a split pattern of its own (as Llama 3's) is not supported yet"
-                                           : "only GPT-2's ByteLevel pre-tokenizer is supported");
-    }
-    require_flag(*pre, "pre_tokenizer", "add_prefix_space", false, false, "adding a space before the text");
-    require_flag(*pre, "pre_tokenizer", "use_regex", true, true, "byte-level without GPT-2's split pattern");
-  }
-
-  void check_post_processor(const json::Value& root) const {
-    if (const json::Value* post = member(root, "(top level)", "post_processor")) check_processor(*post, "post_processor");
-  }
-
-  // Post-processors that leave the ids alone: ByteLevel (offsets only), a TemplateProcessing whose
-  // single-text template is just the text (what transformers 5 writes for GPT-2), a Sequence of those.
-  void check_processor(const json::Value& post, const std::string& where) const {
-    const std::string type = type_of(post, where);
-    if (type == "ByteLevel") return;
-    if (type == "Sequence") {
-      const json::Value* processors = member(post, where, "processors");
-      if (!processors || !processors->is_array()) refuse(where + ".processors", "expected an array");
-      for (std::size_t i = 0; i < processors->as_array().size(); ++i) {
-        check_processor(processors->as_array()[i], where + ".processors[" + std::to_string(i) + "]");
+    if (type == "ByteLevel") {
+      require_byte_level(*pre, "pre_tokenizer", true);
+      out.kind = JsonKind::gpt2_bpe;
+    } else if (type == "Sequence") {
+      const json::Value* parts = member(*pre, "pre_tokenizer", "pretokenizers");
+      if (!parts || !parts->is_array() || parts->as_array().size() != 2) {
+        refuse("pre_tokenizer Sequence", "expected Llama 3's two pre-tokenizers, Split and ByteLevel");
       }
-      return;
+      read_llama3_split(parts->as_array()[0], "pre_tokenizer.pretokenizers[0]");
+      const std::string second = type_of(parts->as_array()[1], "pre_tokenizer.pretokenizers[1]");
+      if (second != "ByteLevel") refuse("pre_tokenizer.pretokenizers[1] " + second, "expected ByteLevel after Llama 3's Split");
+      require_byte_level(parts->as_array()[1], "pre_tokenizer.pretokenizers[1]", false);
+      out.kind = JsonKind::llama3_bpe;
+    } else if (type == "Metaspace") {
+      read_metaspace(*pre, out);
+    } else {
+      refuse("pre_tokenizer " + type, "only GPT-2's ByteLevel, Llama 3's Sequence[Split, ByteLevel] and Metaspace are supported");
     }
-    if (type == "TemplateProcessing") {
-      const json::Value* single = member(post, where, "single");
-      if (!single || !single->is_array()) refuse(where + ".single", "expected an array");
-      if (single->as_array().size() != 1 || !member(single->as_array()[0], where + ".single", "Sequence")) {
-        refuse(where + " TemplateProcessing", "its template adds to every text (special tokens such as a BOS); not supported yet");
-      }
-      return;
-    }
-    refuse(where + " " + type, "it adds special tokens around every text; not supported yet");
   }
 
-  void check_decoder(const json::Value& root) const {
+  // Post-processors that add nothing (ByteLevel: offsets only; a template of just the text) or a
+  // BOS before every text (TemplateProcessing "<special> $A"), alone or in a Sequence.
+  void read_post_processor(const json::Value& root, TokenizerJson& out) const {
+    if (const json::Value* post = member(root, "(top level)", "post_processor")) read_processor(*post, "post_processor", out);
+  }
+
+  void check_decoder(const json::Value& root, const TokenizerJson& out) const {
     const json::Value* decoder = member(root, "(top level)", "decoder");
-    if (!decoder) return;
+    if (!decoder || out.kind == JsonKind::sentencepiece_bpe) return;  // decoding is not encoding
     const std::string type = type_of(*decoder, "decoder");
     if (type != "ByteLevel") refuse("decoder " + type, "only the ByteLevel decoder turns byte-level tokens back into the text");
   }
 
-  TokenizerJson read_model(const json::Value& root) const {
+  void read_model(const json::Value& root, TokenizerJson& out) const {
     const json::Value* model = member(root, "(top level)", "model");
     if (!model) refuse("model", "missing");
     const std::string type = type_of(*model, "model");
@@ -110,17 +124,27 @@ class Reader {
     if (const json::Value* dropout = member(*model, "model", "dropout"); dropout && !(dropout->is_number() && dropout->as_double() == 0)) {
       refuse("model.dropout", "BPE dropout makes encoding random");
     }
-    require_flag(*model, "model", "byte_fallback", false, false, "byte fallback (SentencePiece-style BPE, as Llama 2's)");
-    require_flag(*model, "model", "ignore_merges", false, false, "taking whole words from the vocabulary before merging (as Llama 3)");
-    require_flag(*model, "model", "fuse_unk", false, false, "fusing unknown tokens");
     require_empty(*model, "model", "continuing_subword_prefix");
     require_empty(*model, "model", "end_of_word_suffix");
-    if (member(*model, "model", "unk_token")) refuse("model.unk_token", "byte-level BPE never needs an unknown token");
-
-    TokenizerJson result;
+    out.ignore_merges = flag(*model, "model", "ignore_merges");
+    if (out.kind == JsonKind::sentencepiece_bpe) {
+      out.byte_fallback = flag(*model, "model", "byte_fallback");
+      out.fuse_unk = flag(*model, "model", "fuse_unk");
+      if (member(*model, "model", "unk_token")) out.unk = string_member(*model, "model", "unk_token");
+    } else {
+      require_flag(*model, "model", "byte_fallback", false, false, "byte fallback (SentencePiece-style BPE, as Llama 2's)");
+      require_flag(*model, "model", "fuse_unk", false, false, "fusing unknown tokens");
+      if (member(*model, "model", "unk_token")) refuse("model.unk_token", "byte-level BPE never needs an unknown token");
+      if (out.kind == JsonKind::gpt2_bpe && out.ignore_merges) {
+        refuse("model.ignore_merges = true", "taking whole words from the vocabulary before merging goes with Llama 3's split pattern");
+      }
+    }
     const json::Value* vocab = member(*model, "model", "vocab");
     if (!vocab) refuse("model.vocab", "missing");
-    result.tokens = vocab_from_json(*vocab, file_ + ": model.vocab");
+    out.tokens = vocab_from_json(*vocab, file_ + ": model.vocab");
+    if (out.unk && std::find(out.tokens.begin(), out.tokens.end(), *out.unk) == out.tokens.end()) {
+      refuse("model.unk_token", "\"" + *out.unk + "\" is not in the vocabulary");
+    }
     const json::Value* merges = member(*model, "model", "merges");
     if (!merges || !merges->is_array()) refuse("model.merges", "expected an array");
     std::vector<MergeSpelling> spellings;
@@ -143,39 +167,117 @@ class Reader {
         throw TokenizerError(where + ": expected \"left right\" or [\"left\", \"right\"]");
       }
     }
-    result.merges = resolve_merges(spellings, result.tokens);
-    return result;
+    out.merges = resolve_merges(spellings, out.tokens);
   }
 
-  // added_tokens: exactly one, "<|endoftext|>" (the Tokenizer splits it out of any text as EOS,
-  // which is what HF does with a special added token that strips nothing), at its vocabulary id or
-  // right after the vocabulary (where the Tokenizer puts it when the vocabulary lacks it).
-  void check_added_tokens(const json::Value& root, const std::vector<std::string>& tokens) const {
+  // added_tokens: special tokens that strip nothing (HF splits them out of any text first), each
+  // at its own vocabulary entry or past the vocabulary, extending it without gaps.
+  void read_added_tokens(const json::Value& root, TokenizerJson& out) const {
     const json::Value* added = member(root, "(top level)", "added_tokens");
-    if (!added || !added->is_array() || added->as_array().size() != 1) {
-      refuse("added_tokens", "expected exactly one added token, \"<|endoftext|>\" (without it HF encodes that text as "
-                             "ordinary pieces where this trainer reads an end of text)");
-    }
-    const json::Value& token = added->as_array()[0];
-    const std::string where = "added_tokens[0]";
-    const std::string content = string_member(token, where, "content");
-    if (content != kEndOfText) refuse(where + " \"" + content + "\"", "only \"<|endoftext|>\" is supported as an added token");
-    require_flag(token, where, "special", true, false, "a non-special <|endoftext|>");
-    for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
-      require_flag(token, where, flag, false, false, std::string(flag) + " (whitespace around <|endoftext|> absorbed or required)");
-    }
-    const json::Value* id = member(token, where, "id");
-    if (!id || !id->is_integer()) refuse(where + ".id", "expected a whole number");
-    std::size_t expected = tokens.size();
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-      if (tokens[t] == kEndOfText) expected = t;
-    }
-    if (id->as_integer() != static_cast<std::int64_t>(expected)) {
-      refuse(where + ".id", "\"<|endoftext|>\" has id " + std::to_string(id->as_integer()) + " but its place is " + std::to_string(expected));
+    if (!added) return;
+    if (!added->is_array()) refuse("added_tokens", "expected an array");
+    for (std::size_t i = 0; i < added->as_array().size(); ++i) {
+      const json::Value& token = added->as_array()[i];
+      const std::string where = "added_tokens[" + std::to_string(i) + "]";
+      const std::string content = string_member(token, where, "content");
+      const std::string named = where + " \"" + content + "\"";
+      if (content.empty()) refuse(named, "an empty token");
+      require_flag(token, named, "special", true, false, "a non-special added token (matched after normalization)");
+      for (const char* f : {"lstrip", "rstrip", "single_word"}) {
+        require_flag(token, named, f, false, false, std::string(f) + " (whitespace around the token absorbed or required)");
+      }
+      if (out.prefix == SpacePrefix::legacy) {
+        require_flag(token, named, "normalized", false, true, "a special token matched in the normalized text");
+      }
+      const json::Value* id = member(token, where, "id");
+      if (!id || !id->is_integer() || id->as_integer() < 0) refuse(where + ".id", "expected a whole number");
+      out.added.push_back({content, static_cast<std::uint32_t>(id->as_integer())});
     }
   }
 
  private:
+  bool flag(const json::Value& object, const std::string& where, const char* key) const {
+    const json::Value* value = member(object, where, key);
+    if (value && !value->is_bool()) refuse(where + "." + key, "expected true or false");
+    return value && value->as_bool();
+  }
+
+  bool is_space_to_metaspace(const json::Value& replace) const {
+    const json::Value* pattern = member(replace, "normalizer.normalizers[1]", "pattern");
+    const json::Value* literal = pattern ? member(*pattern, "normalizer.normalizers[1].pattern", "String") : nullptr;
+    return literal && literal->is_string() && literal->as_string() == " " &&
+           string_member(replace, "normalizer.normalizers[1]", "content") == kSpacePiece;
+  }
+
+  void require_byte_level(const json::Value& pre, const std::string& where, bool gpt2_regex) const {
+    require_flag(pre, where, "add_prefix_space", false, false, "adding a space before the text");
+    require_flag(pre, where, "use_regex", gpt2_regex, true,
+                 gpt2_regex ? "byte-level without GPT-2's split pattern" : "GPT-2's split pattern after Llama 3's");
+  }
+
+  void read_llama3_split(const json::Value& split, const std::string& where) const {
+    const std::string type = type_of(split, where);
+    if (type != "Split") refuse(where + " " + type, "expected Llama 3's Split");
+    const json::Value* pattern = member(split, where, "pattern");
+    const json::Value* regex = pattern ? member(*pattern, where + ".pattern", "Regex") : nullptr;
+    if (!regex || !regex->is_string()) refuse(where + ".pattern", "expected {\"Regex\": Llama 3's pattern}");
+    if (regex->as_string() != kLlama3Pattern) {
+      refuse(where + ".pattern \"" + regex->as_string() + "\"", "only Llama 3's split pattern is supported");
+    }
+    const std::string behavior = string_member(split, where, "behavior");
+    if (behavior != "Isolated") refuse(where + ".behavior " + behavior, "only Isolated (every match a pre-token) is supported");
+    require_flag(split, where, "invert", false, false, "an inverted split");
+  }
+
+  void read_metaspace(const json::Value& pre, TokenizerJson& out) const {
+    if (string_member(pre, "pre_tokenizer", "replacement") != kSpacePiece) {
+      refuse("pre_tokenizer.replacement", "only \"\u2581\" is supported");
+    }
+    require_flag(pre, "pre_tokenizer", "split", false, true, "splitting at every \"\u2581\"");
+    const json::Value* scheme = member(pre, "pre_tokenizer", "prepend_scheme");
+    const std::string name = scheme ? string_member(pre, "pre_tokenizer", "prepend_scheme") : flag(pre, "pre_tokenizer", "add_prefix_space") ? "always" : "never";
+    if (name == "first") out.prefix = SpacePrefix::first;
+    else if (name == "always") out.prefix = SpacePrefix::always;
+    else if (name == "never") out.prefix = SpacePrefix::never;
+    else refuse("pre_tokenizer.prepend_scheme " + name, "expected first, always or never");
+    out.kind = JsonKind::sentencepiece_bpe;
+  }
+
+  void read_processor(const json::Value& post, const std::string& where, TokenizerJson& out) const {
+    const std::string type = type_of(post, where);
+    if (type == "ByteLevel") return;
+    if (type == "Sequence") {
+      const json::Value* processors = member(post, where, "processors");
+      if (!processors || !processors->is_array()) refuse(where + ".processors", "expected an array");
+      for (std::size_t i = 0; i < processors->as_array().size(); ++i) {
+        read_processor(processors->as_array()[i], where + ".processors[" + std::to_string(i) + "]", out);
+      }
+      return;
+    }
+    if (type != "TemplateProcessing") refuse(where + " " + type, "it adds special tokens around every text; not supported");
+    const json::Value* single = member(post, where, "single");
+    if (!single || !single->is_array()) refuse(where + ".single", "expected an array");
+    const auto& items = single->as_array();
+    const bool text_last = !items.empty() && member(items.back(), where + ".single", "Sequence");
+    if (!text_last || items.size() > 2) {
+      refuse(where + " TemplateProcessing", "only \"$A\" and \"<special> $A\" (a BOS) are supported; tokens after the text "
+                                            "(an EOS) or around it are not");
+    }
+    if (items.size() == 1) return;
+    const json::Value* special = member(items[0], where + ".single[0]", "SpecialToken");
+    if (!special) refuse(where + ".single[0]", "expected a special token before the text");
+    const std::string bos = string_member(*special, where + ".single[0].SpecialToken", "id");
+    if (out.bos) refuse(where, "a second template with a BOS");
+    // special_tokens: {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}} must hold it as one id.
+    const json::Value* specials = member(post, where, "special_tokens");
+    const json::Value* entry = specials ? member(*specials, where + ".special_tokens", bos.c_str()) : nullptr;
+    const json::Value* ids = entry ? member(*entry, where + ".special_tokens." + bos, "ids") : nullptr;
+    if (!ids || !ids->is_array() || ids->as_array().size() != 1 || !ids->as_array()[0].is_integer()) {
+      refuse(where + ".special_tokens", "\"" + bos + "\" must map to exactly one id");
+    }
+    out.bos = SpecialToken{bos, static_cast<std::uint32_t>(ids->as_array()[0].as_integer())};
+  }
+
   std::string type_of(const json::Value& component, const std::string& where) const {
     return string_member(component, where, "type");
   }
@@ -185,17 +287,26 @@ class Reader {
 
 }  // namespace
 
-TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
-  const std::string text = read_whole_file(path);
+TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::string& text) {
   const json::Value root = parse_json_file(path, text);
   const Reader reader(path);
   if (!root.is_object()) reader.refuse("(top level)", "expected a JSON object, got " + std::string(root.kind_name()));
-  reader.check_normalizer(root);
-  reader.check_pre_tokenizer(root);
-  reader.check_post_processor(root);
-  reader.check_decoder(root);
-  TokenizerJson result = reader.read_model(root);
-  reader.check_added_tokens(root, result.tokens);
+  TokenizerJson result;
+  reader.read_normalizer(root, result);
+  reader.read_pre_tokenizer(root, result);
+  reader.read_post_processor(root, result);
+  reader.check_decoder(root, result);
+  reader.read_model(root, result);
+  reader.read_added_tokens(root, result);
+  if (result.bos) {
+    const SpecialToken& bos = *result.bos;
+    const auto it = std::find_if(result.added.begin(), result.added.end(), [&](const SpecialToken& t) { return t.content == bos.content; });
+    if (it == result.added.end()) reader.refuse("post_processor", "its BOS \"" + bos.content + "\" is not a special added token");
+    if (it->id != bos.id) {
+      reader.refuse("post_processor.special_tokens", "\"" + bos.content + "\" has id " + std::to_string(bos.id) +
+                                                     " but the added token's is " + std::to_string(it->id));
+    }
+  }
   return result;
 }
 

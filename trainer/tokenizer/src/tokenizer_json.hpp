@@ -1,27 +1,45 @@
-// HF tokenizers' tokenizer.json (what transformers 5's save_pretrained writes, alone), read for
-// the tokenizer this trainer implements: byte-level BPE with GPT-2's pre-tokenizer, as GPT-2 and
-// its fine-tunes ship it. Every component is checked against that: a normalizer, another
-// pre-tokenizer or split pattern, a post-processor that adds tokens, SentencePiece-style byte
-// fallback, merges ignored for whole words, or added tokens other than "<|endoftext|>" would
-// encode differently, so each is refused with an error naming the component (a JSON path).
-// The writer produces the same form, for exported models.
+// HF tokenizers' tokenizer.json (what transformers 5's save_pretrained writes), read for the
+// tokenizers this trainer implements (see tokenizer.hpp): GPT-2's byte-level BPE, Llama 3's
+// byte-level BPE (its split pattern, whole pre-tokens from the vocabulary first) and Llama 2's
+// SentencePiece-style BPE (spaces as "▁", byte fallback), each with special added tokens and a
+// post-processor that may put a BOS before every text. Every component is checked against those:
+// anything else would encode differently, so it is refused with an error naming the component (a
+// JSON path). The writer produces GPT-2's form, for exported models.
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "special_tokens.hpp"
 #include "vocab_files.hpp"
 
 namespace llmrdzv::tokenizer {
 
+enum class JsonKind { gpt2_bpe, llama3_bpe, sentencepiece_bpe };
+
+// How SentencePiece-style BPE puts "▁" before a text (spaces are "▁" throughout):
+// legacy = the normalizer Prepend("▁"): before every text between special tokens;
+// first / always = Metaspace's prepend schemes: before the text at offset 0 / before every text,
+// unless it already starts with "▁" (or a space); never = no prefix.
+enum class SpacePrefix { never, legacy, first, always };
+
 struct TokenizerJson {
-  std::vector<std::string> tokens;  // by id, byte-mapped spelling (model.vocab)
-  std::vector<MergeRule> merges;    // rank order (model.merges)
+  JsonKind kind = JsonKind::gpt2_bpe;
+  std::vector<std::string> tokens;     // by id (model.vocab)
+  std::vector<MergeRule> merges;       // rank order (model.merges)
+  std::vector<SpecialToken> added;     // added_tokens (all special); ids past the vocabulary extend it
+  std::optional<SpecialToken> bos;     // what the post-processor puts before every text
+  bool ignore_merges = false;          // a pre-token found in the vocabulary is one token
+  SpacePrefix prefix = SpacePrefix::never;  // SentencePiece-style only
+  std::optional<std::string> unk;      // SentencePiece-style: for characters without a token
+  bool fuse_unk = false;
+  bool byte_fallback = false;          // SentencePiece-style: "<0xNN>" tokens for such characters
 };
 
 // Throws TokenizerError naming the file and the component.
-TokenizerJson read_tokenizer_json(const std::filesystem::path& path);
+TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::string& text);
 
 // Writes the tokenizer as transformers 5 saves GPT-2's (the components read_tokenizer_json
 // accepts, "<|endoftext|>" at id `eos` as the special added token), so AutoTokenizer loads it

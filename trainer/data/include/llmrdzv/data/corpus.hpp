@@ -8,11 +8,12 @@
 //  - --validation_split_percentage p (1..99) puts document i (0-based over the whole list) in the
 //    validation part when floor((i+1)p/100) > floor(i p/100): p% of the documents, spread evenly,
 //    the same on every run and every rank.
-// Documents reach the tokenizer in chunks cut only where GPT-2's pre-tokeniser ends a piece
-// whatever surrounds it (tokenizer::last_safe_cut: a lone line break or a lone space between
-// non-whitespace characters), so chunked encoding equals whole-document encoding while memory
-// stays bounded by the chunk size. Text with no such place in 64 chunks' worth (one huge "word")
-// is cut at a character boundary there; only such a cut can change the ids.
+// Documents reach the tokenizer in chunks cut only where its pre-tokeniser ends a piece whatever
+// surrounds it (tokenizer::last_safe_cut with the tokenizer's rule; for GPT-2 a lone line break or
+// a lone space between non-whitespace characters), so chunked encoding equals whole-document
+// encoding while memory stays bounded by the chunk size. Text with no such place in 64 chunks'
+// worth (one huge "word"; any SentencePiece-style text whose vocabulary has tokens that join "▁"
+// to a character before it) is cut at a character boundary there; only such a cut can change the ids.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "llmrdzv/tokenizer/safe_cut.hpp"
 
 namespace llmrdzv::data {
 
@@ -67,7 +70,8 @@ class DocumentReader {
     bool ends_document = false;  // the last chunk of its document
   };
 
-  DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes = 1 << 20);
+  DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes = 1 << 20,
+                 tokenizer::CutRule cut_rule = tokenizer::CutRule::gpt2);
   ~DocumentReader();
   DocumentReader(DocumentReader&&) noexcept;
   DocumentReader& operator=(DocumentReader&&) noexcept;

@@ -1,6 +1,7 @@
-// Where a text may be cut so that encoding the two parts one after the other gives exactly the ids
-// of encoding it whole: places where GPT-2's pre-tokeniser ends a piece whatever comes before or
-// after, so a corpus can be tokenised in bounded chunks with HF's results.
+// Where a text may be cut so that encoding the two parts one after the other (the second as a
+// continuation, Tokenizer::Part::continuation) gives exactly the ids of encoding it whole: places
+// where the tokenizer ends a piece whatever comes before or after, so a corpus can be tokenised in
+// bounded chunks with HF's results. Each kind of tokenizer has its rule (Tokenizer::cut_rule()).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,16 @@
 
 namespace llmrdzv::tokenizer {
 
-// The largest p in [1, text.size()) that is such a place, or 0 when there is none:
+enum class CutRule {
+  gpt2,           // GPT-2's pattern (and the byte tokenizer), below
+  llama3,         // Llama 3's pattern: as gpt2, but only '\r' and '\n' are cut after (a tab or other
+                  // whitespace before a letter starts the letter's piece)
+  before_spaces,  // SentencePiece-style BPE with no token that joins "▁" to a character before it:
+                  // before a ' ' that follows a character other than ' ' and "▁"
+  none,           // SentencePiece-style BPE whose merges may cross spaces: no place is safe
+};
+
+// The largest p in [1, text.size()) that is such a place, or 0 when there is none. CutRule::gpt2:
 //  - just after a lone ASCII whitespace character other than ' ' ('\n', '\t', ...) with a
 //    non-whitespace character on either side ("a\nb"): the pre-tokeniser makes it a piece of its
 //    own (a run of several whitespace characters would be split differently at the end of a text);
@@ -17,7 +27,7 @@ namespace llmrdzv::tokenizer {
 // Whitespace is Unicode's, as in the pattern's \s; a byte that is not valid UTF-8 is a piece of
 // its own and counts as non-whitespace. A character cut off by the end of `text` is unknown, so
 // no place next to it qualifies. The byte tokenizer could be cut anywhere; this holds for it too.
-std::size_t last_safe_cut(std::string_view text);
+std::size_t last_safe_cut(std::string_view text, CutRule rule = CutRule::gpt2);
 
 // The end of the last complete character of `text` (a byte that is not valid UTF-8 counts as
 // one): where a cut that has to be made anyway splits no character. text.size() when the text

@@ -1,30 +1,45 @@
-// The trainer's tokenizer: GPT-2 byte-level BPE read from Hugging Face's vocab.json + merges.txt
-// or from HF tokenizers' tokenizer.json, encoding exactly as HF's GPT2TokenizerFast does, or the plain byte tokenizer (256 bytes + EOS)
-// when no vocabulary is given. Torch-free: token ids are plain integers; the training loop turns
-// spans of them into tensors.
+// The trainer's tokenizer, encoding exactly as HF's tokenizers do, torch-free (token ids are plain
+// integers; the training loop turns spans of them into tensors). Kinds:
+//  - bytes: the plain byte tokenizer (256 bytes + EOS) when no vocabulary is given;
+//  - gpt2_bpe: GPT-2 byte-level BPE from Hugging Face's vocab.json + merges.txt or tokenizer.json
+//    (also OPT-style, with a BOS before every text);
+//  - llama3_bpe: Llama 3's byte-level BPE from tokenizer.json (its split pattern; a pre-token that
+//    is itself in the vocabulary is one token, ignore_merges);
+//  - sentencepiece_bpe: Llama 2's SentencePiece-style BPE from tokenizer.json (spaces as "▁", a
+//    "▁" before the text, "<0xNN>" byte tokens for characters outside the vocabulary).
+// tokenizer.json is read with the tokenizer_config.json next to it, as transformers 5 reads them
+// (see from_tokenizer_json); any other tokenizer is refused, never approximated.
 //
 // Encoding rules (all of them HF's, except the last, which HF cannot express):
-//  - "<|endoftext|>" anywhere in the text is the EOS token; the text between is encoded on its own.
-//  - The text is cut into pieces by GPT-2's pattern
-//      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//    (Unicode 14 letter/number/White_Space classes), each piece's bytes go through GPT-2's
-//    byte-to-unicode map, and BPE merges them by rank (lowest rank first, leftmost on ties).
-//  - Invalid UTF-8: every byte that does not belong to a well-formed UTF-8 sequence is a piece of
-//    its own (one token: that byte's symbol), and it also cuts the text around it: the valid runs
-//    on either side are encoded as if they were separate texts. So encode(a + "\xff" + b) ==
-//    encode(a) + [byte token 0xff] + encode(b) for valid a and b. decode() returns the exact bytes,
-//    so decode(encode(x)) == x for every byte string x.
+//  - Special added tokens ("<|endoftext|>"; "<s>", "</s>"; Llama 3's "<|...|>") anywhere in the
+//    text are their ids, the leftmost and then longest first; the text between is encoded on its own.
+//  - Byte-level kinds cut the text into pieces by their pattern (pretokenizer.hpp; Unicode 14
+//    letter/number/White_Space classes), each piece's bytes go through GPT-2's byte-to-unicode
+//    map, and BPE merges them by rank (lowest rank first, leftmost on ties).
+//  - sentencepiece_bpe turns ' ' into "▁", puts "▁" before the text as the tokenizer says (before
+//    every text between special tokens, or only before the first, and not when it starts with a
+//    space), looks each character up (else its "<0xNN>" tokens, else the unknown token) and merges
+//    the whole text by rank.
+//  - encode() adds no BOS (HF's add_special_tokens=False); encode_document() does (HF's default).
+//  - Invalid UTF-8: every byte that does not belong to a well-formed UTF-8 sequence is a token of
+//    its own (its byte symbol; sentencepiece_bpe: its "<0xNN>" token), and it also cuts the text
+//    around it as a special token would: encode(a + "\xff" + b) == encode(a + "<s>" + b) with
+//    [byte token 0xff] for "<s>"'s id, for valid a and b. For byte-level kinds decode() returns the
+//    exact bytes, so decode(encode(x)) == x for every byte string x.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "llmrdzv/tokenizer/safe_cut.hpp"
 
 namespace llmrdzv::tokenizer {
 
@@ -40,7 +55,9 @@ inline constexpr std::string_view kEndOfText = "<|endoftext|>";
 
 class Tokenizer {
  public:
-  enum class Kind { bytes, gpt2_bpe };
+  enum class Kind { bytes, gpt2_bpe, llama3_bpe, sentencepiece_bpe };
+  // A chunk of a longer text: the start, or a continuation (sentencepiece_bpe puts no "▁" before it).
+  enum class Part { start, continuation };
 
   // Ids 0..255 are the bytes 0..255, 256 is EOS.
   static Tokenizer bytes();
@@ -48,13 +65,19 @@ class Tokenizer {
   // "<|endoftext|>"'s id in vocab.json, or the next free id when the vocabulary lacks it (as HF).
   static Tokenizer from_files(const std::filesystem::path& vocab_json,
                               const std::filesystem::path& merges_txt);
-  // GPT-2 BPE from HF tokenizers' tokenizer.json (what transformers 5 saves). Throws
-  // TokenizerError naming the file and the component when it describes any other tokenizer
-  // (another model type, normalizer, pre-tokenizer or split pattern, a post-processor that adds
-  // tokens, added tokens other than "<|endoftext|>"), or when its vocabulary or merges are bad.
+  // From HF tokenizers' tokenizer.json (what transformers 5 saves), with the tokenizer_config.json
+  // next to it when there is one, as AutoTokenizer combines them: its eos_token is the EOS (else
+  // "<|endoftext|>", which must then be an added token), an explicit add_bos_token switches the BOS
+  // on (its bos_token) or off instead of the file's post-processor, and tokenizer_class
+  // GPT2Tokenizer / LlamaTokenizer rebuild the tokenizer as transformers does (LlamaTokenizer: the
+  // "▁" prefix from `legacy` and `add_prefix_space`). Throws TokenizerError naming the file and the
+  // component (a JSON path) when it describes any other tokenizer: another model type (WordPiece,
+  // Unigram), normalizer, pre-tokenizer or split pattern, a post-processor that adds anything but a
+  // BOS before the text, non-special or whitespace-stripping added tokens; or when its vocabulary,
+  // merges or added tokens are bad.
   static Tokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
   // dir/tokenizer.json when it is there (as transformers' tokenizers read it; a vocab.json +
-  // merges.txt next to it must describe the same tokenizer, else TokenizerError), else
+  // merges.txt next to it must hold the same vocabulary and merges, else TokenizerError), else
   // dir/vocab.json + dir/merges.txt.
   static Tokenizer from_directory(const std::filesystem::path& dir);
   // What from_directory reads: "tokenizer.json", "tokenizer.json (the same as vocab.json +
@@ -74,25 +97,37 @@ class Tokenizer {
 
   // Not thread-safe (a piece cache is updated): give each thread its own copy.
   std::vector<TokenId> encode(std::string_view text) const;
-  void encode_append(std::string_view text, std::vector<TokenId>& out) const;
+  void encode_append(std::string_view text, std::vector<TokenId>& out, Part part = Part::start) const;
+  // The BOS (when the tokenizer has one) and then encode(text): what HF's tokenizer(text) gives.
+  std::vector<TokenId> encode_document(std::string_view text) const;
 
-  // The bytes the ids stand for (EOS as "<|endoftext|>"). Throws TokenizerError on an id >= vocab_size().
+  // The bytes the ids stand for (special tokens as their text; sentencepiece_bpe: "▁" as ' ', so the
+  // prefix encoding added comes back as a leading space). Throws TokenizerError on an id >= vocab_size().
   std::string decode(std::span<const TokenId> ids) const;
 
   Kind kind() const;
   TokenId eos_id() const;
+  // The token HF's tokenizer(text) puts before every text (OPT's "</s>", Llama's "<s>",
+  // "<|begin_of_text|>"), which run_clm therefore puts before every document; none for GPT-2.
+  std::optional<TokenId> bos_id() const;
+  // Where chunks of a document may be cut (see safe_cut.hpp).
+  CutRule cut_rule() const;
   // Number of ids (the model's embedding rows must be at least this).
   std::size_t vocab_size() const;
   // The vocabulary entry of an id in HF's byte-mapped spelling (e.g. "Ġthe"); throws on a bad id.
   const std::string& token_text(TokenId id) const;
-  // 64 hex characters of SHA-256 over the kind, every (id, token) and every merge in rank order:
-  // equal fingerprints mean equal encodings. Keys the token cache.
+  // 64 hex characters of SHA-256 over the kind, every (id, token), every merge in rank order, EOS,
+  // BOS, special tokens and the rest that changes encoding: equal fingerprints mean equal
+  // encodings (and equal BOS). Keys the token cache.
   const std::string& fingerprint() const;
 
-  // Writes dir/vocab.json and dir/merges.txt in HF's format (the byte tokenizer too: its 257
-  // entries and no merges), the same as dir/tokenizer.json (HF tokenizers' format, as
-  // transformers 5 saves it), and tokenizer_config.json + special_tokens_map.json naming
-  // "<|endoftext|>" the special token, so AutoTokenizer.from_pretrained(dir) encodes the same.
+  // gpt2_bpe without a BOS and other special tokens, and bytes: writes dir/vocab.json and
+  // dir/merges.txt in HF's format (the byte tokenizer too: its 257 entries and no merges), the same
+  // as dir/tokenizer.json (HF tokenizers' format, as transformers 5 saves it), and
+  // tokenizer_config.json + special_tokens_map.json naming "<|endoftext|>" the special token.
+  // Other tokenizers: the tokenizer.json and tokenizer_config.json they were read from, byte for
+  // byte (a minimal tokenizer_config.json naming the EOS and BOS when there was none). Either way
+  // AutoTokenizer.from_pretrained(dir) encodes the same.
   void save(const std::filesystem::path& dir) const;
 
   struct Model;

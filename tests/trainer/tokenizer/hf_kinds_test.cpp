@@ -1,0 +1,128 @@
+// The tokenizer.json kinds beyond GPT-2's against HF (transformers' AutoTokenizer on files its
+// makers' way of saving produced, built at test time from a vocabulary trained on the test text):
+// OPT's GPT-2 BPE with a BOS, Llama 3's byte-level BPE, and Llama 2's SentencePiece-style BPE in
+// each form it is shipped in. Ids with the BOS (HF's tokenizer(text)), EOS, BOS, vocabulary size,
+// and the exported files loaded by HF again.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "hf_oracle.hpp"
+#include "llmrdzv/tokenizer/tokenizer.hpp"
+#include "parity_cases.hpp"
+#include "scratch_dir.hpp"
+
+using llmrdzv::test::hard_cases;
+using llmrdzv::test::hf_encode;
+using llmrdzv::test::OracleResult;
+using llmrdzv::test::OracleTraining;
+using llmrdzv::test::random_cases;
+using llmrdzv::testing::ScratchDir;
+using llmrdzv::tokenizer::TokenId;
+using llmrdzv::tokenizer::Tokenizer;
+
+namespace {
+
+std::vector<std::string> parity_cases(std::uint32_t seed) {
+  std::vector<std::string> cases = hard_cases();
+  for (std::string& c : random_cases(1500, seed)) cases.push_back(std::move(c));
+  return cases;
+}
+
+void expect_same_documents(const Tokenizer& ours, const std::vector<std::string>& cases, const OracleResult& theirs) {
+  REQUIRE(theirs.ids.size() == cases.size());
+  CHECK(ours.eos_id() == theirs.eos);
+  CHECK(ours.bos_id() == theirs.bos);
+  CHECK(ours.vocab_size() == theirs.vocab_size);
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": \"" << cases[i] << "\"");
+    const std::vector<TokenId> ids = ours.encode_document(cases[i]);
+    CHECK(ids == theirs.ids[i]);
+    same += ids == theirs.ids[i];
+  }
+  CHECK(same == cases.size());
+}
+
+// Makes a tokenizer of `kind` in scratch/kind, checks our reading of it against HF on the cases,
+// then the files save() writes: HF loads them with the same ids, and we read them back the same.
+Tokenizer check_kind(const ScratchDir& scratch, const std::string& kind, std::uint32_t seed) {
+  const std::vector<std::string> cases = parity_cases(seed);
+  const auto corpus = scratch.write("corpus.txt", llmrdzv::test::training_text());
+  const OracleResult theirs = hf_encode(scratch / kind, cases, OracleTraining{corpus, 600, true, false, kind}, true);
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / kind) == "tokenizer.json");
+  const Tokenizer ours = Tokenizer::from_directory(scratch / kind);
+  expect_same_documents(ours, cases, theirs);
+  ours.save(scratch / "exported");
+  expect_same_documents(ours, cases, hf_encode(scratch / "exported", cases, std::nullopt, true));
+  CHECK(Tokenizer::from_directory(scratch / "exported").fingerprint() == ours.fingerprint());
+  return ours;
+}
+
+}  // namespace
+
+TEST_CASE("OPT's GPT-2 BPE with \"</s>\" as BOS encodes as HF does", "[tokenizer][hf][tokenizer_json][bos]") {
+  ScratchDir scratch("tok-hf-opt");
+  const Tokenizer ours = check_kind(scratch, "opt", 11);
+  CHECK(ours.kind() == Tokenizer::Kind::gpt2_bpe);
+  REQUIRE(ours.bos_id());
+  CHECK(ours.token_text(*ours.bos_id()) == "</s>");
+  CHECK(ours.bos_id() == ours.eos_id());
+  CHECK(ours.encode_document("x").front() == *ours.bos_id());
+  CHECK(ours.encode("x").front() != *ours.bos_id());
+  CHECK(ours.decode(ours.encode("a \xff</s><pad>b")) == "a \xff</s><pad>b");
+}
+
+TEST_CASE("Llama 3's byte-level BPE encodes as HF does", "[tokenizer][hf][tokenizer_json][llama3]") {
+  ScratchDir scratch("tok-hf-llama3");
+  const Tokenizer ours = check_kind(scratch, "llama3", 12);
+  CHECK(ours.kind() == Tokenizer::Kind::llama3_bpe);
+  CHECK(ours.cut_rule() == llmrdzv::tokenizer::CutRule::llama3);
+  REQUIRE(ours.bos_id());
+  CHECK(ours.token_text(*ours.bos_id()) == "<|begin_of_text|>");
+  CHECK(ours.token_text(ours.eos_id()) == "<|end_of_text|>");
+  // ignore_merges: words in the vocabulary that no merge makes are still one token each.
+  CHECK(ours.encode(" xyzzy").size() == 1);
+  CHECK(ours.encode("Quux").size() == 1);
+  CHECK(ours.encode("123456").size() == 2);
+  const std::string text = "It'S \xff\t(x)\r\n\r\n <|eot_id|>";
+  CHECK(ours.decode(ours.encode(text)) == text);
+}
+
+TEST_CASE("Llama 2's SentencePiece-style BPE as transformers 5 saves it encodes as HF does",
+          "[tokenizer][hf][tokenizer_json][sentencepiece]") {
+  for (const std::string kind : {"llama2", "llama2-always"}) {
+    SECTION(kind) {
+      ScratchDir scratch("tok-hf-" + kind);
+      const Tokenizer ours = check_kind(scratch, kind, 13);
+      CHECK(ours.kind() == Tokenizer::Kind::sentencepiece_bpe);
+      CHECK(ours.token_text(*ours.bos_id()) == "<s>");
+      CHECK(ours.token_text(ours.eos_id()) == "</s>");
+      CHECK(ours.cut_rule() == llmrdzv::tokenizer::CutRule::before_spaces);
+      // Byte fallback: a character outside the vocabulary is its UTF-8 bytes' "<0xNN>" tokens.
+      const std::vector<TokenId> ids = ours.encode("\xe4\xb8\x80");  // 一, not in the training text
+      REQUIRE(ids.size() >= 3);
+      CHECK(ours.token_text(ids[ids.size() - 3]) == "<0xE4>");
+      CHECK(ours.decode(ours.encode("a b\xff")) == " a b\xff");
+    }
+  }
+}
+
+TEST_CASE("Llama 2's SentencePiece-style BPE in the normalizer form encodes as HF does",
+          "[tokenizer][hf][tokenizer_json][sentencepiece]") {
+  // As it is (PreTrainedTokenizerFast): "▁" before every text between special tokens; with
+  // LlamaTokenizer's config (as Meta ships it) transformers rebuilds it with Metaspace instead.
+  for (const std::string kind : {"llama2-legacy", "llama2-hub"}) {
+    SECTION(kind) {
+      ScratchDir scratch("tok-hf-" + kind);
+      const Tokenizer ours = check_kind(scratch, kind, 14);
+      CHECK(ours.kind() == Tokenizer::Kind::sentencepiece_bpe);
+      const TokenId s = *ours.bos_id();
+      const std::vector<TokenId> after_special = ours.encode("a<s>b");
+      REQUIRE(after_special.size() >= 3);
+      CHECK(after_special[after_special.size() - 2] == s);
+      CHECK(ours.decode(std::vector<TokenId>{after_special.back()}) == (kind == "llama2-legacy" ? " b" : "b"));
+    }
+  }
+}

@@ -1,0 +1,152 @@
+// A tokenizer.json read together with the tokenizer_config.json next to it, as transformers 5's
+// AutoTokenizer combines them: the config names the EOS, may switch the BOS on or off (it then
+// replaces the file's post-processor), and its tokenizer_class may rebuild the tokenizer from the
+// file's vocabulary (GPT2Tokenizer: GPT-2's pre-tokenizer; LlamaTokenizer: Metaspace with the
+// prefix its `legacy` and `add_prefix_space` choose). A combination that would encode otherwise
+// than this trainer is refused naming the file and key.
+#include <algorithm>
+
+#include "tokenizer_config.hpp"
+#include "tokenizer_model.hpp"
+
+namespace llmrdzv::tokenizer {
+namespace {
+
+class Combiner {
+ public:
+  Combiner(const std::filesystem::path& json_path, const std::filesystem::path& config_path)
+      : json_path_(json_path.string()), config_path_(config_path.string()) {}
+
+  [[noreturn]] void refuse(const std::string& what, const std::string& why) const {
+    throw TokenizerError(what + ": " + why + " (this trainer reads GPT-2 and Llama 3 byte-level BPE and Llama 2 "
+                         "SentencePiece-style BPE tokenizers; give --tokenizer_name a directory with a supported tokenizer)");
+  }
+
+  // The added tokens extend the vocabulary: each is its own vocabulary entry or the next id past it.
+  void add_tokens(Tokenizer::Model& model, std::vector<SpecialToken> added) const {
+    std::stable_sort(added.begin(), added.end(), [](const SpecialToken& a, const SpecialToken& b) { return a.id < b.id; });
+    for (const SpecialToken& t : added) {
+      const std::string named = json_path_ + ": added_tokens \"" + t.content + "\" (id " + std::to_string(t.id) + ")";
+      if (t.id < model.tokens.size()) {
+        if (model.tokens[t.id] != t.content) refuse(named, "the vocabulary has \"" + model.tokens[t.id] + "\" at that id");
+      } else if (t.id == model.tokens.size()) {
+        if (std::find(model.tokens.begin(), model.tokens.end(), t.content) != model.tokens.end()) {
+          refuse(named, "the vocabulary has it at another id");
+        }
+        model.tokens.push_back(t.content);
+      } else {
+        refuse(named, "ids must continue the vocabulary of " + std::to_string(model.tokens.size()) + " without gaps");
+      }
+    }
+  }
+
+  // A special token the config names: an added token, or a vocabulary entry (transformers then
+  // makes it special too).
+  TokenId config_token(Tokenizer::Model& model, std::vector<SpecialToken>& specials, const std::string& key,
+                       const std::string& content) const {
+    if (const auto it = std::find_if(specials.begin(), specials.end(), [&](const SpecialToken& t) { return t.content == content; });
+        it != specials.end()) {
+      return it->id;
+    }
+    const auto it = std::find(model.tokens.begin(), model.tokens.end(), content);
+    if (it == model.tokens.end()) {
+      refuse(config_path_ + ": " + key + " \"" + content + "\"", "not in the vocabulary (transformers would add it at a new id)");
+    }
+    const auto id = static_cast<TokenId>(it - model.tokens.begin());
+    specials.push_back({content, id});
+    return id;
+  }
+
+  // What the config's tokenizer_class makes of the file (a class not named here keeps the file's).
+  void apply_class(TokenizerJson& json, const TokenizerConfig& config) const {
+    if (!config.tokenizer_class) return;
+    std::string cls = *config.tokenizer_class;
+    if (cls.ends_with("Fast")) cls.resize(cls.size() - 4);
+    const std::string named = config_path_ + ": tokenizer_class " + *config.tokenizer_class;
+    if (cls == "GPT2Tokenizer") {
+      if (json.kind != JsonKind::gpt2_bpe) {
+        refuse(named, "transformers rebuilds GPT-2's pre-tokenizer over this tokenizer.json's vocabulary, which is not "
+                      "GPT-2's kind of tokenizer");
+      }
+      if (config.add_prefix_space.value_or(false)) refuse(config_path_ + ": add_prefix_space = true", "adding a space before the text is not supported");
+    } else if (cls == "LlamaTokenizer") {
+      if (json.kind != JsonKind::sentencepiece_bpe) {
+        refuse(named, "transformers rebuilds a SentencePiece-style tokenizer over this tokenizer.json's vocabulary, "
+                      "which is byte-level");
+      }
+      // LlamaTokenizer.__init__: BPE(fuse_unk=True, byte_fallback=True, no unk token), no normalizer,
+      // Metaspace(prepend_scheme = "first" unless legacy, "never" without add_prefix_space, split=False).
+      json.prefix = !config.add_prefix_space.value_or(true) ? SpacePrefix::never
+                    : config.legacy.value_or(false)        ? SpacePrefix::always
+                                                            : SpacePrefix::first;
+      json.fuse_unk = json.byte_fallback = true;
+      json.unk.reset();
+      json.ignore_merges = false;
+    }
+  }
+
+ private:
+  std::string json_path_;
+  std::string config_path_;
+};
+
+Tokenizer::Kind kind_of(JsonKind kind) {
+  switch (kind) {
+    case JsonKind::gpt2_bpe: return Tokenizer::Kind::gpt2_bpe;
+    case JsonKind::llama3_bpe: return Tokenizer::Kind::llama3_bpe;
+    case JsonKind::sentencepiece_bpe: return Tokenizer::Kind::sentencepiece_bpe;
+  }
+  return Tokenizer::Kind::gpt2_bpe;
+}
+
+}  // namespace
+
+std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesystem::path& tokenizer_json) {
+  const std::filesystem::path config_path = tokenizer_json.parent_path() / "tokenizer_config.json";
+  const Combiner combiner(tokenizer_json, config_path);
+  std::string text = read_whole_file(tokenizer_json);
+  TokenizerJson json = read_tokenizer_json(tokenizer_json, text);
+  const std::optional<TokenizerConfig> config = read_tokenizer_config(config_path);
+  if (config) combiner.apply_class(json, *config);
+
+  auto model = std::make_shared<Tokenizer::Model>();
+  model->kind = kind_of(json.kind);
+  model->tokens = std::move(json.tokens);
+  model->merges = std::move(json.merges);
+  model->ignore_merges = json.ignore_merges;
+  model->prefix = json.prefix;
+  model->fuse_unk = json.fuse_unk;
+  combiner.add_tokens(*model, json.added);
+  std::vector<SpecialToken> specials = std::move(json.added);
+  if (json.unk) model->unk = static_cast<TokenId>(std::find(model->tokens.begin(), model->tokens.end(), *json.unk) - model->tokens.begin());
+
+  // EOS: the config's eos_token, else "<|endoftext|>".
+  const std::string eos = config && config->eos_token ? *config->eos_token : std::string(kEndOfText);
+  const bool eos_known = (config && config->eos_token) ||
+                         std::any_of(specials.begin(), specials.end(), [](const SpecialToken& t) { return t.content == kEndOfText; });
+  if (!eos_known) {
+    combiner.refuse(tokenizer_json.string() + ": added_tokens", "no tokenizer_config.json eos_token and no \"<|endoftext|>\": "
+                                                                "which token ends a document is unknown");
+  }
+  model->eos = combiner.config_token(*model, specials, "eos_token", eos);
+  // BOS: an explicit add_bos_token replaces the file's post-processor (transformers' update_post_processor).
+  if (config && config->add_eos_token.value_or(false)) {
+    combiner.refuse(config_path.string() + ": add_eos_token = true", "an EOS appended to every text is not supported");
+  }
+  if (config && config->add_bos_token) {
+    if (*config->add_bos_token) {
+      if (!config->bos_token) combiner.refuse(config_path.string() + ": add_bos_token = true", "without a bos_token");
+      model->bos = combiner.config_token(*model, specials, "bos_token", *config->bos_token);
+    }
+  } else if (json.bos) {
+    model->bos = json.bos->id;
+  }
+  model->specials = SpecialTokenFinder(std::move(specials));
+  if (!is_plain_gpt2(*model)) {
+    model->source_json = std::move(text);
+    if (config) model->source_config = config->text;
+  }
+  return finish_model(std::move(model), tokenizer_json.string(), json.byte_fallback);
+}
+
+}  // namespace llmrdzv::tokenizer
