@@ -26,13 +26,21 @@ void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text, 
     }
   }
   ids.clear();
-  bool after_unk = false;
+  // Where the words start in `ids`: at every "▁" after another character. When no token joins "▁"
+  // to a character before it (CutRule::before_spaces), no merge crosses such a start, so merging
+  // each word apart gives the ids of merging the whole text, without one long merge queue.
+  std::vector<std::size_t> word_starts{0};
+  const bool by_words = model.cut_rule == CutRule::before_spaces;
+  bool after_space = false, after_unk = false;
   const auto* bytes = reinterpret_cast<const unsigned char*>(normalized.data());
   for (std::size_t pos = 0; pos < normalized.size();) {
     char32_t cp = 0;
     const std::size_t len = bytes[pos] < 0x80 ? 1 : utf8::decode(bytes + pos, normalized.size() - pos, cp);
     const std::string_view character(normalized.data() + pos, len);
     pos += len;
+    const bool space = character == kSpacePiece;
+    if (by_words && space && !after_space && !ids.empty()) word_starts.push_back(ids.size());
+    after_space = space;
     if (const auto it = model.index.find(character); it != model.index.end()) {
       ids.push_back(it->second);
       after_unk = false;
@@ -48,8 +56,14 @@ void encode_sentencepiece(const Tokenizer::Model& model, std::string_view text, 
       after_unk = true;
     }
   }
-  model.merge_table.apply(ids);
-  out.insert(out.end(), ids.begin(), ids.end());
+  word_starts.push_back(ids.size());
+  std::vector<TokenId> word;
+  for (std::size_t w = 0; w + 1 < word_starts.size(); ++w) {
+    const auto begin = ids.begin();
+    word.assign(begin + static_cast<std::ptrdiff_t>(word_starts[w]), begin + static_cast<std::ptrdiff_t>(word_starts[w + 1]));
+    model.merge_table.apply(word);
+    out.insert(out.end(), word.begin(), word.end());
+  }
 }
 
 }  // namespace llmrdzv::tokenizer

@@ -1,7 +1,7 @@
 // SentencePiece-style BPE as HF's BPE model runs it for Llama 2 (no pre-tokenizer: the whole text
 // is one word): ' ' becomes "▁", each character is its token, else its "<0xNN>" byte tokens (byte
 // fallback), else the unknown token (consecutive ones fused into one with fuse_unk); then the
-// merges by rank over the whole text.
+// merges by rank over the whole text (word by word where no merge can cross a word's start).
 #pragma once
 
 #include <string_view>
