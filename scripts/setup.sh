@@ -40,7 +40,8 @@ fi
 
 # Each venv lives in a cache keyed by its lock file, so fresh clones (CI) reuse it; a link in the
 # project root points at it. Debian's own python3 builds it, so a stock machine behaves the same.
-#   .venv        the pinned torch wheel (LibTorch for the build) and transformers for parity tests
+#   .venv        the pinned torch wheel (LibTorch for the build), transformers for parity tests and
+#                tiktoken for tokenizer-encode-bench
 #   .venv-tools  TensorBoard, to look at training curves and to read them back in the tests; apart
 #                from .venv so adding a tool never re-downloads the torch wheel
 cache=${LLM_RDZV_CACHE:-/var/cache/llm-rdzv}
@@ -60,7 +61,7 @@ make_venv() {  # make_venv LOCK_FILE LINK_NAME PYTHON_IMPORTS
   fi
   ln -sfn "$venv" "$root/$link"
 }
-make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors'
+make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors, tiktoken'
 make_venv "$here/requirements-tools.lock" .venv-tools 'tensorboard'
 
 corpus=/usr/share/doc/python3.11/html/_sources
