@@ -2,7 +2,8 @@
 # One idempotent setup for a fresh Debian 12 machine (as root), CI and developers alike:
 # Debian packages for the build, Slurm and munge for the end-to-end tests, the default corpus
 # (python3.11-doc), Prometheus and headless Chromium for the monitoring tests, and the project venvs
-# (the pinned LibTorch wheel: scripts/requirements.lock; TensorBoard: scripts/requirements-tools.lock).
+# (the pinned LibTorch wheel: scripts/requirements.lock; TensorBoard and tiktoken:
+# scripts/requirements-tools.lock).
 # A second run checks and returns in seconds without downloading anything.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -40,10 +41,10 @@ fi
 
 # Each venv lives in a cache keyed by its lock file, so fresh clones (CI) reuse it; a link in the
 # project root points at it. Debian's own python3 builds it, so a stock machine behaves the same.
-#   .venv        the pinned torch wheel (LibTorch for the build), transformers for parity tests and
-#                tiktoken for tokenizer-encode-bench
-#   .venv-tools  TensorBoard, to look at training curves and to read them back in the tests; apart
-#                from .venv so adding a tool never re-downloads the torch wheel
+#   .venv        the pinned torch wheel (LibTorch for the build) and transformers for parity tests
+#   .venv-tools  TensorBoard, to look at training curves and to read them back in the tests, and
+#                tiktoken for tokenizer-encode-bench; apart from .venv so adding a tool never
+#                re-downloads the torch wheel
 cache=${LLM_RDZV_CACHE:-/var/cache/llm-rdzv}
 make_venv() {  # make_venv LOCK_FILE LINK_NAME PYTHON_IMPORTS
   local lock=$1 link=$2 imports=$3
@@ -61,8 +62,8 @@ make_venv() {  # make_venv LOCK_FILE LINK_NAME PYTHON_IMPORTS
   fi
   ln -sfn "$venv" "$root/$link"
 }
-make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors, tiktoken'
-make_venv "$here/requirements-tools.lock" .venv-tools 'tensorboard'
+make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors'
+make_venv "$here/requirements-tools.lock" .venv-tools 'tensorboard, tiktoken'
 
 corpus=/usr/share/doc/python3.11/html/_sources
 [ -d "$corpus" ] || die "default corpus $corpus missing after installing python3.11-doc"

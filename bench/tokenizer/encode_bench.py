@@ -14,7 +14,11 @@ document each (MB = 10^6 bytes of UTF-8).
   TOKENIZERS_PARALLELISM=false; its word cache is cleared before every pass.
 - tiktoken: an Encoding built from the same vocabulary (ranks: the 256 bytes, then each merge's
   token in merge order, then tokens no merge makes) and split pattern, encode_ordinary per
-  document. It has no SentencePiece-style BPE, so none for Llama 2.
+  document. It has no SentencePiece-style BPE, so none for Llama 2. tiktoken lives in .venv-tools,
+  not in the torch venv (scripts/setup.sh), so each pass is a separate process like ours: this
+  script under --tiktoken-python (`encode_bench.py tiktoken-pass`), given the ranks (tiktoken's
+  file format), the pattern and the documents through files in the run's temporary directory;
+  building the Encoding is not timed.
 Every pass starts with an empty cache and tokenizes the whole text once, as the trainer does. The
 sides alternate pass by pass (the machine may be shared); MB/s are medians over --rounds passes,
 ratios the median of each pass's ratio to the other side's pass next to it.
@@ -23,6 +27,7 @@ Our ids must equal HF's on every document, or the bench stops with an error; whe
 """
 import argparse
 import array
+import base64
 import importlib.util
 import json
 import os
@@ -36,6 +41,8 @@ os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 CORPUS = "/usr/share/doc/python3.11/html/_sources"
+TOOLS_PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            ".venv-tools", "bin", "python")
 # kind -> (oracle arguments that make it, default vocabulary size: the real model's, a cap that
 # training on the Python documentation stops short of at 29-34k tokens)
 KINDS = {
@@ -90,10 +97,8 @@ def make_tokenizer(oracle_path, kind, vocab_size, corpus_file, work):
     return saved if resave else made
 
 
-def tiktoken_encoding(oracle, hf, pattern):
-    """tiktoken's Encoding for a byte-level tokenizer, and its ranks -> our vocabulary ids."""
-    import tiktoken
-
+def tiktoken_ranks(oracle, hf):
+    """tiktoken's ranks for a byte-level tokenizer (token bytes in rank order), and ranks -> our vocabulary ids."""
     saved = json.loads(hf.to_str())
     vocab, merges = saved["model"]["vocab"], saved["model"]["merges"]
     added = {t["content"] for t in saved["added_tokens"]}
@@ -102,13 +107,41 @@ def tiktoken_encoding(oracle, hf, pattern):
     order = [spelled[b] for b in range(256)]
     order += ["".join(m.split(" ") if isinstance(m, str) else m) for m in merges]
     order += [t for t in sorted(vocab, key=vocab.get) if t not in added]
-    ranks, rank_to_id = {}, []
+    seen, ranks, rank_to_id = set(), [], []
     for token in order:
         as_bytes = bytes(unmap[c] for c in token)
-        if as_bytes not in ranks:
-            ranks[as_bytes] = len(rank_to_id)
+        if as_bytes not in seen:
+            seen.add(as_bytes)
+            ranks.append(as_bytes)
             rank_to_id.append(vocab[token])
-    return tiktoken.Encoding("bench", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}), rank_to_id
+    return ranks, rank_to_id
+
+
+def write_ranks(path, ranks):
+    """tiktoken's .tiktoken format: a line per token, its bytes in base64 and its rank."""
+    with open(path, "w", encoding="ascii") as f:
+        f.writelines("%s %d\n" % (base64.b64encode(token).decode("ascii"), rank) for rank, token in enumerate(ranks))
+
+
+def read_ranks(path):
+    with open(path, encoding="ascii") as f:
+        return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in f if line.strip())}
+
+
+def read_documents(path):
+    """The documents file (documents separated by NUL bytes), split as tokenizer-encode-timer splits it."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read().split("\0")
+
+
+def write_ids(path, documents):
+    """Per document its token count, then its ids (uint32, native byte order), as tokenizer-encode-timer writes."""
+    data = array.array("I")
+    for ids in documents:
+        data.append(len(ids))
+        data.extend(ids)
+    with open(path, "wb") as f:
+        data.tofile(f)
 
 
 def read_ids(path, count):
@@ -121,6 +154,29 @@ def read_ids(path, count):
         documents.append(data[pos + 1:pos + 1 + n].tolist())
         pos += 1 + n
     return documents
+
+
+def tiktoken_pass(argv):
+    """encode_bench.py tiktoken-pass RANKS PATTERN DOCUMENTS [--ids OUT], under .venv-tools' Python: one timed pass
+    of encode_ordinary over every document, printed as one JSON line like tokenizer-encode-timer's."""
+    parser = argparse.ArgumentParser(prog="encode_bench.py tiktoken-pass")
+    parser.add_argument("ranks")
+    parser.add_argument("pattern")
+    parser.add_argument("documents")
+    parser.add_argument("--ids")
+    args = parser.parse_args(argv)
+    import tiktoken
+
+    with open(args.pattern, encoding="utf-8", newline="") as f:
+        pattern = f.read()
+    encoding = tiktoken.Encoding("bench", pat_str=pattern, mergeable_ranks=read_ranks(args.ranks), special_tokens={})
+    documents = read_documents(args.documents)
+    start = time.perf_counter()
+    ids = [encoding.encode_ordinary(d) for d in documents]
+    seconds = time.perf_counter() - start
+    if args.ids:
+        write_ids(args.ids, ids)
+    print(json.dumps(dict(seconds=round(seconds, 6), documents=len(ids), tokens=sum(map(len, ids)))))
 
 
 def first_difference(ours, theirs):
@@ -136,8 +192,16 @@ def bench_kind(args, oracle, kind, tokenizer_dir, documents, megabytes, document
 
     hf = AutoTokenizer.from_pretrained(tokenizer_dir).backend_tokenizer
     pattern = {"gpt2": GPT2_PATTERN, "llama3": oracle.LLAMA3_PATTERN}.get(kind)
-    encoding, rank_to_id = tiktoken_encoding(oracle, hf, pattern) if pattern else (None, None)
     ids_file = os.path.join(work, kind + ".ids")
+    if pattern:
+        ranks, rank_to_id = tiktoken_ranks(oracle, hf)
+        ranks_file, pattern_file = os.path.join(work, kind + ".tiktoken"), os.path.join(work, kind + ".pattern")
+        write_ranks(ranks_file, ranks)
+        with open(pattern_file, "w", encoding="utf-8", newline="") as f:
+            f.write(pattern)
+        tiktoken_ids_file = os.path.join(work, kind + ".tiktoken-ids")
+        tiktoken_pass_command = [args.tiktoken_python, os.path.abspath(__file__), "tiktoken-pass", ranks_file,
+                                 pattern_file, documents_file]
     seconds = {"ours": [], "hf": [], "tiktoken": []}
     checked = {}
     for r in range(args.rounds):
@@ -158,11 +222,15 @@ def bench_kind(args, oracle, kind, tokenizer_dir, documents, megabytes, document
             checked = dict(vocab=ours["vocab"], tokens=ours["tokens"])
         del encodings
 
-        if encoding:
-            start = time.perf_counter()
-            tiktoken_ids = [encoding.encode_ordinary(d) for d in documents]
-            seconds["tiktoken"].append(time.perf_counter() - start)
+        if pattern:
+            run = subprocess.run(tiktoken_pass_command + (["--ids", tiktoken_ids_file] if r == 0 else []),
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                raise SystemExit("tokenizer-encode-bench: %s: the tiktoken pass (%s) failed:\n%s"
+                                 % (kind, args.tiktoken_python, run.stderr))
+            seconds["tiktoken"].append(json.loads(run.stdout)["seconds"])
             if r == 0:
+                tiktoken_ids = read_ids(tiktoken_ids_file, len(documents))
                 mapped = [[rank_to_id[t] for t in doc] for doc in tiktoken_ids]
                 checked["tiktoken_same_ids"] = first_difference(mapped, hf_ids) is None
     result = dict(kind=kind, **checked)
@@ -184,10 +252,14 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--vocab-size", type=int, help="for every kind (default: each real model's)")
+    parser.add_argument("--tiktoken-python", default=TOOLS_PYTHON,
+                        help="a Python with tiktoken, for the tiktoken passes (default: the project's .venv-tools)")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     if args.rounds < 1 or not kinds or any(k not in KINDS for k in kinds):
         parser.error("--rounds must be at least 1 and --kinds a list of " + ",".join(KINDS))
+    if kinds != ["llama2"] and not os.access(args.tiktoken_python, os.X_OK):
+        parser.error("--tiktoken-python %s is not there (scripts/setup.sh makes .venv-tools)" % args.tiktoken_python)
 
     oracle = load_oracle(args.oracle)
     train, documents = corpus_split(args.corpus, args.mb)
@@ -215,4 +287,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["tiktoken-pass"]:
+        tiktoken_pass(sys.argv[2:])
+    else:
+        main()
