@@ -173,11 +173,11 @@ TEST_CASE("a model trained on the GPU exports to transformers with the same logi
   const std::string out = c.dir.file("export");
   expect_ok(run_trainer(run_args(c.dir, out, {"--bf16", "false", "--tf32", "false"})));
   // Our logits for the exported model on the GPU, in fp32, against transformers' on the CPU.
-  llmrdzv::model::Gpt2LmHeadModel model = llmrdzv::io::load_hf_model(out);
+  llmrdzv::model::CausalLm model = llmrdzv::io::load_hf_model(out);
   model->eval();
   model->to(torch::kCUDA);
   torch::manual_seed(3);
-  const at::Tensor ids = torch::randint(0, model->config().vocab_size, {3, 40});
+  const at::Tensor ids = torch::randint(0, model->config().vocab_size(), {3, 40});
   torch::NoGradGuard no_grad;
   const auto result = model->forward(ids.to(torch::kCUDA), ids.to(torch::kCUDA));
   llmrdzv::io::save_tensors(c.dir.path() / "ours.safetensors",

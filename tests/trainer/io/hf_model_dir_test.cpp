@@ -1,8 +1,10 @@
-// Hugging Face interoperability with real transformers (the venv's python): an HF-made
-// GPT2LMHeadModel loads and gives the same logits, loss and gradients, in both the modern and
-// the legacy layout; a model we save loads in AutoModelForCausalLM with the same logits; bad directories
-// and weight files are rejected naming the file and the tensor.
+// Hugging Face interoperability with real transformers (the venv's python): HF-made
+// GPT2LMHeadModel, OPTForCausalLM and LlamaForCausalLM models of odd shapes load and give the same
+// logits, loss and gradients (GPT-2 also in the legacy layout and in shards); a model we save
+// loads in AutoModelForCausalLM with the same logits; bad directories and weight files are
+// rejected naming the file and the tensor.
 #include <ATen/ops/allclose.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/randint.h>
 #include <torch/utils.h>
@@ -12,6 +14,9 @@
 #include <fstream>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/llama.hpp"
+#include "llmrdzv/model/opt.hpp"
 #include "scratch_dir.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
@@ -47,17 +52,14 @@ model::Gpt2Config tiny() {
 }
 
 // Every parameter's gradient (after a backward) against HF's "grad/<name>" in the reference.
-void expect_hf_gradients(model::Gpt2LmHeadModel& m, const io::NamedTensors& ref) {
+void expect_hf_gradients(model::CausalLm& m, const io::NamedTensors& ref) {
   std::size_t compared = 0;
   for (const auto& item : m->named_parameters()) {
     INFO(item.key());
     at::Tensor theirs = named(ref, "grad/" + item.key());
     const at::Tensor& ours = item.value().grad();
     REQUIRE(ours.defined());
-    const std::string& name = item.key();
-    if (name.ends_with("c_attn.weight") || name.ends_with("c_proj.weight") || name.ends_with("c_fc.weight")) {
-      theirs = theirs.t();  // HF's Conv1D [in, out] (attn.c_proj is square: go by name, not shape)
-    }
+    if (m->hf_transposed(item.key())) theirs = theirs.t();  // GPT-2's Conv1D [in, out]
     const double scale = theirs.abs().max().item<double>();
     const double diff = (ours - theirs).abs().max().item<double>();
     CHECK(diff <= 1e-5 * std::max(1.0, scale));
@@ -68,11 +70,11 @@ void expect_hf_gradients(model::Gpt2LmHeadModel& m, const io::NamedTensors& ref)
 
 // Saves m (with a stand-in vocab.json) into dir/out and has transformers' AutoModelForCausalLM
 // load it and compare its logits and loss with ours on a random batch.
-void expect_transformers_loads(model::Gpt2LmHeadModel& m, const testing::ScratchDir& dir) {
+void expect_transformers_loads(model::CausalLm& m, const testing::ScratchDir& dir) {
   std::ofstream(dir / "vocab.json") << R"({"a": 0})";
   io::save_hf_model(m, dir / "out", {dir / "vocab.json"});
   CHECK(fs::exists(dir / "out" / "vocab.json"));
-  const at::Tensor ids = at::randint(0, m->config().vocab_size, {2, 16});
+  const at::Tensor ids = at::randint(0, m->config().vocab_size(), {2, 16});
   at::Tensor labels = ids.clone();
   labels.index_put_({1, 4}, -100);
   at::NoGradGuard no_grad;
@@ -94,7 +96,7 @@ TEST_CASE("an HF GPT2LMHeadModel loads with the same logits and loss", "[hf][pyt
   for (const char* layout : {"hf", "hf_sharded", "hf_legacy"}) {
     for (bool low_mem : {false, true}) {
       INFO(layout << (low_mem ? " low_cpu_mem_usage" : ""));
-      model::Gpt2LmHeadModel m = io::load_hf_model(dir / layout, {.low_cpu_mem_usage = low_mem});
+      model::CausalLm m = io::load_hf_model(dir / layout, {.low_cpu_mem_usage = low_mem});
       m->eval();
       at::NoGradGuard no_grad;
       const auto out = m->forward(ids, labels);
@@ -111,7 +113,7 @@ TEST_CASE("gradients equal HF's for every parameter on the same weights and batc
   testing::ScratchDir dir;
   REQUIRE(run_python("make " + dir.path().string() + " 9") == 0);
   const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
-  model::Gpt2LmHeadModel m = io::load_hf_model(dir / "hf");
+  model::CausalLm m = io::load_hf_model(dir / "hf");
   m->eval();  // dropout off, as on the HF side; gradients still flow
   m->forward(named(ref, "input_ids"), named(ref, "labels")).loss.backward();
   expect_hf_gradients(m, ref);
@@ -120,7 +122,7 @@ TEST_CASE("gradients equal HF's for every parameter on the same weights and batc
 TEST_CASE("a saved model loads in transformers with the same logits", "[hf][python]") {
   testing::ScratchDir dir;
   torch::manual_seed(11);
-  model::Gpt2LmHeadModel m(tiny());
+  model::CausalLm m = model::Gpt2LmHeadModel(tiny());
   {
     at::NoGradGuard no_grad;  // non-trivial biases and LayerNorms, as after training
     for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
@@ -129,7 +131,7 @@ TEST_CASE("a saved model loads in transformers with the same logits", "[hf][pyth
   expect_transformers_loads(m, dir);
 
   // And it loads back into our model bit-exactly.
-  const model::Gpt2LmHeadModel back = io::load_hf_model(dir / "out");
+  const model::CausalLm back = io::load_hf_model(dir / "out");
   const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
@@ -138,7 +140,7 @@ TEST_CASE("a saved model loads in transformers with the same logits", "[hf][pyth
 TEST_CASE("a model saved in shards loads in transformers and back into ours", "[hf][python]") {
   testing::ScratchDir dir;
   torch::manual_seed(12);
-  model::Gpt2LmHeadModel m(tiny());
+  model::CausalLm m = model::Gpt2LmHeadModel(tiny());
   {
     at::NoGradGuard no_grad;
     for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
@@ -170,7 +172,7 @@ TEST_CASE("a model saved in shards loads in transformers and back into ours", "[
   io::save_tensors(dir / "ours.safetensors",
                    {{"input_ids", ids}, {"labels", ids}, {"logits", result.logits}, {"loss", result.loss.reshape({1})}});
   CHECK(run_python("check " + out.string() + " " + (dir / "ours.safetensors").string()) == 0);
-  const model::Gpt2LmHeadModel back = io::load_hf_model(out);
+  const model::CausalLm back = io::load_hf_model(out);
   const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
   REQUIRE(a.size() == b.size());
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
@@ -185,8 +187,9 @@ TEST_CASE("an untied LM head loads with HF's logits and gradients, trains its ow
   testing::ScratchDir dir;
   REQUIRE(run_python("make " + dir.path().string() + " 13 untied") == 0);
   const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
-  model::Gpt2LmHeadModel m = io::load_hf_model(dir / "hf");
-  REQUIRE_FALSE(m->config().tie_word_embeddings);
+  model::CausalLm loaded = io::load_hf_model(dir / "hf");
+  REQUIRE_FALSE(loaded->config().tie_word_embeddings());
+  model::Gpt2LmHeadModel m(std::dynamic_pointer_cast<model::Gpt2LmHeadModelImpl>(loaded.ptr()));
   REQUIRE(m->lm_head);
   CHECK_FALSE(at::equal(m->lm_head->weight, m->transformer->wte->weight));
   m->eval();
@@ -194,15 +197,15 @@ TEST_CASE("an untied LM head loads with HF's logits and gradients, trains its ow
   CHECK((out.logits - named(ref, "logits")).abs().max().item<double>() < 1e-5);
   CHECK(std::abs(out.loss.item<double>() - named(ref, "loss").item<double>()) < 1e-5);
   out.loss.backward();
-  expect_hf_gradients(m, ref);  // lm_head.weight's and wte's apart
+  expect_hf_gradients(loaded, ref);  // lm_head.weight's and wte's apart
   {
     at::NoGradGuard no_grad;  // a training step's worth of change in the head alone
     m->lm_head->weight.add_(m->lm_head->weight.grad(), -0.5);
   }
   const io::NamedTensors saved = io::to_hf_state_dict(m);
   CHECK(at::equal(named(saved, "lm_head.weight"), m->lm_head->weight));
-  expect_transformers_loads(m, dir);  // the changed head is the one transformers computes with
-  const model::Gpt2LmHeadModel back = io::load_hf_model(dir / "out");
+  expect_transformers_loads(loaded, dir);  // the changed head is the one transformers computes with
+  const auto back = std::dynamic_pointer_cast<model::Gpt2LmHeadModelImpl>(io::load_hf_model(dir / "out").ptr());
   CHECK(at::equal(back->lm_head->weight, m->lm_head->weight));
   CHECK(model::parameter_count(m->config()) == static_cast<double>(
       [&] { std::int64_t n = 0; for (const auto& p : m->parameters()) n += p.numel(); return n; }()));
@@ -222,7 +225,7 @@ TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {
 
 TEST_CASE("bad HF directories and weight files are rejected naming the problem", "[hf]") {
   testing::ScratchDir dir;
-  model::Gpt2LmHeadModel m(tiny());
+  model::CausalLm m = model::Gpt2LmHeadModel(tiny());
   io::save_hf_model(m, dir / "good");
   const fs::path weights = dir / "good" / "model.safetensors";
   io::NamedTensors sd = io::to_hf_state_dict(m);
@@ -256,7 +259,7 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
   io::NamedTensors extra = sd;
   extra.emplace_back("transformer.h.9.attn.c_attn.weight", at::zeros({24, 72}));
   CHECK_THROWS_WITH(io::load_hf_model(write_variant("extra", extra)),
-                    Catch::Contains("unexpected tensor \"transformer.h.9.attn.c_attn.weight\" (not a GPT-2 parameter)"));
+                    Catch::Contains("unexpected tensor \"transformer.h.9.attn.c_attn.weight\" (not a parameter of this gpt2 model)"));
 
   io::NamedTensors twice = sd;
   twice.emplace_back("wpe.weight", named(sd, "transformer.wpe.weight"));
@@ -284,7 +287,7 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
 
   io::NamedTensors halfs = sd;  // F16 weights load, converted to the model's fp32
   for (auto& [name, t] : halfs) t = t.to(at::kHalf);
-  const model::Gpt2LmHeadModel from_half = io::load_hf_model(write_variant("half", halfs));
+  const model::CausalLm from_half = io::load_hf_model(write_variant("half", halfs));
   CHECK(at::allclose(io::to_hf_state_dict(from_half)[0].second, sd[0].second, 1e-2, 1e-3));
 
   const fs::path sharded = write_variant("sharded", sd);
@@ -307,4 +310,76 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
   model::save_config(m->config(), dir / "corrupt");
   std::ofstream(dir / "corrupt" / "model.safetensors") << "garbage that is not a safetensors file";
   CHECK_THROWS_WITH(io::load_hf_model(dir / "corrupt"), Catch::Contains("corrupt/model.safetensors: header length"));
+}
+
+// OPT and Llama on odd shapes made by transformers itself: the same logits and loss, every
+// parameter's gradient within 1e-5 (OPT's pad row included: no gradient), then one SGD step on
+// our side is saved and transformers computes our logits from it.
+TEST_CASE("HF-made OPT and Llama models give HF's logits and gradients, and save back", "[hf][python][families]") {
+  struct Family {
+    const char* variant;
+    const char* model_type;
+    std::size_t tensors;  // in the saved state dict
+  };
+  for (const Family family : {Family{"opt", "opt", 2 + 2 * 16 + 2}, Family{"opt-350m", "opt", 2 + 2 + 2 * 16},
+                              Family{"llama", "llama", 1 + 2 * 9 + 1 + 1}, Family{"llama-mqa", "llama", 1 + 2 * 16 + 1}}) {
+    DYNAMIC_SECTION(family.variant) {
+      testing::ScratchDir dir;
+      REQUIRE(run_python(std::string("make ") + dir.path().string() + " 21 " + family.variant) == 0);
+      const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
+      model::CausalLm m = io::load_hf_model(dir / "hf");
+      CHECK(m->config().model_type() == family.model_type);
+      m->eval();
+      const auto out = m->forward(named(ref, "input_ids"), named(ref, "labels"));
+      CHECK((out.logits - named(ref, "logits")).abs().max().item<double>() < 1e-5);
+      CHECK(std::abs(out.loss.item<double>() - named(ref, "loss").item<double>()) < 1e-5);
+      out.loss.backward();
+      expect_hf_gradients(m, ref);
+      {
+        at::NoGradGuard no_grad;
+        for (auto& p : m->parameters()) p.add_(p.grad(), -0.5);
+      }
+      CHECK(io::to_hf_state_dict(m).size() == family.tensors);
+      expect_transformers_loads(m, dir);
+      const model::CausalLm back = io::load_hf_model(dir / "out");
+      const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
+      REQUIRE(a.size() == b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+    }
+  }
+}
+
+TEST_CASE("OPT's pad row gets no gradient and Llama's old rotary buffers are ignored", "[hf][families]") {
+  model::OptConfig opt;
+  opt.vocab_size = 20;
+  opt.hidden_size = 8;
+  opt.num_attention_heads = 2;
+  opt.ffn_dim = 12;
+  opt.num_hidden_layers = 1;
+  opt.max_position_embeddings = 8;
+  opt.bos_token_id = opt.eos_token_id = 2;
+  opt.tie_word_embeddings = false;  // a tied head's own gradient would reach every row
+  model::OptForCausalLm m(opt);
+  const at::Tensor ids = at::arange(5, at::kLong).view({1, 5}) % 3 + 1;  // 1 2 3 1 2
+  m->forward(ids, ids).loss.backward();
+  const at::Tensor grad = m->model->decoder->embed_tokens->weight.grad();
+  CHECK(grad[1].abs().sum().item<double>() == 0.0);
+  CHECK(grad[3].abs().sum().item<double>() > 0.0);
+
+  model::LlamaConfig llama;
+  llama.vocab_size = 20;
+  llama.hidden_size = 8;
+  llama.num_attention_heads = 2;
+  llama.intermediate_size = 12;
+  llama.num_hidden_layers = 1;
+  llama.max_position_embeddings = 8;
+  model::CausalLm l = model::LlamaForCausalLm(llama);
+  testing::ScratchDir dir;
+  io::NamedTensors sd = io::to_hf_state_dict(l);
+  sd.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", at::ones({2}));
+  fs::create_directories(dir / "old");
+  model::save_config(l->config(), dir / "old");
+  io::save_tensors(dir / "old" / "model.safetensors", sd);
+  const model::CausalLm back = io::load_hf_model(dir / "old");
+  CHECK(at::equal(io::to_hf_state_dict(back)[0].second, sd[0].second));
 }

@@ -1,14 +1,22 @@
 """Hugging Face transformers' side of the trainer's HF interoperability tests.
 
-make DIR SEED [untied]
+make DIR SEED [VARIANT]
                   writes DIR/hf (a random tiny GPT2LMHeadModel via save_pretrained), DIR/hf_sharded
                   (the same in ~40 KB shards with model.safetensors.index.json), DIR/hf_legacy
                   (the same weights without the "transformer." prefix, with the old attn.bias mask
                   buffers and an explicit tied lm_head.weight) and DIR/reference.safetensors
                   (input_ids, labels, and GPT2LMHeadModel's logits and loss on them, eager attention,
                   and "grad/<name>": the loss's gradient for every parameter, dropout off).
-                  With "untied": an odd-sized config (n_embd 36, vocab 97) with tie_word_embeddings
-                  false, so lm_head.weight is a parameter of its own; DIR/hf and the reference only.
+                  Other variants write DIR/hf and the reference only, from odd-sized configs:
+                  "untied"      GPT-2 (n_embd 36, vocab 97) with tie_word_embeddings false, so
+                                lm_head.weight is a parameter of its own;
+                  "opt"         OPTForCausalLM, pre-LN, hidden 36 (heads of 9), vocab 103, pad id 1;
+                  "opt-350m"    OPTForCausalLM shaped as opt-350m: post-LN (do_layer_norm_before
+                                false), word_embed_proj_dim 24 against hidden 40 (project_in/out);
+                  "llama"       LlamaForCausalLM, hidden 48, 6 heads sharing 2 key/value heads,
+                                intermediate 80, vocab 101, untied head;
+                  "llama-mqa"   LlamaForCausalLM with one key/value head, a tied head, attention
+                                and MLP biases, linear rope scaling (factor 2), rope_theta 500000.
 check DIR FILE    loads DIR with AutoModelForCausalLM.from_pretrained and compares its logits and
                   loss on FILE's input_ids/labels with FILE's logits/loss; exit 1 when they differ.
 """
@@ -17,7 +25,7 @@ import sys
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
+from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, OPTConfig
 
 TOLERANCE = 1e-5
 
@@ -28,22 +36,38 @@ def forward(model, ids, labels):
     return out.logits.float(), out.loss.float()
 
 
-def make(root, seed, untied):
+CONFIGS = {
+    "gpt2": lambda: GPT2Config(vocab_size=101, n_positions=40, n_embd=48, n_layer=3, n_head=4,
+                               activation_function="gelu_new", bos_token_id=100, eos_token_id=100),
+    "untied": lambda: GPT2Config(vocab_size=97, n_positions=40, n_embd=36, n_layer=2, n_head=4,
+                                 tie_word_embeddings=False, activation_function="gelu_new", bos_token_id=96,
+                                 eos_token_id=96),
+    "opt": lambda: OPTConfig(vocab_size=103, hidden_size=36, num_hidden_layers=2, ffn_dim=52, num_attention_heads=4,
+                             max_position_embeddings=40, pad_token_id=1, bos_token_id=2, eos_token_id=2),
+    "opt-350m": lambda: OPTConfig(vocab_size=99, hidden_size=40, word_embed_proj_dim=24, num_hidden_layers=2,
+                                  ffn_dim=56, num_attention_heads=5, max_position_embeddings=40,
+                                  do_layer_norm_before=False, pad_token_id=1, bos_token_id=2, eos_token_id=2),
+    "llama": lambda: LlamaConfig(vocab_size=101, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+                                 num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=40),
+    "llama-mqa": lambda: LlamaConfig(vocab_size=99, hidden_size=40, intermediate_size=72, num_hidden_layers=2,
+                                     num_attention_heads=5, num_key_value_heads=1, max_position_embeddings=40,
+                                     tie_word_embeddings=True, attention_bias=True, mlp_bias=True,
+                                     rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}),
+}
+
+
+def make(root, seed, variant):
     torch.manual_seed(seed)
-    if untied:
-        config = GPT2Config(vocab_size=97, n_positions=40, n_embd=36, n_layer=2, n_head=4, tie_word_embeddings=False,
-                            activation_function="gelu_new", bos_token_id=96, eos_token_id=96)
-    else:
-        config = GPT2Config(vocab_size=101, n_positions=40, n_embd=48, n_layer=3, n_head=4,
-                            activation_function="gelu_new", bos_token_id=100, eos_token_id=100)
-    model = GPT2LMHeadModel._from_config(config, attn_implementation="eager").eval()
-    with torch.no_grad():  # every parameter non-trivial, LayerNorms and biases included
+    config = CONFIGS[variant]()
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    with torch.no_grad():  # every parameter non-trivial, norms and biases included
         for name, p in model.named_parameters():
             p.add_(torch.randn_like(p) * 0.05)
-    assert untied == (model.lm_head.weight.data_ptr() != model.transformer.wte.weight.data_ptr())
+    untied = not config.tie_word_embeddings
+    assert untied == (model.lm_head.weight.data_ptr() != model.get_input_embeddings().weight.data_ptr())
     hf_dir = os.path.join(root, "hf")
     model.save_pretrained(hf_dir, safe_serialization=True)
-    if not untied:
+    if variant == "gpt2":
         write_layout_variants(root, model, config)
     write_reference(root, model, config)
 
@@ -63,6 +87,7 @@ def write_layout_variants(root, model, config):
 
 def write_reference(root, model, config):
     ids = torch.randint(0, config.vocab_size, (3, 17))
+    ids[1, 3] = 1  # OPT's pad id (no gradient into its embedding row)
     labels = ids.clone()
     labels[0, 5:9] = -100
     labels[2, -1] = -100
@@ -86,8 +111,8 @@ def check(model_dir, reference_file):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) in (4, 5) and sys.argv[1] == "make" and sys.argv[4:] in ([], ["untied"]):
-        make(sys.argv[2], int(sys.argv[3]), sys.argv[4:] == ["untied"])
+    if len(sys.argv) in (4, 5) and sys.argv[1] == "make" and (sys.argv[4:] or ["gpt2"])[0] in CONFIGS:
+        make(sys.argv[2], int(sys.argv[3]), (sys.argv[4:] or ["gpt2"])[0])
         sys.exit(0)
     if len(sys.argv) == 4 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3]))

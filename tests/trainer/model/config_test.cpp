@@ -3,7 +3,7 @@
 
 #include <fstream>
 
-#include "llmrdzv/model/gpt2_config.hpp"
+#include "llmrdzv/model/model_config.hpp"
 #include "scratch_dir.hpp"
 
 using namespace llmrdzv;
@@ -30,7 +30,7 @@ bool same(const Gpt2Config& a, const Gpt2Config& b) {
 }  // namespace
 
 TEST_CASE("config reads HF's gpt2 config.json", "[config]") {
-  const Gpt2Config c = model::config_from_json(kHfGpt2Config, "gpt2/config.json");
+  const Gpt2Config c = model::config_from_json(kHfGpt2Config, "gpt2/config.json").as<Gpt2Config>();
   CHECK(c.vocab_size == 50257);
   CHECK(c.n_positions == 1024);
   CHECK(c.n_embd == 768);
@@ -41,12 +41,12 @@ TEST_CASE("config reads HF's gpt2 config.json", "[config]") {
   CHECK(c.head_dim() == 64);
   CHECK(c.layer_norm_epsilon == 1e-5);
   CHECK(c.activation_function == "gelu_new");
-  CHECK(same(c, model::preset("gpt2")));
+  CHECK(same(c, model::preset("gpt2").as<Gpt2Config>()));
 }
 
 TEST_CASE("config round trips through config.json on disk", "[config]") {
   testing::ScratchDir dir;
-  Gpt2Config c = model::preset("gpt2-medium");
+  Gpt2Config c = model::preset("gpt2-medium").as<Gpt2Config>();
   c.vocab_size = 1000;
   c.bos_token_id = c.eos_token_id = 999;
   c.n_inner = 2048;
@@ -55,9 +55,9 @@ TEST_CASE("config round trips through config.json on disk", "[config]") {
   c.activation_function = "gelu";
   c.scale_attn_by_inverse_layer_idx = true;
   model::save_config(c, dir.path());
-  const Gpt2Config back = model::load_config(dir.path());  // a directory or the file itself
+  const Gpt2Config back = model::load_config(dir.path()).as<Gpt2Config>();  // a directory or the file itself
   CHECK(same(c, back));
-  CHECK(same(c, model::load_config(dir / "config.json")));
+  CHECK(same(c, model::load_config(dir / "config.json").as<Gpt2Config>()));
   CHECK(back.n_inner == 2048);
   CHECK(back.layer_norm_epsilon == 1e-6);
   const std::string text = model::config_to_json(c);
@@ -72,7 +72,7 @@ TEST_CASE("config.json errors name the file and the key", "[config]") {
   const Case cases[] = {
       {"{\"n_embd\": 64,", "cfg.json: not valid JSON: at byte 14"},
       {"[]", "cfg.json: expected a JSON object, got array"},
-      {R"({"model_type": "llama"})", "model_type must be \"gpt2\""},
+      {R"({"model_type": "bert"})", "model_type \"bert\" is not supported (gpt2, opt and llama are)"},
       {R"({"n_embd": "768"})", "cfg.json: n_embd must be an integer, got string"},
       {R"({"n_embd": 76.8})", "n_embd must be an integer, got number"},
       {R"({"resid_pdrop": "high"})", "resid_pdrop must be a number, got string"},
@@ -96,7 +96,7 @@ TEST_CASE("config.json errors name the file and the key", "[config]") {
 }
 
 TEST_CASE("config overrides apply run_clm.py's key=value list", "[config]") {
-  Gpt2Config c = model::preset("gpt2");
+  Gpt2Config c = model::preset("gpt2").as<Gpt2Config>();
   model::apply_overrides(c, "n_embd=1024,n_head=16,n_layer=48");
   CHECK(c.n_embd == 1024);
   CHECK(c.n_head == 16);
@@ -109,7 +109,7 @@ TEST_CASE("config overrides apply run_clm.py's key=value list", "[config]") {
 }
 
 TEST_CASE("config override errors name the item and leave the config unchanged", "[config]") {
-  const Gpt2Config original = model::preset("gpt2");
+  const Gpt2Config original = model::preset("gpt2").as<Gpt2Config>();
   struct Case {
     const char* overrides;
     const char* message;
@@ -136,8 +136,82 @@ TEST_CASE("config override errors name the item and leave the config unchanged",
 }
 
 TEST_CASE("config presets have HF's shapes", "[config]") {
-  CHECK(model::preset("gpt2-medium").n_layer == 24);
-  CHECK(model::preset("gpt2-large").n_embd == 1280);
-  CHECK(model::preset("gpt2-xl").n_head == 25);
+  CHECK(model::preset("gpt2-medium").as<Gpt2Config>().n_layer == 24);
+  CHECK(model::preset("gpt2-large").as<Gpt2Config>().n_embd == 1280);
+  CHECK(model::preset("gpt2-xl").as<Gpt2Config>().n_head == 25);
   CHECK_THROWS_WITH(model::preset("gpt3"), Catch::Contains("unknown model preset \"gpt3\""));
+}
+
+TEST_CASE("OPT and Llama presets count the parameters transformers builds", "[config][families]") {
+  // sum(p.numel() for p in AutoModelForCausalLM.from_config(...).parameters()), transformers 5.23.
+  const std::pair<const char*, double> counts[] = {{"opt-125m", 125239296.0},   {"opt-350m", 331196416.0},
+                                                   {"smollm-135m", 134515008.0}, {"tinyllama-1.1b", 1100048384.0},
+                                                   {"llama-2-7b", 6738415616.0}};
+  for (const auto& [name, expected] : counts) {
+    INFO(name);
+    const model::ModelConfig c = model::preset(name);
+    CHECK(model::parameter_count(c) == expected);
+    model::validate(c, name);
+  }
+  CHECK(model::preset("opt-350m").as<model::OptConfig>().embed_dim() == 512);
+  CHECK(model::preset("smollm-135m").as<model::LlamaConfig>().kv_heads() == 3);
+  CHECK(model::preset("llama-2-7b").model_type() == "llama");
+}
+
+TEST_CASE("OPT and Llama configs round trip and read transformers' older forms", "[config][families]") {
+  testing::ScratchDir dir;
+  model::ModelConfig opt = model::preset("opt-350m");
+  model::apply_overrides(opt, "num_hidden_layers=3,dropout=0.0,ffn_dim=100");
+  model::save_config(opt, dir.path());
+  const model::ModelConfig back = model::load_config(dir.path());
+  CHECK(model::config_to_json(back) == model::config_to_json(opt));
+  CHECK(back.as<model::OptConfig>().num_hidden_layers == 3);
+  CHECK_FALSE(back.as<model::OptConfig>().do_layer_norm_before);
+  CHECK_THAT(model::config_to_json(opt), Catch::Contains("\"OPTForCausalLM\"") && Catch::Contains("\"word_embed_proj_dim\": 512"));
+
+  model::ModelConfig llama = model::preset("tinyllama-1.1b");
+  model::apply_overrides(llama, "rope_theta=500000,num_key_value_heads=8");
+  const std::string text = model::config_to_json(llama);
+  CHECK_THAT(text, Catch::Contains("\"rope_parameters\"") && Catch::Contains("\"rope_type\": \"default\""));
+  CHECK(model::config_to_json(model::config_from_json(text, "llama.json")) == text);
+  CHECK(model::config_from_json(text, "llama.json").as<model::LlamaConfig>().rope_theta == 500000.0);
+
+  // transformers 4.x: top-level rope_theta and rope_scaling {"type": "linear", "factor"}.
+  const model::LlamaConfig old =
+      model::config_from_json(R"({"model_type": "llama", "rope_theta": 250000.0, "rope_scaling": {"type": "linear", "factor": 4.0},
+                                  "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100})",
+                              "old.json")
+          .as<model::LlamaConfig>();
+  CHECK(old.rope_theta == 250000.0);
+  CHECK(old.rope_type == "linear");
+  CHECK(old.rope_factor == 4.0);
+  CHECK(old.head_size() == 16);
+  CHECK(old.kv_heads() == 4);
+}
+
+TEST_CASE("OPT and Llama config errors name the key", "[config][families]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"model_type": "llama", "num_attention_heads": 6, "num_key_value_heads": 4, "hidden_size": 48})",
+       "num_attention_heads (6) must be a multiple of num_key_value_heads (4)"},
+      {R"({"model_type": "llama", "rope_parameters": {"rope_type": "yarn", "factor": 4.0}})",
+       "rope type \"yarn\" is not supported (default and linear are)"},
+      {R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})", "rope type \"llama3\""},
+      {R"({"model_type": "llama", "hidden_size": 60, "num_attention_heads": 4})", "head_dim (15) must be even"},
+      {R"({"model_type": "llama", "pretraining_tp": 2})", "pretraining_tp must be 1"},
+      {R"({"model_type": "llama", "rms_norm_eps": 0})", "rms_norm_eps must be > 0"},
+      {R"({"model_type": "llama", "hidden_act": "gelu_fast"})", "hidden_act \"gelu_fast\" is not one of"},
+      {R"({"model_type": "opt", "layerdrop": 0.1})", "layerdrop must be 0"},
+      {R"({"model_type": "opt", "hidden_size": 100, "num_attention_heads": 12})",
+       "hidden_size (100) must be divisible by num_attention_heads (12)"},
+      {R"({"model_type": "opt", "pad_token_id": 60000})", "pad_token_id 60000 is outside the vocabulary"},
+      {R"({"model_type": "opt", "word_embed_proj_dim": "wide"})", "word_embed_proj_dim must be an integer or null"},
+  };
+  for (const auto& [json, message] : cases) {
+    INFO(json);
+    CHECK_THROWS_WITH(model::config_from_json(json, "cfg.json"), Catch::StartsWith("cfg.json: ") && Catch::Contains(message));
+  }
+  model::ModelConfig opt = model::preset("opt-125m");
+  CHECK_THROWS_WITH(model::apply_overrides(opt, "n_embd=64"), Catch::Contains("unknown key \"n_embd\" for model_type opt"));
+  CHECK_THROWS_WITH(model::apply_overrides(opt, "num_attention_heads=7"), Catch::Contains("must be divisible"));
+  CHECK(opt.as<model::OptConfig>().num_attention_heads == 12);
 }

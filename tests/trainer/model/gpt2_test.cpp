@@ -132,7 +132,7 @@ TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a
   CHECK(cache.length == 24);
 
   // A full cache, several new positions after the prompt, and a cache of another batch size are refused.
-  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 1), cache), Catch::Contains("outside [1, n_positions=24]"));
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 1), cache), Catch::Contains("outside [1, 24] (the model's positions)"));
   cache.length = 3;
   CHECK_THROWS_WITH(m->decode(ids.slice(1, 3, 5), cache), Catch::Contains("one new position at a time"));
   model::KvCache single = m->new_cache(1);
@@ -170,7 +170,7 @@ TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]"
 
 TEST_CASE("gpt2 rejects bad inputs with clear errors", "[gpt2]") {
   Gpt2LmHeadModel m(tiny());
-  CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {2, 25})), "sequence length 25 is outside [1, n_positions=24]");
+  CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {2, 25})), "sequence length 25 is outside [1, 24] (the model's positions)");
   CHECK_THROWS_WITH(m->forward(at::full({1, 4}, 67, at::kLong)), "token id 67 is outside the vocabulary (vocab_size 67)");
   CHECK_THROWS_WITH(m->forward(at::full({1, 4}, -1, at::kLong)), Catch::Contains("token id -1"));
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {4})), "input_ids must be a 2-D int64 tensor [batch, time]");

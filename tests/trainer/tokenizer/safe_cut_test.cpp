@@ -81,7 +81,7 @@ TEST_CASE("safe cuts are where a lone line break or space sits between non-white
   CHECK(last_safe_cut("\xff\n\xff") == 2);    // invalid bytes are pieces of their own
 }
 
-TEST_CASE("Llama 3 cuts only after line breaks; SentencePiece-style BPE before spaces when its vocabulary allows",
+TEST_CASE("Llama 3 cuts only after line breaks, SentencePiece-style BPE before spaces when its vocabulary allows",
           "[tokenizer][safe-cut]") {
   CHECK(last_safe_cut("a\tb", CutRule::gpt2) == 2);
   CHECK(last_safe_cut("a\tb", CutRule::llama3) == 0);  // "\tb" is one piece

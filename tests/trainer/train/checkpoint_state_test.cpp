@@ -13,6 +13,7 @@
 #include "checkpoint_state.hpp"
 #include "model_setup.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/model/gpt2.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "llmrdzv/train/generate.hpp"
 #include "scratch_dir.hpp"
@@ -35,7 +36,8 @@ model::Gpt2Config tiny_config(std::int64_t n_embd = 16) {
 }
 
 struct Trainee {
-  explicit Trainee(std::uint64_t seed, model::Gpt2Config config = tiny_config()) : model((torch::manual_seed(seed), config)) {
+  explicit Trainee(std::uint64_t seed, model::Gpt2Config config = tiny_config())
+      : model(model::Gpt2LmHeadModel((torch::manual_seed(seed), config))) {
     TrainOptions cpu;
     cpu.use_cpu = true;
     engine = make_single_process_engine(cpu);
@@ -51,11 +53,11 @@ struct Trainee {
     engine->finish_gradients(1.0);
     engine->optimizer_step(1e-2);
   }
-  model::Gpt2LmHeadModel model;
+  model::CausalLm model;
   std::unique_ptr<TrainingEngine> engine;
 };
 
-void require_same_parameters(model::Gpt2LmHeadModel& a, model::Gpt2LmHeadModel& b) {
+void require_same_parameters(model::CausalLm& a, model::CausalLm& b) {
   const auto pa = a->named_parameters();
   const auto pb = b->named_parameters();
   REQUIRE(pa.size() == pb.size());
@@ -293,7 +295,7 @@ TEST_CASE("sampling: temperature 0 is greedy and top-k draws only among the k li
 TEST_CASE("biases and LayerNorm weights are not decayed, weights and embeddings are", "[checkpoint][decay]") {
   model::Gpt2Config config = tiny_config();
   config.n_layer = 2;
-  model::Gpt2LmHeadModel model(config);
+  model::CausalLm model = model::Gpt2LmHeadModel(config);
   std::set<std::string> decayed, undecayed;
   for (const auto& p : trainable_parameters(model)) (p.decay ? decayed : undecayed).insert(p.name);
   CHECK(decayed == std::set<std::string>{
@@ -307,4 +309,25 @@ TEST_CASE("biases and LayerNorm weights are not decayed, weights and embeddings 
     CHECK((name.ends_with(".bias") || name.find(".ln_") != std::string::npos));
   }
   CHECK(undecayed.size() == 2 * (4 + 4) + 2);  // per block: 4 biases, ln_1/ln_2 weight + bias; ln_f
+}
+
+TEST_CASE("Llama's RMSNorm weights are not decayed, as transformers' Trainer groups them", "[checkpoint][decay]") {
+  model::LlamaConfig config;
+  config.vocab_size = 50;
+  config.hidden_size = 16;
+  config.num_attention_heads = 2;
+  config.intermediate_size = 24;
+  config.num_hidden_layers = 2;
+  config.max_position_embeddings = 16;
+  model::CausalLm model = model::make_causal_lm(config);
+  std::set<std::string> undecayed;
+  std::size_t decayed = 0;
+  for (const auto& p : trainable_parameters(model)) {
+    if (p.decay) ++decayed;
+    else undecayed.insert(p.name);
+  }
+  CHECK(undecayed == std::set<std::string>{"model.layers.0.input_layernorm.weight", "model.layers.0.post_attention_layernorm.weight",
+                                           "model.layers.1.input_layernorm.weight", "model.layers.1.post_attention_layernorm.weight",
+                                           "model.norm.weight"});
+  CHECK(decayed == 1 + 2 * 7 + 1);  // embed_tokens, q/k/v/o and gate/up/down per layer, lm_head
 }

@@ -390,7 +390,7 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
 
   const RunResult long_block = with({"--block_size", "64"});
   CHECK(long_block.exit_code == 1);
-  CHECK_THAT(long_block.err, Catch::Contains("--block_size 64 exceeds the model's n_positions (32)"));
+  CHECK_THAT(long_block.err, Catch::Contains("--block_size 64 exceeds the model's 32 positions"));
 
   const RunResult bad_override = with({"--config_overrides", "n_embd=33"});
   CHECK(bad_override.exit_code == 1);

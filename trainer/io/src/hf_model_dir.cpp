@@ -1,5 +1,6 @@
-// Loading and saving Hugging Face GPT-2 directories: name mapping (optional "transformer."
-// prefix), Conv1D <-> Linear transposition, tied-head checks and untied heads (lm_head.weight), config.json and tokenizer files.
+// Loading and saving Hugging Face model directories: name mapping (optional base-model prefix),
+// the family's transposed weights, tied-head checks and untied heads (lm_head.weight), config.json
+// and tokenizer files.
 #include "llmrdzv/io/hf_model_dir.hpp"
 
 #include <ATen/ops/equal.h>
@@ -15,17 +16,6 @@ namespace llmrdzv::io {
 namespace {
 
 namespace fs = std::filesystem;
-
-// HF stores these as Conv1D, [in, out]: the transpose of torch Linear's [out, in].
-bool is_conv1d_weight(const std::string& name) {
-  return name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_proj.weight") ||
-         name.ends_with("mlp.c_fc.weight") || name.ends_with("mlp.c_proj.weight");
-}
-
-// Buffers of old checkpoints (the causal mask) that carry no weights.
-bool is_ignored_buffer(const std::string& name) {
-  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
-}
 
 std::string shape_text(at::IntArrayRef shape) {
   std::string out = "[";
@@ -62,9 +52,9 @@ std::vector<fs::path> weight_files(const fs::path& path, std::map<fs::path, std:
 
 }  // namespace
 
-model::Gpt2LmHeadModel load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
+model::CausalLm load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
   if (!fs::is_directory(dir)) throw HfFormatError(dir.string() + ": not a directory");
-  const model::Gpt2Config config = model::load_config(dir / "config.json");
+  const model::ModelConfig config = model::load_config(dir / "config.json");
   fs::path weights = dir / "model.safetensors";
   if (!fs::exists(weights)) weights = dir / "model.safetensors.index.json";
   if (!fs::exists(weights)) {
@@ -73,19 +63,21 @@ model::Gpt2LmHeadModel load_hf_model(const fs::path& dir, const HfLoadOptions& o
     }
     throw HfFormatError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
   }
-  model::Gpt2LmHeadModel model(config, model::WeightInit::for_loading);  // every weight is loaded next
+  model::CausalLm model = model::make_causal_lm(config, model::WeightInit::for_loading);  // every weight is loaded next
   load_hf_weights(model, weights, options);
   return model;
 }
 
-void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path, const HfLoadOptions& options) {
+void load_hf_weights(model::CausalLm& model, const fs::path& weights_path, const HfLoadOptions& options) {
   std::map<fs::path, std::vector<std::string>> expected_by_shard;
   const std::vector<fs::path> files = weight_files(weights_path, expected_by_shard);
   std::map<std::string, at::Tensor> params;
   for (auto& item : model->named_parameters()) params.emplace(item.key(), item.value());
   std::set<std::string> loaded;
-  const bool tied = model->config().tie_word_embeddings;
-  at::Tensor lm_head;  // tied: a copy of wte some files carry, checked against it
+  const bool tied = model->config().tie_word_embeddings();
+  const std::string prefix(model->hf_prefix()), embedding = model->embedding_name();
+  const std::string family(model->config().model_type());
+  at::Tensor lm_head;  // tied: a copy of the embedding some files carry, checked against it
   at::NoGradGuard no_grad;
 
   for (const fs::path& path : files) {
@@ -96,19 +88,21 @@ void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path
       if (!file.find(name)) fail("tensor \"" + name + "\" listed in " + weights_path.filename().string() + " is not in this shard");
     }
     for (const TensorInfo& info : file.tensors()) {
-      if (is_ignored_buffer(info.name)) continue;
+      if (model->hf_ignored(info.name)) continue;
       if (tied && info.name == "lm_head.weight") {
         lm_head = tensor_from(file, info, /*alias=*/true);  // compared with wte once that is loaded
         continue;
       }
       const std::string name =
-          info.name.starts_with("transformer.") || info.name == "lm_head.weight" ? info.name : "transformer." + info.name;
+          info.name.starts_with(prefix) || info.name == "lm_head.weight" ? info.name : prefix + info.name;
       const auto it = params.find(name);
-      if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a GPT-2 parameter)");
-      if (!loaded.insert(name).second) fail("tensor \"" + name + "\" appears twice (with and without the transformer. prefix, or in two shards)");
+      if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a parameter of this " + family + " model)");
+      if (!loaded.insert(name).second) {
+        fail("tensor \"" + name + "\" appears twice (with and without the " + prefix + " prefix, or in two shards)");
+      }
       if (!is_floating(info.dtype)) fail("tensor \"" + info.name + "\" has dtype " + std::string(dtype_name(info.dtype)) + ", not a float type");
       at::Tensor& param = it->second;
-      const bool transposed = is_conv1d_weight(name);
+      const bool transposed = model->hf_transposed(name);
       std::vector<std::int64_t> expected = param.sizes().vec();
       if (transposed) std::swap(expected[0], expected[1]);
       if (info.shape != expected) {
@@ -122,20 +116,19 @@ void load_hf_weights(model::Gpt2LmHeadModel& model, const fs::path& weights_path
   for (const auto& [name, param] : params) {
     if (!loaded.count(name)) throw HfFormatError(weights_path.string() + ": missing tensor \"" + name + "\"");
   }
-  const at::Tensor& wte = params.at("transformer.wte.weight");
+  const at::Tensor& wte = params.at(embedding);
   if (lm_head.defined() && (lm_head.sizes() != wte.sizes() || !at::equal(lm_head.to(wte.scalar_type()), wte.cpu()))) {
-    throw HfFormatError(weights_path.string() +
-                        ": lm_head.weight differs from transformer.wte.weight, but the config ties them "
-                        "(tie_word_embeddings is true, the default): set \"tie_word_embeddings\": false in config.json "
-                        "for a model with its own LM head");
+    throw HfFormatError(weights_path.string() + ": lm_head.weight differs from " + embedding +
+                        ", but the config ties them (tie_word_embeddings is true): set \"tie_word_embeddings\": "
+                        "false in config.json for a model with its own LM head");
   }
 }
 
-NamedTensors to_hf_state_dict(const model::Gpt2LmHeadModel& model) {
+NamedTensors to_hf_state_dict(const model::CausalLm& model) {
   NamedTensors out;
   for (const auto& item : model->named_parameters()) {
     const at::Tensor p = item.value().detach();
-    out.emplace_back(item.key(), (is_conv1d_weight(item.key()) ? p.t().contiguous() : p.clone()).to(at::kCPU));
+    out.emplace_back(item.key(), (model->hf_transposed(item.key()) ? p.t().contiguous() : p.clone()).to(at::kCPU));
   }
   return out;
 }
@@ -192,7 +185,7 @@ void save_weights(const fs::path& dir, NamedTensors tensors, std::uint64_t max_s
 
 }  // namespace
 
-void save_hf_model(const model::Gpt2LmHeadModel& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files,
+void save_hf_model(const model::CausalLm& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files,
                    std::uint64_t max_shard_bytes) {
   if (max_shard_bytes == 0) throw std::invalid_argument("save_hf_model: max_shard_bytes must be positive");
   std::error_code ec;

@@ -42,7 +42,7 @@ struct AutocastState {
 };
 
 struct BlockRecompute : public torch::autograd::Function<BlockRecompute> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& hidden, Gpt2BlockImpl* block) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& hidden, DecoderBlockImpl* block) {
     const at::Device device = hidden.device();
     const AutocastState autocast = AutocastState::current(device.type());
     ctx->save_for_backward({hidden});
@@ -57,7 +57,7 @@ struct BlockRecompute : public torch::autograd::Function<BlockRecompute> {
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor saved = ctx->get_saved_variables()[0];
-    auto* block = reinterpret_cast<Gpt2BlockImpl*>(static_cast<std::intptr_t>(ctx->saved_data["block"].toInt()));
+    auto* block = reinterpret_cast<DecoderBlockImpl*>(static_cast<std::intptr_t>(ctx->saved_data["block"].toInt()));
     const at::Device device = saved.device();
     const AutocastState recorded{ctx->saved_data["autocast_enabled"].toBool(),
                                  ctx->saved_data["autocast_dtype"].toScalarType()};
@@ -82,7 +82,7 @@ struct BlockRecompute : public torch::autograd::Function<BlockRecompute> {
 
 }  // namespace
 
-torch::Tensor checkpointed_block_forward(Gpt2BlockImpl& block, const torch::Tensor& hidden) {
+torch::Tensor checkpointed_block_forward(DecoderBlockImpl& block, const torch::Tensor& hidden) {
   if (!at::GradMode::is_enabled() || !hidden.requires_grad()) return block.forward(hidden);
   return BlockRecompute::apply(hidden, &block);
 }

@@ -1,7 +1,7 @@
 // Activation checkpointing for one transformer block (LibTorch C++ has no torch.utils.checkpoint).
 #pragma once
 
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 
 namespace llmrdzv::model::detail {
 
@@ -9,6 +9,6 @@ namespace llmrdzv::model::detail {
 // with the RNG state and autocast settings of the original forward, then back-propagates through
 // the recomputation (the block's parameter gradients accumulate as usual). Falls back to a plain
 // call when no gradient will flow into hidden.
-torch::Tensor checkpointed_block_forward(Gpt2BlockImpl& block, const torch::Tensor& hidden);
+torch::Tensor checkpointed_block_forward(DecoderBlockImpl& block, const torch::Tensor& hidden);
 
 }  // namespace llmrdzv::model::detail

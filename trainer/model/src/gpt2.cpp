@@ -1,123 +1,25 @@
 // The GPT-2 modules: attention via fused scaled-dot-product attention, GELU-tanh MLP, pre-LN
-// blocks, learned positions, tied (or untied) LM head, HF initialisation, HF's shifted LM loss, and decoding
-// with a KV cache for generation.
+// blocks, learned positions, tied (or untied) LM head, HF initialisation and checkpoint layout.
 #include "llmrdzv/model/gpt2.hpp"
 
-#include <ATen/Context.h>
-#include <ATen/autocast_mode.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/constant_pad_nd.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <ATen/ops/cross_entropy_loss.h>
-#include <ATen/ops/gelu.h>
-#include <ATen/ops/linear.h>
-#include <ATen/ops/mm.h>
-#include <ATen/ops/relu.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
-#include <ATen/ops/silu.h>
-#include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <optional>
-#include <stdexcept>
-#include <string_view>
 #include <utility>
 
-#include "block_checkpoint.hpp"
+#include "fast_linear.hpp"
 
 namespace llmrdzv::model {
 namespace {
+
+using detail::activate;
+using detail::fast_linear;
 
 torch::nn::Linear linear(std::int64_t in, std::int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out)); }
 
 torch::nn::LayerNorm layer_norm(const Gpt2Config& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
-}
-
-// y = x W^T + b on oneDNN's fp32 inner product (mkldnn::_linear_pointwise, the op Inductor uses
-// on CPUs) in forward and for the input gradient. The maths is at::linear's: fp32 inputs, fp32 accumulation
-// (oneDNN's default strict fp math mode), only the GEMM kernel differs. On this machine's AMD CPU the
-// wheel's MKL runs its generic "zen" AVX2 sgemm, oneDNN its AVX-512 kernels: 1.3-1.8x the GFLOP/s
-// at GPT-2's shapes (bench/trainer). Anything else (CUDA, non-fp32, autocast, no oneDNN) takes
-// at::linear.
-at::Tensor dnnl_linear_pointwise(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
-  static const auto op =
-      c10::Dispatcher::singleton()
-          .findSchemaOrThrow("mkldnn::_linear_pointwise", "")
-          .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&, std::string_view,
-                            c10::List<std::optional<at::Scalar>>, std::optional<std::string_view>)>();
-  return op.call(input, weight, bias, "none", c10::List<std::optional<at::Scalar>>(), std::nullopt);
-}
-
-// dX = dY W: an inner product with W^T as the weight. dW = dY^T X stays on at::mm (the wheel's
-// BLAS, as at::linear's backward): as an inner product it needs dY^T and X^T copied contiguous, and
-// measured here it is no faster overall (slower for K=256 and for the LM head's 50257 rows).
-std::pair<at::Tensor, at::Tensor> dnnl_linear_backward(torch::autograd::AutogradContext* ctx, const at::Tensor& grad) {
-  const auto saved = ctx->get_saved_variables();
-  const at::Tensor& input = saved[0];
-  const at::Tensor& weight = saved[1];
-  at::Tensor grad_input, grad_weight;
-  if (ctx->needs_input_grad(0)) grad_input = dnnl_linear_pointwise(grad, weight.t(), std::nullopt).view(input.sizes());
-  if (ctx->needs_input_grad(1)) grad_weight = at::mm(grad.t(), input.reshape({-1, weight.size(1)}));
-  return {grad_input, grad_weight};
-}
-
-struct DnnlLinear : public torch::autograd::Function<DnnlLinear> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
-                            const at::Tensor& bias) {
-    ctx->save_for_backward({input, weight});
-    return dnnl_linear_pointwise(input, weight, bias);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad_outputs) {
-    const at::Tensor grad = grad_outputs[0].reshape({-1, grad_outputs[0].size(-1)});
-    auto [grad_input, grad_weight] = dnnl_linear_backward(ctx, grad);
-    return {grad_input, grad_weight, ctx->needs_input_grad(2) ? grad.sum(0) : at::Tensor()};
-  }
-};
-
-// The same without a bias (the tied LM head): a custom Function's inputs must all be defined.
-struct DnnlLinearNoBias : public torch::autograd::Function<DnnlLinearNoBias> {
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight) {
-    ctx->save_for_backward({input, weight});
-    return dnnl_linear_pointwise(input, weight, std::nullopt);
-  }
-  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
-                                                 torch::autograd::variable_list grad_outputs) {
-    auto [grad_input, grad_weight] = dnnl_linear_backward(ctx, grad_outputs[0].reshape({-1, grad_outputs[0].size(-1)}));
-    return {grad_input, grad_weight};
-  }
-};
-
-// LLMRDZV_DNNL_LINEAR=0 in the environment turns the oneDNN path off (A/B runs, or a suspected
-// oneDNN problem).
-bool dnnl_applies(const at::Tensor& input, const at::Tensor& weight) {
-  static const bool available = [] {
-    const char* env = std::getenv("LLMRDZV_DNNL_LINEAR");
-    if (env && std::string_view(env) == "0") return false;
-    return at::hasMKLDNN() && c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""}).has_value();
-  }();
-  return available && input.is_cpu() && weight.is_cpu() && input.scalar_type() == at::kFloat &&
-         weight.scalar_type() == at::kFloat && input.dim() >= 2 && !at::autocast::is_autocast_enabled(at::kCPU);
-}
-
-torch::Tensor fast_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias = {}) {
-  if (!dnnl_applies(input, weight)) return at::linear(input, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
-  return bias.defined() ? DnnlLinear::apply(input, weight, bias) : DnnlLinearNoBias::apply(input, weight);
-}
-
-torch::Tensor fast_linear(const torch::nn::Linear& linear, const torch::Tensor& input) {
-  return fast_linear(input, linear->weight, linear->bias);
-}
-
-torch::Tensor activate(const std::string& name, const torch::Tensor& x) {
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
-  if (name == "gelu") return at::gelu(x);
-  if (name == "relu") return at::relu(x);
-  return at::silu(x);  // validate() admits nothing else
 }
 
 }  // namespace
@@ -189,7 +91,7 @@ torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& hidden, torch::
   return x + mlp(ln_2(x));
 }
 
-Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) : n_positions_(config.n_positions) {
+Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) {
   wte = register_module("wte", torch::nn::Embedding(config.vocab_size, config.n_embd));
   wpe = register_module("wpe", torch::nn::Embedding(config.n_positions, config.n_embd));
   drop = register_module("drop", torch::nn::Dropout(config.embd_pdrop));
@@ -198,47 +100,45 @@ Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) : n_positions_(config.n_p
   ln_f = register_module("ln_f", layer_norm(config));
 }
 
-torch::Tensor Gpt2ModelImpl::forward(const torch::Tensor& input_ids, bool checkpoint_blocks) {
-  const std::int64_t time = input_ids.size(1);
-  const torch::Tensor positions = at::arange(time, input_ids.options().dtype(at::kLong));
-  torch::Tensor x = drop(wte(input_ids) + wpe(positions));
-  for (const auto& module : *h) {
-    auto& block = *module->as<Gpt2BlockImpl>();
-    x = checkpoint_blocks ? detail::checkpointed_block_forward(block, x) : block.forward(x);
-  }
-  return ln_f(x);
-}
-
-torch::Tensor Gpt2ModelImpl::forward_cached(const torch::Tensor& input_ids, KvCache& cache) {
-  const std::int64_t past = cache.length, time = input_ids.size(1);
-  const torch::Tensor positions = at::arange(past, past + time, input_ids.options().dtype(at::kLong));
-  torch::Tensor x = drop(wte(input_ids) + wpe(positions));
-  std::size_t layer = 0;
-  for (const auto& module : *h) {
-    x = module->as<Gpt2BlockImpl>()->forward_cached(x, cache.keys[layer], cache.values[layer], past);
-    ++layer;
-  }
-  cache.length = past + time;
-  return ln_f(x);
-}
-
-Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(Gpt2Config config, WeightInit init) : config_(std::move(config)) {
-  validate(config_, "model config");
-  transformer = register_module("transformer", Gpt2Model(config_));
-  if (!config_.tie_word_embeddings) {
-    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(config_.n_embd, config_.vocab_size).bias(false)));
+Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(const Gpt2Config& config, WeightInit init) : CausalLmImpl(config) {
+  validate(config, "model config");
+  transformer = register_module("transformer", Gpt2Model(config));
+  if (!config.tie_word_embeddings) {
+    lm_head = register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(config.n_embd, config.vocab_size).bias(false)));
   }
   if (init == WeightInit::hf) init_weights();
+}
+
+torch::Tensor Gpt2LmHeadModelImpl::embed(const torch::Tensor& input_ids, std::int64_t past) {
+  const torch::Tensor positions = at::arange(past, past + input_ids.size(1), input_ids.options().dtype(at::kLong));
+  return transformer->drop(transformer->wte(input_ids) + transformer->wpe(positions));
 }
 
 const torch::Tensor& Gpt2LmHeadModelImpl::head_weight() const {
   return lm_head ? lm_head->weight : transformer->wte->weight;
 }
 
+CausalLmImpl::CacheShape Gpt2LmHeadModelImpl::cache_shape() const {
+  const Gpt2Config& c = config().as<Gpt2Config>();
+  return {c.n_head, c.head_dim()};
+}
+
+// HF stores these as Conv1D, [in, out]: the transpose of torch Linear's [out, in].
+bool Gpt2LmHeadModelImpl::hf_transposed(std::string_view name) const {
+  return name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_proj.weight") ||
+         name.ends_with("mlp.c_fc.weight") || name.ends_with("mlp.c_proj.weight");
+}
+
+// The causal-mask buffers of old checkpoints.
+bool Gpt2LmHeadModelImpl::hf_ignored(std::string_view name) const {
+  return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
+}
+
 void Gpt2LmHeadModelImpl::init_weights() {
   at::NoGradGuard no_grad;
-  const double std = config_.initializer_range;
-  const double proj_std = std / std::sqrt(2.0 * static_cast<double>(config_.n_layer));
+  const Gpt2Config& c = config().as<Gpt2Config>();
+  const double std = c.initializer_range;
+  const double proj_std = std / std::sqrt(2.0 * static_cast<double>(c.n_layer));
   for (auto& item : named_parameters()) {
     const std::string& name = item.key();
     torch::Tensor& p = item.value();
@@ -253,73 +153,6 @@ void Gpt2LmHeadModelImpl::init_weights() {
       p.normal_(0.0, std);
     }
   }
-}
-
-void Gpt2LmHeadModelImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const {
-  if (input_ids.dim() != 2 || input_ids.scalar_type() != at::kLong) {
-    throw std::invalid_argument("input_ids must be a 2-D int64 tensor [batch, time]");
-  }
-  const std::int64_t time = input_ids.size(1);
-  if (time < 1 || past + time > config_.n_positions) {
-    throw std::invalid_argument("sequence length " + std::to_string(past + time) + " is outside [1, n_positions=" +
-                                std::to_string(config_.n_positions) + "]");
-  }
-  if (input_ids.is_cpu() && input_ids.numel() > 0) {
-    const std::int64_t lo = input_ids.min().item<std::int64_t>(), hi = input_ids.max().item<std::int64_t>();
-    if (lo < 0 || hi >= config_.vocab_size) {
-      throw std::invalid_argument("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary (vocab_size " +
-                                  std::to_string(config_.vocab_size) + ")");
-    }
-  }
-}
-
-KvCache Gpt2LmHeadModelImpl::new_cache(std::int64_t batch) const {
-  const at::Tensor& like = transformer->wte->weight;
-  KvCache cache;
-  for (std::int64_t i = 0; i < config_.n_layer; ++i) {
-    cache.keys.push_back(at::empty({batch, config_.n_head, config_.n_positions, config_.head_dim()}, like.options()));
-    cache.values.push_back(at::empty_like(cache.keys.back()));
-  }
-  return cache;
-}
-
-torch::Tensor Gpt2LmHeadModelImpl::decode(const torch::Tensor& input_ids, KvCache& cache) {
-  check_input_ids(input_ids, cache.length);
-  if (cache.length > 0 && input_ids.size(1) != 1) {
-    throw std::invalid_argument("decode takes one new position at a time once the cache holds the prompt");
-  }
-  const at::Tensor& weights = transformer->wte->weight;
-  const auto layers = static_cast<std::size_t>(config_.n_layer);
-  if (cache.keys.size() != layers || cache.values.size() != layers || cache.keys[0].size(0) != input_ids.size(0) ||
-      cache.keys[0].device() != weights.device() || cache.keys[0].scalar_type() != weights.scalar_type()) {
-    throw std::invalid_argument("the KV cache was made for another model, batch size, device or dtype (new_cache)");
-  }
-  const torch::Tensor hidden = transformer->forward_cached(input_ids, cache);
-  return fast_linear(hidden.select(1, -1), head_weight());
-}
-
-CausalLmOutput Gpt2LmHeadModelImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
-  check_input_ids(input_ids, 0);
-  if (labels.defined() && labels.sizes() != input_ids.sizes()) {
-    throw std::invalid_argument("labels must have input_ids' shape");
-  }
-  const bool checkpoint = checkpointing_ && is_training();
-  const torch::Tensor hidden = transformer->forward(input_ids, checkpoint);
-  CausalLmOutput out;
-  out.logits = fast_linear(hidden, head_weight());
-  if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels);
-  return out;
-}
-
-// As transformers' ForCausalLMLoss: the labels move one left with -100 padded in at the end, so the
-// logits are used in place ([B*T, V] view) instead of copying logits[:, :-1] (and copying the
-// gradient back in backward); the last position of each row is ignored, the mean is the same.
-torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
-  const std::int64_t time = logits.size(1), vocab = logits.size(2);
-  const torch::Tensor shift_labels =
-      at::constant_pad_nd(labels.slice(1, 1, time), {0, 1}, -100).reshape({-1}).to(logits.device());
-  return at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shift_labels, std::nullopt,
-                                at::Reduction::Mean, /*ignore_index=*/-100);
 }
 
 }  // namespace llmrdzv::model

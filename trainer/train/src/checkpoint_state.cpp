@@ -207,7 +207,7 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
   return rank == 0 ? output_dir : output_dir / ("rank-" + std::to_string(rank));
 }
 
-std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::Gpt2LmHeadModel& model,
+std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
                                                const TrainingEngine& engine, const LoopState& state) {
   io::CheckpointData data;
   if (engine.is_main()) {
@@ -287,11 +287,11 @@ VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir) {
   return {dir, io::load_checkpoint(dir, /*alias=*/true)};
 }
 
-void restore_model(const VerifiedCheckpoint& checkpoint, model::Gpt2LmHeadModel& model) {
+void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model) {
   if (!checkpoint.data.tensor_files.contains(kModelFile)) fail(checkpoint.dir, "holds no model weights");
   const auto config_blob = checkpoint.data.blobs.find(kConfigFile);
   if (config_blob == checkpoint.data.blobs.end()) fail(checkpoint.dir, std::string("has no ") + kConfigFile);
-  const model::Gpt2Config saved = model::config_from_json(config_blob->second, (checkpoint.dir / kConfigFile).string());
+  const model::ModelConfig saved = model::config_from_json(config_blob->second, (checkpoint.dir / kConfigFile).string());
   if (model::config_to_json(saved) != model::config_to_json(model->config())) {
     fail(checkpoint.dir, "was written for another model configuration (compare its config.json with this run's options)");
   }

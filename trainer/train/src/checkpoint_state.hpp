@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "llmrdzv/io/checkpoint.hpp"
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/train/training_engine.hpp"
 
 namespace llmrdzv::train {
@@ -36,7 +36,7 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 // Writes this rank's checkpoint for state.global_step. It removes nothing: older checkpoints go
 // (prune_training_checkpoints) only once every rank has finished this one, so a rank that dies
 // mid-save always leaves a complete checkpoint behind.
-std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::Gpt2LmHeadModel& model,
+std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
                                                const TrainingEngine& engine, const LoopState& state);
 
 // Keeps this rank's newest keep_last checkpoints (0 = all); call after all ranks saved.
@@ -67,7 +67,7 @@ VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir);
 
 // Rank 0, before engine.attach (which makes the other ranks' weights equal to rank 0's): the
 // model weights. Throws io::CheckpointError when the checkpoint holds no model or another shape.
-void restore_model(const VerifiedCheckpoint& checkpoint, model::Gpt2LmHeadModel& model);
+void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model);
 
 // Every rank, after engine.attach: optimizer state, RNG states and the loop state. A checkpoint of
 // another number of ranks (or of another rank) is resumed from all its ranks' files (see above).

@@ -16,7 +16,7 @@ namespace {
 using T = TrainOptions;
 const OptionSpec<T> kTrainTable[] = {
     {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
-    {"config_name", &T::config_name, "config.json (or a directory holding one), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl), for a fresh model; empty = GPT-2's defaults"},
+    {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt or llama), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b), for a fresh model; empty = GPT-2's defaults"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
     {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (GPT-2 byte-level BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},

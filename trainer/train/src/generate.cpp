@@ -27,22 +27,23 @@ std::int64_t sample_next_token(const at::Tensor& logits, double temperature, std
 std::string generate_text(const GenerateOptions& o) {
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model).tokenizer;
-  model::Gpt2LmHeadModel model = io::load_hf_model(o.model);
-  if (model->config().vocab_size < static_cast<std::int64_t>(tokenizer.vocab_size())) {
+  model::CausalLm model = io::load_hf_model(o.model);
+  if (model->config().vocab_size() < static_cast<std::int64_t>(tokenizer.vocab_size())) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                                 " ids but the model in '" + o.model + "' has vocab_size " +
-                                std::to_string(model->config().vocab_size));
+                                std::to_string(model->config().vocab_size()));
   }
   const c10::Device device = !o.use_cpu && torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   model->to(device);
   model->eval();
   torch::NoGradGuard no_grad;
 
-  std::vector<tokenizer::TokenId> ids = tokenizer.encode(o.prompt);
+  std::vector<tokenizer::TokenId> ids = tokenizer.encode_document(o.prompt);  // with the BOS, as HF's tokenizer(prompt)
   if (ids.empty()) ids.push_back(tokenizer.eos_id());
-  const std::size_t prompt_length = o.prompt.empty() ? ids.size() : 0;
+  // The output is the prompt and what follows, without the BOS; with no prompt, only what follows.
+  const std::size_t prompt_length = o.prompt.empty() ? ids.size() : (tokenizer.bos_id() ? 1 : 0);
   at::Generator generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(o.seed));
-  const auto context = static_cast<std::size_t>(model->config().n_positions);
+  const auto context = static_cast<std::size_t>(model->config().max_positions());
   const auto vocab = static_cast<std::int64_t>(tokenizer.vocab_size());
   model::KvCache cache = model->new_cache(1);
   for (std::int64_t n = 0; n < o.max_new_tokens; ++n) {

@@ -10,8 +10,23 @@
 #include <stdexcept>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/model/llama.hpp"
 
 namespace llmrdzv::train {
+
+namespace {
+
+std::string kind_name(tokenizer::Tokenizer::Kind kind) {
+  switch (kind) {
+    case tokenizer::Tokenizer::Kind::bytes: return "the byte-level tokenizer";
+    case tokenizer::Tokenizer::Kind::gpt2_bpe: return "GPT-2 byte-level BPE";
+    case tokenizer::Tokenizer::Kind::llama3_bpe: return "Llama-3 byte-level BPE";
+    case tokenizer::Tokenizer::Kind::sentencepiece_bpe: return "SentencePiece-style BPE (Llama 2)";
+  }
+  return "an unknown tokenizer";
+}
+
+}  // namespace
 
 ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir) {
   using tokenizer::Tokenizer;
@@ -22,7 +37,8 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
   const std::string& dir = named ? tokenizer_name : model_dir;
   const std::string what = named ? "--tokenizer_name '" + dir + "'" : "the model directory '" + dir + "'";
   if (const std::string files = Tokenizer::directory_tokenizer_files(dir); !files.empty()) {
-    return {Tokenizer::from_directory(dir), "GPT-2 BPE from " + what + " (" + files + ")"};
+    Tokenizer tokenizer = Tokenizer::from_directory(dir);
+    return {tokenizer, kind_name(tokenizer.kind()) + " from " + what + " (" + files + ")"};
   }
   const std::vector<std::string> others = Tokenizer::unreadable_tokenizer_files(dir);
   std::string files;
@@ -39,31 +55,30 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
 
 namespace {
 
-model::Gpt2Config fresh_config(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
-  model::Gpt2Config config;
+model::ModelConfig fresh_config(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
+  model::ModelConfig config;
   if (!source.config_name.empty()) {
     config = std::filesystem::exists(source.config_name) ? model::load_config(source.config_name)
                                                          : model::preset(source.config_name);
   }
-  config.vocab_size = static_cast<std::int64_t>(tokenizer.vocab_size());
-  config.bos_token_id = config.eos_token_id = tokenizer.eos_id();
+  config.fit_to_tokenizer(static_cast<std::int64_t>(tokenizer.vocab_size()), tokenizer.eos_id());
   if (!source.config_overrides.empty()) model::apply_overrides(config, source.config_overrides);
   model::validate(config, "the model config");
   return config;
 }
 
-void require_covers_vocab(const model::Gpt2Config& config, const tokenizer::Tokenizer& tokenizer,
+void require_covers_vocab(const model::ModelConfig& config, const tokenizer::Tokenizer& tokenizer,
                           const std::string& origin) {
   const auto vocab = static_cast<std::int64_t>(tokenizer.vocab_size());
-  if (config.vocab_size < vocab) {
+  if (config.vocab_size() < vocab) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(vocab) + " ids but " + origin +
-                                " has vocab_size " + std::to_string(config.vocab_size));
+                                " has vocab_size " + std::to_string(config.vocab_size()));
   }
 }
 
 // A fresh model is made in host memory first: one whose fp32 weights alone exceed it is refused
 // here, naming its size, rather than failing deep in the allocator.
-void require_fits_in_memory(const model::Gpt2Config& config) {
+void require_fits_in_memory(const model::ModelConfig& config) {
   const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
   const double memory = pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
   if (pages > 0 && model::parameter_count(config) * 4 > memory) {
@@ -76,22 +91,22 @@ void require_fits_in_memory(const model::Gpt2Config& config) {
 
 }  // namespace
 
-model::Gpt2LmHeadModel build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
+model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
   if (source.model_name_or_path.empty()) {
-    const model::Gpt2Config config = fresh_config(source, tokenizer);
+    const model::ModelConfig config = fresh_config(source, tokenizer);
     require_covers_vocab(config, tokenizer, "the model config");
     require_fits_in_memory(config);
-    return model::Gpt2LmHeadModel(config);
+    return model::make_causal_lm(config);
   }
   auto model = io::load_hf_model(source.model_name_or_path, {.low_cpu_mem_usage = source.low_cpu_mem_usage});
   require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
   return model;
 }
 
-std::vector<NamedParameter> trainable_parameters(model::Gpt2LmHeadModel& model) {
+std::vector<NamedParameter> trainable_parameters(model::CausalLm& model) {
   std::set<const void*> layer_norm;
   for (const auto& module : model->modules()) {
-    if (!module->as<torch::nn::LayerNorm>()) continue;
+    if (!module->as<torch::nn::LayerNorm>() && !module->as<model::RmsNorm>()) continue;
     for (const auto& p : module->parameters()) layer_norm.insert(p.unsafeGetTensorImpl());
   }
   std::vector<NamedParameter> parameters;

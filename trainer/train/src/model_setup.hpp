@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "llmrdzv/train/training_engine.hpp"
 
@@ -34,11 +34,11 @@ struct ModelSource {
 // A loaded model must cover the tokenizer's ids. A fresh model takes the tokenizer's vocabulary
 // size and EOS id (as run_clm sizes embeddings to len(tokenizer)), and is initialised from the
 // global torch RNG (seed it first). Throws std::invalid_argument naming the problem.
-model::Gpt2LmHeadModel build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
+model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
 
 // The model's parameters in model order under their HF names, as the optimizer takes them:
-// biases and LayerNorm weights are not decayed (transformers Trainer's grouping), everything
-// else is, the embeddings included.
-std::vector<NamedParameter> trainable_parameters(model::Gpt2LmHeadModel& model);
+// biases and LayerNorm / RMSNorm weights are not decayed (transformers Trainer's grouping),
+// everything else is, the embeddings included.
+std::vector<NamedParameter> trainable_parameters(model::CausalLm& model);
 
 }  // namespace llmrdzv::train

@@ -52,11 +52,12 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::uint64_t resolve_block_size(const TrainOptions& o, const model::Gpt2Config& config) {
-  if (o.block_size == 0) return static_cast<std::uint64_t>(std::min<std::int64_t>(config.n_positions, 1024));
-  if (o.block_size > config.n_positions) {
-    throw std::invalid_argument("--block_size " + std::to_string(o.block_size) + " exceeds the model's n_positions (" +
-                                std::to_string(config.n_positions) + ")");
+std::uint64_t resolve_block_size(const TrainOptions& o, const model::ModelConfig& config) {
+  const std::int64_t positions = config.max_positions();
+  if (o.block_size == 0) return static_cast<std::uint64_t>(std::min<std::int64_t>(positions, 1024));
+  if (o.block_size > positions) {
+    throw std::invalid_argument("--block_size " + std::to_string(o.block_size) + " exceeds the model's " +
+                                std::to_string(positions) + " positions");
   }
   return static_cast<std::uint64_t>(o.block_size);
 }
@@ -95,7 +96,7 @@ auto open_in_rank_order(TrainingEngine& engine, Open open) {
 }
 
 // Mean loss over every validation block, each rank evaluating its contiguous share.
-double evaluate(model::Gpt2LmHeadModel& model, const EvalBlocks& blocks, TrainingEngine& engine,
+double evaluate(model::CausalLm& model, const EvalBlocks& blocks, TrainingEngine& engine,
                 std::uint64_t batch_size) {
   model->eval();
   torch::NoGradGuard no_grad;
@@ -186,7 +187,7 @@ struct Reporter {
 struct TrainContext {
   const TrainOptions& o;
   TrainingEngine& engine;
-  model::Gpt2LmHeadModel& model;
+  model::CausalLm& model;
   const EvalBlocks* eval_blocks;
   Reporter& reporter;
   const Precision& precision;
@@ -362,7 +363,7 @@ TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
   torch::manual_seed(static_cast<std::uint64_t>(o.seed));
   const ChosenTokenizer chosen = load_tokenizer(o.tokenizer_name, o.model_name_or_path);
   const tokenizer::Tokenizer& tokenizer = chosen.tokenizer;
-  model::Gpt2LmHeadModel model =
+  model::CausalLm model =
       build_model({o.model_name_or_path, o.config_name, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
   model->set_activation_checkpointing(o.gradient_checkpointing);
   const std::uint64_t block_size = resolve_block_size(o, model->config());

@@ -1,8 +1,9 @@
-// Hugging Face model directories <-> our GPT-2 modules. Loading reads config.json and
-// model.safetensors (or its shards), accepts names with or without the "transformer." prefix, transposes HF's
-// Conv1D [in, out] weights into torch Linear [out, in], ignores the attention-mask buffers old
-// checkpoints carry (attn.bias, attn.masked_bias), and accepts lm_head.weight only when it equals
-// wte (the head is tied). Saving writes a directory transformers.AutoModelForCausalLM
+// Hugging Face model directories <-> our models of every family (GPT-2, OPT, Llama). Loading
+// reads config.json (model_type picks the family) and model.safetensors (or its shards), accepts
+// names with or without the base model's prefix ("transformer.", "model."), transposes what the
+// family stores transposed (GPT-2's Conv1D [in, out]), ignores the buffers old checkpoints carry
+// (attention masks, rotary tables), and accepts lm_head.weight with a tied head only when it
+// equals the token embedding. Saving writes a directory transformers.AutoModelForCausalLM
 // .from_pretrained loads with the same logits. Errors name the directory or file and the tensor.
 #pragma once
 
@@ -12,7 +13,7 @@
 #include <vector>
 
 #include "llmrdzv/io/safetensors_torch.hpp"
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 
 namespace llmrdzv::io {
 
@@ -28,16 +29,16 @@ struct HfLoadOptions {
 
 // Builds the model from dir/config.json and fills it from dir/model.safetensors, or from the
 // shards that dir/model.safetensors.index.json lists.
-model::Gpt2LmHeadModel load_hf_model(const std::filesystem::path& dir, const HfLoadOptions& options = {});
+model::CausalLm load_hf_model(const std::filesystem::path& dir, const HfLoadOptions& options = {});
 
 // Fills an existing model (shapes must match its config) from a safetensors file in HF layout, or
 // from the shards of an HF index file (a path ending in ".index.json").
-void load_hf_weights(model::Gpt2LmHeadModel& model, const std::filesystem::path& weights_path,
+void load_hf_weights(model::CausalLm& model, const std::filesystem::path& weights_path,
                      const HfLoadOptions& options = {});
 
 // The model's tensors in HF's layout and names ("transformer.h.0.attn.c_attn.weight" as [in, out]);
-// no lm_head (tied). CPU, contiguous, detached copies in the parameters' dtype.
-NamedTensors to_hf_state_dict(const model::Gpt2LmHeadModel& model);
+// no lm_head when tied. CPU, contiguous, detached copies in the parameters' dtype.
+NamedTensors to_hf_state_dict(const model::CausalLm& model);
 
 // transformers' default max_shard_size, "5GB".
 inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000;
@@ -48,7 +49,7 @@ inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000;
 // order into model-0000K-of-0000N.safetensors of at most max_shard_bytes each (a larger tensor
 // gets a shard of its own), and model.safetensors.index.json ({"metadata": {"total_size"},
 // "weight_map"}), written last. Weight files of an earlier save in dir are removed first.
-void save_hf_model(const model::Gpt2LmHeadModel& model, const std::filesystem::path& dir,
+void save_hf_model(const model::CausalLm& model, const std::filesystem::path& dir,
                    const std::vector<std::filesystem::path>& tokenizer_files = {},
                    std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 

@@ -1,22 +1,16 @@
-// The GPT-2 family's hyper-parameters, read from and written to Hugging Face's config.json
-// (GPT2Config's key names and defaults), plus run_clm.py's --config_overrides. Torch-free, so
-// flag and config checks do not pay for LibTorch headers.
+// The GPT-2 family's hyper-parameters with GPT2Config's key names and defaults (config.json and
+// --config_overrides go through model_config.hpp). Torch-free, so flag and config checks do not
+// pay for LibTorch headers.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
-namespace llmrdzv::model {
+#include "llmrdzv/model/config_error.hpp"
 
-// Any invalid config: the message names the source (file or "--config_overrides") and the key.
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace llmrdzv::model {
 
 struct Gpt2Config {
   std::int64_t vocab_size = 50257;
@@ -47,31 +41,16 @@ struct Gpt2Config {
 // kMaxParameters parameters). `origin` names where the config came from.
 void validate(const Gpt2Config& config, std::string_view origin);
 
-// The parameters the config implies (a tied LM head counted once, an untied one apart), in double: a config with
-// absurd sizes must be described, not overflow.
+// The parameters the config implies (a tied LM head counted once, an untied one apart), in double:
+// a config with absurd sizes must be described, not overflow.
 double parameter_count(const Gpt2Config& config);
-// A trillion parameters (4 TB in fp32): more than any machine this trainer runs on holds.
-inline constexpr double kMaxParameters = 1e12;
 // "n_layer=12, n_embd=768, n_inner=3072, vocab_size=50257, n_positions=1024 imply 1.24e+08
 // parameters (0.46 GiB in fp32)": the fields that size a model, for messages.
 std::string describe_size(const Gpt2Config& config);
 
-// Parses config.json text. model_type must be "gpt2" when present; unknown keys are ignored
-// (HF writes many: architectures, task_specific_params, ...); known keys must have the right type.
-Gpt2Config config_from_json(std::string_view text, std::string_view origin);
-// Reads <path> (a config.json file, or a directory holding one).
-Gpt2Config load_config(const std::filesystem::path& path);
-
-// config.json text that transformers' AutoConfig / AutoModelForCausalLM read as this model.
-std::string config_to_json(const Gpt2Config& config);
-// Writes dir/config.json atomically.
-void save_config(const Gpt2Config& config, const std::filesystem::path& dir);
-
-// Applies run_clm.py's --config_overrides: "key=value,key=value" over GPT2Config's keys,
-// each value parsed as the key's type. Throws ConfigError naming the bad item, then validates.
+// Applies run_clm.py's --config_overrides: "key=value,key=value" over GPT2Config's keys, each
+// value parsed as the key's type. Throws ConfigError naming the bad item (config unchanged), then
+// validates.
 void apply_overrides(Gpt2Config& config, std::string_view overrides);
-
-// Named shapes: "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl" (HF's sizes); throws otherwise.
-Gpt2Config preset(std::string_view name);
 
 }  // namespace llmrdzv::model

@@ -1,0 +1,151 @@
+// OPT and Llama through the real trainer, as GPT-2 goes: trained from a preset shrunk by
+// --config_overrides; 2 ranks with optimizer offload and gradient checkpointing give the 1-rank
+// losses; a resumed run repeats the uninterrupted one exactly (dropout on); a saved model is
+// fine-tuned, transformers' AutoModelForCausalLM computes our logits and loss from the result,
+// and generate runs on it.
+#include <ATen/ops/randint.h>
+#include <torch/utils.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/io/hf_model_dir.hpp"
+#include "run_checks.hpp"
+#include "scratch_dir.hpp"
+#include "trainer_process.hpp"
+
+// Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
+#include <catch2/catch.hpp>
+
+using llmrdzv::testing::read_file;
+using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_ok;
+using trainer_test::metric_series;
+using trainer_test::run_trainer;
+using trainer_test::RunResult;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Family {
+  const char* name;
+  const char* preset;
+  std::string overrides;  // a tiny model of the preset's kind
+};
+
+// opt-350m's kind (post-LN, embeddings projected 24 <-> 40) and a Llama with grouped-query
+// attention (6 heads on 2 key/value heads), odd widths both.
+const Family kOpt{"opt", "opt-350m",
+                  "num_hidden_layers=2,hidden_size=40,num_attention_heads=5,ffn_dim=56,word_embed_proj_dim=24,"
+                  "max_position_embeddings=32"};
+const Family kLlama{"llama", "smollm-135m",
+                    "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
+                    "intermediate_size=80,max_position_embeddings=32"};
+
+std::string corpus() {
+  return trainer_test::word_corpus({"rotary", "norm", "gate", "heads", "group", "learned", "offset", "project"}, 5, 900, 9);
+}
+
+std::vector<std::string> run_args(const ScratchDir& dir, const Family& family, const std::string& out,
+                                  const std::string& extra_overrides = "", int per_device = 4) {
+  return {"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
+          "--output_dir", out, "--cache_dir", dir.file("cache"), "--config_name", family.preset,
+          "--config_overrides", family.overrides + extra_overrides, "--block_size", "16",
+          "--per_device_train_batch_size", std::to_string(per_device), "--gradient_accumulation_steps", "2",
+          "--learning_rate", "3e-3",
+          "--weight_decay", "0.1", "--max_grad_norm", "0.5", "--warmup_steps", "2", "--max_steps", "12",
+          "--logging_steps", "1", "--save_steps", "6", "--threads", "1", "--seed", "4"};
+}
+
+std::vector<std::string> with(std::vector<std::string> args, std::initializer_list<std::string> more) {
+  args.insert(args.end(), more);
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("OPT and Llama train on 1 rank, and on 2 with optimizer offload and checkpointing, with the same losses",
+          "[train][families][distributed]") {
+  for (const Family& family : {kOpt, kLlama}) {
+    DYNAMIC_SECTION(family.name) {
+      ScratchDir dir("family-ranks");
+      dir.write("corpus.txt", corpus());
+      const std::string no_dropout = family.name == std::string("opt") ? ",dropout=0.0" : "";
+      const RunResult single = run_trainer(run_args(dir, family, dir.file("one"), no_dropout));
+      expect_ok(single);
+      const auto reference = metric_series(dir.file("one/metrics.jsonl"), "loss");
+      REQUIRE(reference.size() == 12);
+      CHECK(reference.back() < reference.front() - 0.2);  // it learns (post-LN OPT slowly: 5.55 -> 5.22)
+      CHECK_THAT(read_file(dir.file("one/config.json")), Catch::Contains(std::string("\"model_type\": \"") + family.name + "\""));
+
+      // Per-device batch 2 on 2 ranks: the same global batch.
+      const RunResult two = run_trainer(with(run_args(dir, family, dir.file("two"), no_dropout, 2), {"--nproc", "2", "--offload", "optimizer", "--gradient_checkpointing", "true"}));
+      expect_ok(two);
+      const auto got = metric_series(dir.file("two/metrics.jsonl"), "loss");
+      REQUIRE(got.size() == reference.size());
+      for (std::size_t step = 0; step < got.size(); ++step) {
+        INFO(family.name << " step " << step + 1 << ": " << got[step] << " vs 1 rank " << reference[step]);
+        CHECK(std::abs(got[step] - reference[step]) <= 1e-5 * std::abs(reference[step]));
+      }
+    }
+  }
+}
+
+TEST_CASE("OPT and Llama runs resumed from a checkpoint repeat the uninterrupted run exactly", "[train][families][resume]") {
+  for (const Family& family : {kOpt, kLlama}) {
+    DYNAMIC_SECTION(family.name) {
+      ScratchDir dir("family-resume");
+      dir.write("corpus.txt", corpus());
+      expect_ok(run_trainer(run_args(dir, family, dir.file("full"))));  // OPT with its dropout 0.1
+      const RunResult resumed = run_trainer(
+          with(run_args(dir, family, dir.file("resumed")), {"--resume_from_checkpoint", dir.file("full/checkpoint-6")}));
+      expect_ok(resumed);
+      CHECK_THAT(resumed.out, Catch::Contains("at step 6"));
+      const auto full = metric_series(dir.file("full/metrics.jsonl"), "loss");
+      const auto again = metric_series(dir.file("resumed/metrics.jsonl"), "loss");
+      REQUIRE(again.size() == 6);
+      for (std::size_t i = 0; i < again.size(); ++i) CHECK(again[i] == full[6 + i]);
+      CHECK(read_file(dir.file("resumed/model.safetensors")) == read_file(dir.file("full/model.safetensors")));
+    }
+  }
+}
+
+TEST_CASE("a saved OPT and Llama fine-tune, load in transformers with our loss, and generate", "[train][families][python]") {
+  for (const Family& family : {kOpt, kLlama}) {
+    DYNAMIC_SECTION(family.name) {
+      ScratchDir dir("family-finetune");
+      dir.write("corpus.txt", corpus());
+      expect_ok(run_trainer(run_args(dir, family, dir.file("base"))));
+      const std::string tuned = dir.file("tuned");
+      const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
+                                         "--model_name_or_path", dir.file("base"), "--output_dir", tuned, "--block_size", "16",
+                                         "--per_device_train_batch_size", "2", "--max_steps", "4", "--learning_rate", "1e-3",
+                                         "--logging_steps", "1", "--threads", "1"});
+      expect_ok(run);
+      CHECK(metric_series(tuned + "/metrics.jsonl", "loss").size() == 4);
+
+      // Our logits and loss on a random batch, computed again by transformers from the directory.
+      llmrdzv::model::CausalLm model = llmrdzv::io::load_hf_model(tuned);
+      model->eval();
+      CHECK(model->config().model_type() == family.name);
+      const at::Tensor ids = at::randint(0, model->config().vocab_size(), {2, 16});
+      at::NoGradGuard no_grad;
+      const auto result = model->forward(ids, ids);
+      llmrdzv::io::save_tensors(dir.path() / "ours.safetensors", {{"input_ids", ids}, {"labels", ids},
+                                                                  {"logits", result.logits},
+                                                                  {"loss", result.loss.reshape({1})}});
+      const std::string check = std::string(LLMRDZV_TEST_PYTHON) + " " + LLMRDZV_HF_REFERENCE_SCRIPT + " check " + tuned +
+                                " " + (dir.path() / "ours.safetensors").string();
+      CHECK(std::system(check.c_str()) == 0);
+
+      const RunResult generated = run_trainer({"generate", "--model", tuned, "--prompt", "rotary ", "--max_new_tokens", "12",
+                                               "--temperature", "0"});
+      expect_ok(generated);
+      CHECK(generated.out.starts_with("rotary "));
+      CHECK(generated.out.size() > std::string("rotary \n").size());
+    }
+  }
+}

@@ -1,0 +1,128 @@
+// The interface every model family implements (GPT-2, OPT, Llama): a decoder-only causal LM as a
+// LibTorch module whose parameter names are Hugging Face's, so named_parameters() maps one-to-one
+// onto HF state dicts. The shared parts live here once: the LM loss, input checks, activation
+// checkpointing of the blocks, and KV-cache decoding; a family supplies its embeddings, its
+// blocks, its final norm and LM head, its initialisation and the quirks of its HF checkpoints.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/pimpl.h>
+
+#include <concepts>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "llmrdzv/model/model_config.hpp"
+
+namespace llmrdzv::model {
+
+// The keys and values of the positions decoded so far, for generating one token at a time
+// (CausalLmImpl::decode). One [B, kv_heads, max_positions, head_dim] buffer each per layer.
+struct KvCache {
+  std::vector<torch::Tensor> keys, values;
+  std::int64_t length = 0;  // positions held
+};
+
+struct CausalLmOutput {
+  torch::Tensor logits;  // [B, T, vocab_size], fp32 unless autocast says otherwise
+  torch::Tensor loss;    // scalar; undefined when no labels were given
+};
+
+// How a new model's weights start: HF's initialisation (init_weights), or left as torch's modules
+// make them when weights are loaded right after (skips a normal_ pass over every parameter:
+// 0.7 s of a 124M model's 3 s load here).
+enum class WeightInit { hf, for_loading };
+
+// One transformer block: [B, T, C] -> [B, T, C] for positions 0..T-1, and the same for positions
+// past..past+T-1 with the keys and values going into (and attention reading) the cache buffers.
+class DecoderBlockImpl : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const torch::Tensor& hidden) = 0;
+  virtual torch::Tensor forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
+                                       std::int64_t past) = 0;
+};
+
+class CausalLmImpl : public torch::nn::Module {
+ public:
+  // input_ids [B, T] int64 with T <= max_positions and ids < vocab_size (checked;
+  // std::invalid_argument). labels, when defined, has input_ids' shape; the loss is HF's:
+  // logits[:, :-1] against labels[:, 1:], mean cross-entropy over the positions whose label is
+  // not -100.
+  CausalLmOutput forward(const torch::Tensor& input_ids, const torch::Tensor& labels = {});
+
+  // Incremental decoding (for generation; use under no_grad in eval mode): runs input_ids [B, T]
+  // at positions cache.length.., adds their keys and values to the cache, and returns the logits
+  // of the last position only, [B, vocab_size]. The same numbers as forward() on the whole
+  // sequence, without recomputing the cached positions. T > 1 only on an empty cache (the
+  // prompt); the cache holds at most max_positions (std::invalid_argument beyond).
+  torch::Tensor decode(const torch::Tensor& input_ids, KvCache& cache);
+  // An empty cache for `batch` sequences, on the model's device and dtype.
+  KvCache new_cache(std::int64_t batch) const;
+
+  // The family's HF initialisation (normal(0, its std) for weights, zero biases, unit norms, ...).
+  // Uses the global torch RNG.
+  virtual void init_weights() = 0;
+
+  // Activation checkpointing: recompute each block in backward (RNG state restored, so dropout
+  // masks match and gradients equal the non-checkpointed ones).
+  void set_activation_checkpointing(bool enabled) { checkpointing_ = enabled; }
+  bool activation_checkpointing() const { return checkpointing_; }
+
+  const ModelConfig& config() const { return config_; }
+
+  // How the family's HF checkpoints name and lay out tensors:
+  // - the prefix of the base model ("transformer." for GPT-2, "model." otherwise), which
+  //   checkpoints of the base model alone leave out;
+  virtual std::string_view hf_prefix() const = 0;
+  // - the token embedding, which a tied LM head reuses ("transformer.wte.weight", ...);
+  virtual std::string embedding_name() const = 0;
+  // - weights stored transposed ([in, out]: GPT-2's Conv1D);
+  virtual bool hf_transposed(std::string_view /*name*/) const { return false; }
+  // - buffers of old checkpoints that carry no weights (attention masks, rotary tables).
+  virtual bool hf_ignored(std::string_view /*name*/) const { return false; }
+
+ protected:
+  explicit CausalLmImpl(ModelConfig config);
+
+  // input_ids at positions past.. -> the hidden states entering the first block, [B, T, C].
+  virtual torch::Tensor embed(const torch::Tensor& input_ids, std::int64_t past) = 0;
+  virtual const torch::nn::ModuleList& blocks() const = 0;  // of DecoderBlockImpl
+  // The last block's output -> the LM head's input (final norm, projection).
+  virtual torch::Tensor finish(const torch::Tensor& hidden) = 0;
+  // [vocab_size, head input width]: lm_head.weight, or the token embedding when tied.
+  virtual const torch::Tensor& head_weight() const = 0;
+  struct CacheShape {
+    std::int64_t kv_heads, head_dim;
+  };
+  virtual CacheShape cache_shape() const = 0;
+
+ private:
+  // 2-D int64 ids within the vocabulary, positions past.. within max_positions.
+  void check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const;
+  torch::Tensor run_blocks(torch::Tensor hidden);
+
+  ModelConfig config_;
+  bool checkpointing_ = false;
+};
+
+// A model of any family, shared like the modules it holds.
+// (No inherited constructors: ModuleHolder's forwarding one would try to construct the abstract
+// CausalLmImpl from a family's model.)
+class CausalLm : public torch::nn::ModuleHolder<CausalLmImpl> {
+ public:
+  CausalLm(std::nullptr_t) : ModuleHolder(nullptr) {}
+  CausalLm(std::shared_ptr<CausalLmImpl> model) : ModuleHolder(std::move(model)) {}
+  template <typename Family>
+    requires std::derived_from<Family, CausalLmImpl>
+  CausalLm(const torch::nn::ModuleHolder<Family>& model) : ModuleHolder(std::shared_ptr<CausalLmImpl>(model.ptr())) {}
+};
+
+// A new model of the config's family.
+CausalLm make_causal_lm(const ModelConfig& config, WeightInit init = WeightInit::hf);
+
+// HF's loss on already computed logits (exposed for evaluation code and tests).
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels);
+
+}  // namespace llmrdzv::model

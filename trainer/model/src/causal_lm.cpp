@@ -1,0 +1,115 @@
+// What every family shares: the block loop (checkpointed or not), HF's shifted LM loss, input
+// checks, KV-cache decoding, and the factory by config family.
+#include "llmrdzv/model/causal_lm.hpp"
+
+#include <ATen/ops/constant_pad_nd.h>
+#include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+
+#include <stdexcept>
+
+#include "block_checkpoint.hpp"
+#include "fast_linear.hpp"
+#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/llama.hpp"
+#include "llmrdzv/model/opt.hpp"
+
+namespace llmrdzv::model {
+
+CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {}
+
+void CausalLmImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const {
+  if (input_ids.dim() != 2 || input_ids.scalar_type() != at::kLong) {
+    throw std::invalid_argument("input_ids must be a 2-D int64 tensor [batch, time]");
+  }
+  const std::int64_t time = input_ids.size(1);
+  if (time < 1 || past + time > config_.max_positions()) {
+    throw std::invalid_argument("sequence length " + std::to_string(past + time) + " is outside [1, " +
+                                std::to_string(config_.max_positions()) + "] (the model's positions)");
+  }
+  if (input_ids.is_cpu() && input_ids.numel() > 0) {
+    const std::int64_t lo = input_ids.min().item<std::int64_t>(), hi = input_ids.max().item<std::int64_t>();
+    if (lo < 0 || hi >= config_.vocab_size()) {
+      throw std::invalid_argument("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary (vocab_size " +
+                                  std::to_string(config_.vocab_size()) + ")");
+    }
+  }
+}
+
+torch::Tensor CausalLmImpl::run_blocks(torch::Tensor hidden) {
+  const bool checkpoint = checkpointing_ && is_training();
+  for (const auto& module : *blocks()) {
+    auto& block = *module->as<DecoderBlockImpl>();
+    hidden = checkpoint ? detail::checkpointed_block_forward(block, hidden) : block.forward(hidden);
+  }
+  return hidden;
+}
+
+CausalLmOutput CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+  check_input_ids(input_ids, 0);
+  if (labels.defined() && labels.sizes() != input_ids.sizes()) {
+    throw std::invalid_argument("labels must have input_ids' shape");
+  }
+  const torch::Tensor hidden = finish(run_blocks(embed(input_ids, 0)));
+  CausalLmOutput out;
+  out.logits = detail::fast_linear(hidden, head_weight());
+  if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels);
+  return out;
+}
+
+KvCache CausalLmImpl::new_cache(std::int64_t batch) const {
+  const at::Tensor& like = head_weight();
+  const CacheShape shape = cache_shape();
+  KvCache cache;
+  for (std::int64_t i = 0; i < config_.num_layers(); ++i) {
+    cache.keys.push_back(at::empty({batch, shape.kv_heads, config_.max_positions(), shape.head_dim}, like.options()));
+    cache.values.push_back(at::empty_like(cache.keys.back()));
+  }
+  return cache;
+}
+
+torch::Tensor CausalLmImpl::decode(const torch::Tensor& input_ids, KvCache& cache) {
+  check_input_ids(input_ids, cache.length);
+  if (cache.length > 0 && input_ids.size(1) != 1) {
+    throw std::invalid_argument("decode takes one new position at a time once the cache holds the prompt");
+  }
+  const at::Tensor& weights = head_weight();
+  const auto layers = static_cast<std::size_t>(config_.num_layers());
+  if (cache.keys.size() != layers || cache.values.size() != layers || cache.keys[0].size(0) != input_ids.size(0) ||
+      cache.keys[0].device() != weights.device() || cache.keys[0].scalar_type() != weights.scalar_type()) {
+    throw std::invalid_argument("the KV cache was made for another model, batch size, device or dtype (new_cache)");
+  }
+  const std::int64_t past = cache.length;
+  torch::Tensor hidden = embed(input_ids, past);
+  std::size_t layer = 0;
+  for (const auto& module : *blocks()) {
+    hidden = module->as<DecoderBlockImpl>()->forward_cached(hidden, cache.keys[layer], cache.values[layer], past);
+    ++layer;
+  }
+  cache.length = past + input_ids.size(1);
+  return detail::fast_linear(finish(hidden).select(1, -1), weights);
+}
+
+CausalLm make_causal_lm(const ModelConfig& config, WeightInit init) {
+  struct Make {
+    WeightInit init;
+    CausalLm operator()(const Gpt2Config& c) const { return Gpt2LmHeadModel(c, init); }
+    CausalLm operator()(const OptConfig& c) const { return OptForCausalLm(c, init); }
+    CausalLm operator()(const LlamaConfig& c) const { return LlamaForCausalLm(c, init); }
+  };
+  return config.visit(Make{init});
+}
+
+// As transformers' ForCausalLMLoss: the labels move one left with -100 padded in at the end, so the
+// logits are used in place ([B*T, V] view) instead of copying logits[:, :-1] (and copying the
+// gradient back in backward); the last position of each row is ignored, the mean is the same.
+torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
+  const std::int64_t time = logits.size(1), vocab = logits.size(2);
+  const torch::Tensor shift_labels =
+      at::constant_pad_nd(labels.slice(1, 1, time), {0, 1}, -100).reshape({-1}).to(logits.device());
+  return at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shift_labels, std::nullopt,
+                                at::Reduction::Mean, /*ignore_index=*/-100);
+}
+
+}  // namespace llmrdzv::model

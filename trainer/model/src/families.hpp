@@ -1,0 +1,26 @@
+// What model_config.cpp needs from each family's config file: read the family's keys from a
+// config.json object, write them, and its named presets.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "llmrdzv/io/json.hpp"
+#include "llmrdzv/model/model_config.hpp"
+
+namespace llmrdzv::model::detail {
+
+Gpt2Config gpt2_from_json(const json::Value& doc, std::string_view origin);
+OptConfig opt_from_json(const json::Value& doc, std::string_view origin);
+LlamaConfig llama_from_json(const json::Value& doc, std::string_view origin);
+
+// architectures, model_type and the family's keys.
+void write_json(const Gpt2Config& config, json::Object& doc);
+void write_json(const OptConfig& config, json::Object& doc);
+void write_json(const LlamaConfig& config, json::Object& doc);
+
+std::optional<Gpt2Config> gpt2_preset(std::string_view name);
+std::optional<OptConfig> opt_preset(std::string_view name);
+std::optional<LlamaConfig> llama_preset(std::string_view name);
+
+}  // namespace llmrdzv::model::detail

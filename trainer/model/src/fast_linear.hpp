@@ -1,0 +1,19 @@
+// The linear layers and activations every family's modules run through: oneDNN's fp32 kernels
+// on CPUs where they apply (see fast_linear.cpp), at::linear elsewhere.
+#pragma once
+
+#include <torch/nn/modules/linear.h>
+
+#include <string_view>
+
+namespace llmrdzv::model::detail {
+
+// y = x W^T + b (bias optional).
+torch::Tensor fast_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias = {});
+torch::Tensor fast_linear(const torch::nn::Linear& linear, const torch::Tensor& input);
+
+// HF's ACT2FN for the names the configs admit: gelu_new / gelu_pytorch_tanh (tanh approximation),
+// gelu, relu, silu.
+torch::Tensor activate(std::string_view name, const torch::Tensor& x);
+
+}  // namespace llmrdzv::model::detail

@@ -1,0 +1,164 @@
+// The Llama modules: RMSNorm, rotary embeddings computed as HF computes them (fp32 angles from
+// position * inv_freq, halves rotated), grouped-query attention through SDPA's enable_gqa,
+// SwiGLU MLP.
+#include "llmrdzv/model/llama.hpp"
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/outer.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/rsqrt.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
+
+#include <cmath>
+
+#include "fast_linear.hpp"
+
+namespace llmrdzv::model {
+namespace {
+
+using detail::activate;
+using detail::fast_linear;
+
+torch::nn::Linear linear(std::int64_t in, std::int64_t out, bool bias) {
+  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+// x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) of x's two halves.
+torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
+  const std::int64_t half = x.size(-1) / 2;
+  const torch::Tensor rotated = at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
+  return x * cos + rotated * sin;
+}
+
+}  // namespace
+
+RmsNormImpl::RmsNormImpl(std::int64_t size, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({size}));
+}
+
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& hidden) {
+  const torch::Tensor x = hidden.to(at::kFloat);
+  const torch::Tensor normed = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  return weight * normed.to(hidden.scalar_type());
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config)
+    : head_dim_(config.head_size()),
+      dropout_(config.attention_dropout),
+      grouped_(config.kv_heads() != config.num_attention_heads) {
+  const std::int64_t h = config.hidden_size, q = config.num_attention_heads * head_dim_, kv = config.kv_heads() * head_dim_;
+  q_proj = register_module("q_proj", linear(h, q, config.attention_bias));
+  k_proj = register_module("k_proj", linear(h, kv, config.attention_bias));
+  v_proj = register_module("v_proj", linear(h, kv, config.attention_bias));
+  o_proj = register_module("o_proj", linear(q, h, config.attention_bias));
+  // 1 / theta^(2i / d), in fp32 as HF computes it; "linear" scaling divides it by the factor.
+  inv_freq_ = 1.0 / at::pow(config.rope_theta, at::arange(0, head_dim_, 2, at::kFloat) / static_cast<double>(head_dim_));
+  if (config.rope_type == "linear") inv_freq_ = inv_freq_ / config.rope_factor;
+}
+
+torch::Tensor LlamaAttentionImpl::split_heads(const torch::Tensor& x, std::int64_t past, bool rotate_it) const {
+  const std::int64_t time = x.size(1);
+  const torch::Tensor heads = x.view({x.size(0), time, -1, head_dim_}).transpose(1, 2);
+  if (!rotate_it) return heads;
+  const torch::Tensor positions = at::arange(past, past + time, x.options().dtype(at::kFloat));
+  const torch::Tensor angles = at::outer(positions, inv_freq_.to(x.device()));
+  const torch::Tensor both = at::cat({angles, angles}, -1);  // [T, head_dim]
+  return rotate(heads, both.cos().to(x.scalar_type()), both.sin().to(x.scalar_type()));
+}
+
+torch::Tensor LlamaAttentionImpl::merge_heads(const torch::Tensor& attended) {
+  return fast_linear(o_proj, attended.transpose(1, 2).reshape({attended.size(0), attended.size(2), -1}));
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& hidden) {
+  const torch::Tensor q = split_heads(fast_linear(q_proj, hidden), 0, true);
+  const torch::Tensor k = split_heads(fast_linear(k_proj, hidden), 0, true);
+  const torch::Tensor v = split_heads(fast_linear(v_proj, hidden), 0, false);
+  return merge_heads(at::scaled_dot_product_attention(q, k, v, std::nullopt, is_training() ? dropout_ : 0.0,
+                                                      /*is_causal=*/true, 1.0 / std::sqrt(static_cast<double>(head_dim_)),
+                                                      grouped_));
+}
+
+torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys,
+                                                 torch::Tensor& values, std::int64_t past) {
+  const std::int64_t end = past + hidden.size(1);
+  keys.slice(2, past, end).copy_(split_heads(fast_linear(k_proj, hidden), past, true));
+  values.slice(2, past, end).copy_(split_heads(fast_linear(v_proj, hidden), past, false));
+  const torch::Tensor q = split_heads(fast_linear(q_proj, hidden), past, true);
+  return merge_heads(at::scaled_dot_product_attention(q, keys.slice(2, 0, end), values.slice(2, 0, end), std::nullopt,
+                                                      0.0, /*is_causal=*/past == 0,
+                                                      1.0 / std::sqrt(static_cast<double>(head_dim_)), grouped_));
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& config) : activation_(config.hidden_act) {
+  gate_proj = register_module("gate_proj", linear(config.hidden_size, config.intermediate_size, config.mlp_bias));
+  up_proj = register_module("up_proj", linear(config.hidden_size, config.intermediate_size, config.mlp_bias));
+  down_proj = register_module("down_proj", linear(config.intermediate_size, config.hidden_size, config.mlp_bias));
+}
+
+torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& hidden) {
+  return fast_linear(down_proj, activate(activation_, fast_linear(gate_proj, hidden)) * fast_linear(up_proj, hidden));
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& config) {
+  self_attn = register_module("self_attn", LlamaAttention(config));
+  mlp = register_module("mlp", LlamaMlp(config));
+  input_layernorm = register_module("input_layernorm", RmsNorm(config.hidden_size, config.rms_norm_eps));
+  post_attention_layernorm = register_module("post_attention_layernorm", RmsNorm(config.hidden_size, config.rms_norm_eps));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& hidden) {
+  const torch::Tensor x = hidden + self_attn(input_layernorm(hidden));
+  return x + mlp(post_attention_layernorm(x));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys,
+                                                    torch::Tensor& values, std::int64_t past) {
+  const torch::Tensor x = hidden + self_attn->forward_cached(input_layernorm(hidden), keys, values, past);
+  return x + mlp(post_attention_layernorm(x));
+}
+
+LlamaModelImpl::LlamaModelImpl(const LlamaConfig& config) {
+  auto tokens = torch::nn::EmbeddingOptions(config.vocab_size, config.hidden_size);
+  if (config.pad_token_id) tokens.padding_idx(*config.pad_token_id);
+  embed_tokens = register_module("embed_tokens", torch::nn::Embedding(tokens));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (std::int64_t i = 0; i < config.num_hidden_layers; ++i) layers->push_back(LlamaDecoderLayer(config));
+  norm = register_module("norm", RmsNorm(config.hidden_size, config.rms_norm_eps));
+}
+
+LlamaForCausalLmImpl::LlamaForCausalLmImpl(const LlamaConfig& config, WeightInit init) : CausalLmImpl(config) {
+  validate(config, "model config");
+  model = register_module("model", LlamaModel(config));
+  if (!config.tie_word_embeddings) lm_head = register_module("lm_head", linear(config.hidden_size, config.vocab_size, false));
+  if (init == WeightInit::hf) init_weights();
+}
+
+torch::Tensor LlamaForCausalLmImpl::embed(const torch::Tensor& input_ids, std::int64_t /*past*/) {
+  return model->embed_tokens(input_ids);  // positions enter through the rotary embeddings
+}
+
+const torch::Tensor& LlamaForCausalLmImpl::head_weight() const {
+  return lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+CausalLmImpl::CacheShape LlamaForCausalLmImpl::cache_shape() const {
+  const LlamaConfig& c = config().as<LlamaConfig>();
+  return {c.kv_heads(), c.head_size()};
+}
+
+void LlamaForCausalLmImpl::init_weights() {
+  at::NoGradGuard no_grad;
+  const LlamaConfig& c = config().as<LlamaConfig>();
+  for (auto& item : named_parameters()) {
+    const std::string& name = item.key();
+    torch::Tensor& p = item.value();
+    if (name.ends_with(".bias")) p.zero_();
+    else if (name.ends_with("layernorm.weight") || name == "model.norm.weight") p.fill_(1.0);
+    else p.normal_(0.0, c.initializer_range);
+  }
+  if (c.pad_token_id) model->embed_tokens->weight[*c.pad_token_id].zero_();
+}
+
+}  // namespace llmrdzv::model

@@ -1,0 +1,179 @@
+// LlamaConfig's keys (rope_parameters in transformers 5's form, the older top-level rope_theta and
+// rope_scaling read too), checks, size and presets.
+#include "llmrdzv/model/llama_config.hpp"
+
+#include <algorithm>
+
+#include "config_fields.hpp"
+#include "families.hpp"
+
+namespace llmrdzv::model {
+namespace {
+
+using Key = detail::ConfigKey<LlamaConfig>;
+
+// In config.json's (alphabetical) order. rope_theta is here for --config_overrides and for
+// configs written before rope_parameters; it is written inside rope_parameters.
+const Key kKeys[] = {
+    {"attention_bias", &LlamaConfig::attention_bias},
+    {"attention_dropout", &LlamaConfig::attention_dropout},
+    {"bos_token_id", &LlamaConfig::bos_token_id},
+    {"eos_token_id", &LlamaConfig::eos_token_id},
+    {"head_dim", &LlamaConfig::head_dim},
+    {"hidden_act", &LlamaConfig::hidden_act},
+    {"hidden_size", &LlamaConfig::hidden_size},
+    {"initializer_range", &LlamaConfig::initializer_range},
+    {"intermediate_size", &LlamaConfig::intermediate_size},
+    {"max_position_embeddings", &LlamaConfig::max_position_embeddings},
+    {"mlp_bias", &LlamaConfig::mlp_bias},
+    {"num_attention_heads", &LlamaConfig::num_attention_heads},
+    {"num_hidden_layers", &LlamaConfig::num_hidden_layers},
+    {"num_key_value_heads", &LlamaConfig::num_key_value_heads},
+    {"pad_token_id", &LlamaConfig::pad_token_id},
+    {"rms_norm_eps", &LlamaConfig::rms_norm_eps},
+    {"rope_theta", &LlamaConfig::rope_theta},
+    {"tie_word_embeddings", &LlamaConfig::tie_word_embeddings},
+    {"vocab_size", &LlamaConfig::vocab_size},
+};
+
+bool known_activation(std::string_view name) {
+  return name == "silu" || name == "gelu" || name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "relu";
+}
+
+// rope_parameters {"rope_type", "rope_theta", "factor"} or the older rope_scaling {"type" or
+// "rope_type", "factor"}.
+void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view origin, std::string_view key) {
+  if (rope.is_null()) return;
+  if (!rope.is_object()) detail::config_fail(origin, std::string(key) + " must be an object or null");
+  const json::Value* type = rope.find("rope_type");
+  if (!type) type = rope.find("type");
+  if (type) {
+    if (!type->is_string()) detail::config_fail(origin, std::string(key) + ".rope_type must be a string");
+    config.rope_type = type->as_string();
+  }
+  if (const json::Value* theta = rope.find("rope_theta")) {
+    if (!theta->is_number()) detail::config_fail(origin, std::string(key) + ".rope_theta must be a number");
+    config.rope_theta = theta->as_double();
+  }
+  if (const json::Value* factor = rope.find("factor")) {
+    if (!factor->is_number()) detail::config_fail(origin, std::string(key) + ".factor must be a number");
+    config.rope_factor = factor->as_double();
+  }
+}
+
+}  // namespace
+
+void validate(const LlamaConfig& c, std::string_view origin) {
+  using detail::config_fail;
+  detail::require_positive(origin, "vocab_size", c.vocab_size);
+  detail::require_positive(origin, "hidden_size", c.hidden_size);
+  detail::require_positive(origin, "intermediate_size", c.intermediate_size);
+  detail::require_positive(origin, "num_hidden_layers", c.num_hidden_layers);
+  detail::require_positive(origin, "num_attention_heads", c.num_attention_heads);
+  detail::require_positive(origin, "max_position_embeddings", c.max_position_embeddings);
+  detail::require_positive(origin, "num_key_value_heads", c.kv_heads());
+  detail::require_positive(origin, "head_dim", c.head_size());
+  if (c.num_attention_heads % c.kv_heads() != 0) {
+    config_fail(origin, "num_attention_heads (" + std::to_string(c.num_attention_heads) +
+                            ") must be a multiple of num_key_value_heads (" + std::to_string(c.kv_heads()) + ")");
+  }
+  if (c.head_size() % 2 != 0) {
+    config_fail(origin, "head_dim (" + std::to_string(c.head_size()) + ") must be even for rotary embeddings");
+  }
+  if (!(c.rms_norm_eps > 0.0)) config_fail(origin, "rms_norm_eps must be > 0");
+  if (!(c.initializer_range >= 0.0)) config_fail(origin, "initializer_range must be >= 0");
+  detail::require_probability(origin, "attention_dropout", c.attention_dropout);
+  if (!known_activation(c.hidden_act)) {
+    config_fail(origin, "hidden_act \"" + c.hidden_act + "\" is not one of silu, gelu, gelu_new, gelu_pytorch_tanh, relu");
+  }
+  if (!(c.rope_theta > 0.0)) config_fail(origin, "rope_theta must be > 0");
+  if (c.rope_type != "default" && c.rope_type != "linear") {
+    config_fail(origin, "rope type \"" + c.rope_type + "\" is not supported (default and linear are)");
+  }
+  if (c.rope_type == "linear" && !(c.rope_factor > 0.0)) config_fail(origin, "the linear rope factor must be > 0");
+  detail::require_token_id(origin, "bos_token_id", c.bos_token_id, c.vocab_size);
+  detail::require_token_id(origin, "eos_token_id", c.eos_token_id, c.vocab_size);
+  detail::require_token_id(origin, "pad_token_id", c.pad_token_id, c.vocab_size);
+  if (parameter_count(c) > kMaxParameters) config_fail(origin, describe_size(c) + ", more than any machine holds");
+}
+
+double parameter_count(const LlamaConfig& c) {
+  const double h = static_cast<double>(c.hidden_size), i = static_cast<double>(c.intermediate_size);
+  const double q = static_cast<double>(c.num_attention_heads * c.head_size());
+  const double kv = static_cast<double>(c.kv_heads() * c.head_size()), v = static_cast<double>(c.vocab_size);
+  const double attention = h * q + 2 * h * kv + q * h + (c.attention_bias ? q + 2 * kv + h : 0);
+  const double mlp = 3 * h * i + (c.mlp_bias ? 2 * i + h : 0);
+  return v * h + static_cast<double>(c.num_hidden_layers) * (attention + mlp + 2 * h) + h +
+         (c.tie_word_embeddings ? 0 : v * h);
+}
+
+std::string describe_size(const LlamaConfig& c) {
+  return "num_hidden_layers=" + std::to_string(c.num_hidden_layers) + ", hidden_size=" + std::to_string(c.hidden_size) +
+         ", intermediate_size=" + std::to_string(c.intermediate_size) + ", vocab_size=" + std::to_string(c.vocab_size) +
+         detail::imply_parameters(parameter_count(c));
+}
+
+void apply_overrides(LlamaConfig& config, std::string_view overrides) {
+  LlamaConfig updated = detail::with_overrides<LlamaConfig>(config, kKeys, overrides, "llama");
+  validate(updated, "--config_overrides");
+  config = updated;
+}
+
+namespace detail {
+
+LlamaConfig llama_from_json(const json::Value& doc, std::string_view origin) {
+  LlamaConfig config;
+  read_keys<LlamaConfig>(config, kKeys, doc, origin);
+  if (const json::Value* scaling = doc.find("rope_scaling")) read_rope(config, *scaling, origin, "rope_scaling");
+  if (const json::Value* rope = doc.find("rope_parameters")) read_rope(config, *rope, origin, "rope_parameters");
+  if (const json::Value* tp = doc.find("pretraining_tp"); tp && !(tp->is_integer() && tp->as_integer() == 1)) {
+    config_fail(origin, "pretraining_tp must be 1 (the tensor-parallel slicing of pretraining is not supported)");
+  }
+  return config;
+}
+
+void write_json(const LlamaConfig& config, json::Object& doc) {
+  doc.emplace_back("architectures", json::Array{json::Value("LlamaForCausalLM")});
+  doc.emplace_back("model_type", json::Value("llama"));
+  LlamaConfig written = config;
+  written.num_key_value_heads = config.kv_heads();  // as transformers writes them
+  written.head_dim = config.head_size();
+  write_keys<LlamaConfig>(written, kKeys, doc);
+  std::erase_if(doc, [](const auto& entry) { return entry.first == "rope_theta"; });
+  json::Object rope{{"rope_theta", json::Value(config.rope_theta)}, {"rope_type", json::Value(config.rope_type)}};
+  if (config.rope_type == "linear") rope.emplace_back("factor", json::Value(config.rope_factor));
+  doc.emplace_back("rope_parameters", json::Value(std::move(rope)));
+}
+
+std::optional<LlamaConfig> llama_preset(std::string_view name) {
+  struct Shape {
+    std::string_view name;
+    std::int64_t layers, heads, kv_heads, hidden, intermediate, vocab, positions;
+    bool tied;
+    std::int64_t bos, eos;
+  };
+  static constexpr Shape kShapes[] = {{"smollm-135m", 30, 9, 3, 576, 1536, 49152, 2048, true, 0, 0},
+                                      {"tinyllama-1.1b", 22, 32, 4, 2048, 5632, 32000, 2048, false, 1, 2},
+                                      {"llama-2-7b", 32, 32, 32, 4096, 11008, 32000, 4096, false, 1, 2},
+                                      {"llama-2-13b", 40, 40, 40, 5120, 13824, 32000, 4096, false, 1, 2}};
+  for (const Shape& s : kShapes) {
+    if (s.name != name) continue;
+    LlamaConfig c;
+    c.num_hidden_layers = s.layers;
+    c.num_attention_heads = s.heads;
+    c.num_key_value_heads = s.kv_heads;
+    c.hidden_size = s.hidden;
+    c.intermediate_size = s.intermediate;
+    c.vocab_size = s.vocab;
+    c.max_position_embeddings = s.positions;
+    c.tie_word_embeddings = s.tied;
+    c.bos_token_id = s.bos;
+    c.eos_token_id = s.eos;
+    c.rms_norm_eps = 1e-5;
+    return c;
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+}  // namespace llmrdzv::model

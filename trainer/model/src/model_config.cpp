@@ -1,0 +1,137 @@
+// ModelConfig: the family from config.json's model_type, and each operation handed to the
+// family's own config.
+#include "llmrdzv/model/model_config.hpp"
+
+#include <cstdio>
+
+#include "config_fields.hpp"
+#include "families.hpp"
+#include "llmrdzv/io/atomic_file.hpp"
+
+namespace llmrdzv::model {
+
+namespace detail {
+
+std::string imply_parameters(double parameters) {
+  char size[96];
+  std::snprintf(size, sizeof size, " imply %.3g parameters (%.3g GiB in fp32)", parameters,
+                parameters * 4 / (1024.0 * 1024.0 * 1024.0));
+  return size;
+}
+
+}  // namespace detail
+
+namespace {
+
+template <typename... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+
+}  // namespace
+
+std::string_view ModelConfig::model_type() const {
+  return visit(Overloaded{[](const Gpt2Config&) { return "gpt2"; }, [](const OptConfig&) { return "opt"; },
+                          [](const LlamaConfig&) { return "llama"; }});
+}
+
+std::int64_t ModelConfig::vocab_size() const {
+  return visit([](const auto& c) { return c.vocab_size; });
+}
+
+std::int64_t ModelConfig::max_positions() const {
+  return visit(Overloaded{[](const Gpt2Config& c) { return c.n_positions; },
+                          [](const auto& c) { return c.max_position_embeddings; }});
+}
+
+std::int64_t ModelConfig::num_layers() const {
+  return visit(Overloaded{[](const Gpt2Config& c) { return c.n_layer; }, [](const auto& c) { return c.num_hidden_layers; }});
+}
+
+std::int64_t ModelConfig::eos_token_id() const {
+  return visit([](const auto& c) { return c.eos_token_id; });
+}
+
+bool ModelConfig::tie_word_embeddings() const {
+  return visit([](const auto& c) { return c.tie_word_embeddings; });
+}
+
+void ModelConfig::fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id) {
+  visit([&](auto& c) {
+    c.vocab_size = vocab_size;
+    c.bos_token_id = c.eos_token_id = eos_id;
+    if constexpr (!std::is_same_v<std::decay_t<decltype(c)>, Gpt2Config>) {
+      if (c.pad_token_id && *c.pad_token_id >= vocab_size) c.pad_token_id.reset();
+    }
+  });
+}
+
+void validate(const ModelConfig& config, std::string_view origin) {
+  config.visit([&](const auto& c) { validate(c, origin); });
+}
+
+double parameter_count(const ModelConfig& config) {
+  return config.visit([](const auto& c) { return parameter_count(c); });
+}
+
+std::string describe_size(const ModelConfig& config) {
+  return config.visit([](const auto& c) { return describe_size(c); });
+}
+
+void apply_overrides(ModelConfig& config, std::string_view overrides) {
+  config.visit([&](auto& c) { apply_overrides(c, overrides); });
+}
+
+ModelConfig config_from_json(std::string_view text, std::string_view origin) {
+  json::Value doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::ParseError& e) {
+    detail::config_fail(origin, std::string("not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) detail::config_fail(origin, "expected a JSON object, got " + std::string(doc.kind_name()));
+  std::string type = "gpt2";
+  if (const json::Value* given = doc.find("model_type")) {
+    if (!given->is_string()) detail::config_fail(origin, "model_type must be a string");
+    type = given->as_string();
+  }
+  ModelConfig config;
+  if (type == "gpt2") config = detail::gpt2_from_json(doc, origin);
+  else if (type == "opt") config = detail::opt_from_json(doc, origin);
+  else if (type == "llama") config = detail::llama_from_json(doc, origin);
+  else detail::config_fail(origin, "model_type \"" + type + "\" is not supported (gpt2, opt and llama are)");
+  validate(config, origin);
+  return config;
+}
+
+ModelConfig load_config(const std::filesystem::path& path) {
+  const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "config.json" : path;
+  std::string text;
+  try {
+    text = io::read_file(file);
+  } catch (const io::IoError& e) {
+    throw ConfigError(e.what());
+  }
+  return config_from_json(text, file.string());
+}
+
+std::string config_to_json(const ModelConfig& config) {
+  json::Object doc;
+  config.visit([&](const auto& c) { detail::write_json(c, doc); });
+  return json::write(json::Value(std::move(doc)), 2) + "\n";
+}
+
+void save_config(const ModelConfig& config, const std::filesystem::path& dir) {
+  io::atomic_write(dir / "config.json", config_to_json(config));
+}
+
+ModelConfig preset(std::string_view name) {
+  if (auto c = detail::gpt2_preset(name)) return *c;
+  if (auto c = detail::opt_preset(name)) return *c;
+  if (auto c = detail::llama_preset(name)) return *c;
+  throw ConfigError("unknown model preset \"" + std::string(name) +
+                    "\" (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, "
+                    "smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b)");
+}
+
+}  // namespace llmrdzv::model
