@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Training throughput of our `trainer` against Hugging Face transformers' GPT2LMHeadModel trained
-in PyTorch eager mode (SDPA attention, torch.optim.AdamW), on the same shapes, batch and thread
-count, measured side by side in one run. Prints a table and, as its last line, one JSON object.
+"""Training throughput of our `trainer` against Hugging Face transformers' model of the same family
+(GPT2LMHeadModel, OPTForCausalLM, LlamaForCausalLM) trained in PyTorch eager mode (SDPA attention,
+torch.optim.AdamW), on the same shapes, batch and thread count, measured side by side in one run.
+Prints a table and, as its last line, one JSON object.
 
 What both sides do per timed step, and nothing else: take the next batch, forward with the loss
-(HF's shifted causal-LM cross-entropy, tied LM head, fp32), backward, clip the global gradient norm
-to 1.0, AdamW (weight decay 0.01 except biases and LayerNorm weights), drop the gradients, read the
-loss as a Python/C++ number. Same model config (checked: our saved config.json and parameter count
+(HF's shifted causal-LM cross-entropy, fp32), backward, clip the global gradient norm to 1.0, AdamW
+(weight decay 0.01 except biases and LayerNorm/RMSNorm weights), drop the gradients, read the loss
+as a Python/C++ number. Same model config (checked: our saved config.json and parameter count
 against HF's), same dropout, same torch thread count.
 
 - Ours: the trainer binary with logging_steps=1; its metrics.jsonl holds one tokens/s per optimizer
@@ -41,12 +42,27 @@ import time
 
 CORPUS = "/usr/share/doc/python3.11/html/_sources"
 
-# name -> model shape, batch; "default" is etc/trainer/default.yaml's model, "gpt2" HF's gpt2 (124M).
+# name -> family (our preset of it, HF's config class), config.json keys (the same names on both
+# sides), block and batch. "default" is etc/trainer/default.yaml's model, "gpt2" HF's gpt2 (124M),
+# "opt-125m" facebook/opt-125m's shape, "smollm-135m" a Llama of that size (HuggingFaceTB's
+# SmolLM-135M: 30 layers, 9 heads on 3 key/value heads).
+def _gpt2(pdrop, **shape):
+    return dict(shape, resid_pdrop=pdrop, embd_pdrop=pdrop, attn_pdrop=pdrop)
+
+
 SHAPES = {
-    "default": dict(n_layer=4, n_head=4, n_embd=256, n_positions=128, vocab_size=257, pdrop=0.0,
-                    block=128, batch=16),
-    "gpt2": dict(n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257, pdrop=0.1,
-                 block=128, batch=4),
+    "default": dict(family="gpt2", preset="gpt2", block=128, batch=16,
+                    config=_gpt2(0.0, n_layer=4, n_head=4, n_embd=256, n_positions=128, vocab_size=257)),
+    "gpt2": dict(family="gpt2", preset="gpt2", block=128, batch=4,
+                 config=_gpt2(0.1, n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
+    "opt-125m": dict(family="opt", preset="opt-125m", block=128, batch=4,
+                     config=dict(num_hidden_layers=12, num_attention_heads=12, hidden_size=768, ffn_dim=3072,
+                                 word_embed_proj_dim=768, max_position_embeddings=2048, vocab_size=50272,
+                                 dropout=0.1, attention_dropout=0.0)),
+    "smollm-135m": dict(family="llama", preset="smollm-135m", block=128, batch=4,
+                        config=dict(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
+                                    hidden_size=576, intermediate_size=1536, max_position_embeddings=2048,
+                                    vocab_size=49152, tie_word_embeddings=True)),
 }
 LEARNING_RATE = 3e-4
 WEIGHT_DECAY = 0.01
@@ -77,13 +93,12 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     """Trains `steps` steps of `shape` (logging every step, no checkpoints) in workdir/out; returns
     metrics.jsonl's training records (one per step) and the output directory."""
     out = os.path.join(workdir, "out")
-    overrides = ",".join(f"{k}={shape[k]}" for k in ("n_layer", "n_head", "n_embd", "n_positions", "vocab_size"))
-    overrides += ",resid_pdrop={0},embd_pdrop={0},attn_pdrop={0}".format(shape["pdrop"])
+    overrides = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in shape["config"].items())
     if activation:
-        overrides += f",activation_function={activation}"
+        overrides += f",{ACTIVATION_KEY[shape['family']]}={activation}"
     cmd = [trainer, "--do_train", "--train_file", CORPUS, "--validation_split_percentage", "0",
            "--cache_dir", os.path.join(workdir, "token-cache"), "--output_dir", out,
-           "--overwrite_output_dir", "--config_overrides", overrides,
+           "--overwrite_output_dir", "--config_name", shape["preset"], "--config_overrides", overrides,
            "--block_size", str(shape["block"]), "--per_device_train_batch_size", str(shape["batch"]),
            "--max_steps", str(steps), "--logging_steps", "1", "--save_steps", "0",
            "--learning_rate", str(LEARNING_RATE), "--weight_decay", str(WEIGHT_DECAY),
@@ -114,31 +129,36 @@ def ours(trainer, shape, steps, threads, workdir, activation, extra):
     return rates, config, safetensors_numel(os.path.join(out, "model.safetensors"))
 
 
-def hf_config(shape, activation):
-    from transformers import GPT2Config
+# The config key of each family's activation (--activation).
+ACTIVATION_KEY = {"gpt2": "activation_function", "opt": "activation_function", "llama": "hidden_act"}
 
-    p = shape["pdrop"]
-    extra = {"activation_function": activation} if activation else {}
-    return GPT2Config(vocab_size=shape["vocab_size"], n_positions=shape["n_positions"], n_embd=shape["n_embd"],
-                      n_layer=shape["n_layer"], n_head=shape["n_head"], resid_pdrop=p, embd_pdrop=p, attn_pdrop=p,
-                      bos_token_id=256, eos_token_id=256, **extra)
+
+def hf_config(shape, activation):
+    import transformers
+
+    config_class = {"gpt2": transformers.GPT2Config, "opt": transformers.OPTConfig, "llama": transformers.LlamaConfig}
+    extra = {ACTIVATION_KEY[shape["family"]]: activation} if activation else {}
+    # Our trainer's fresh model takes the byte tokenizer's EOS (256) as BOS and EOS.
+    return config_class[shape["family"]](**shape["config"], bos_token_id=256, eos_token_id=256, **extra)
 
 
 def hf_worker(spec):
     """One HF segment (run in its own process): prints {"rates": [...], "params": N, "config": {...}}."""
     import torch
-    from transformers import GPT2LMHeadModel
+    from transformers import AutoModelForCausalLM
 
     shape = SHAPES[spec["shape"]]
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
     config = hf_config(shape, spec["activation"])
-    model = GPT2LMHeadModel._from_config(config, attn_implementation="sdpa")
-    assert model.lm_head.weight is model.transformer.wte.weight, "HF LM head is not tied"
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    tied = model.lm_head.weight is model.get_input_embeddings().weight
+    assert tied == config.tie_word_embeddings, "HF's LM head is not tied as the config says"
     assert all(p.dtype == torch.float32 for p in model.parameters())
     model.train()
     named = list(model.named_parameters())
-    no_decay_name = lambda n: n.endswith("bias") or ".ln_" in n or n.startswith("transformer.ln_f")
+    # transformers Trainer's grouping: biases and LayerNorm / RMSNorm weights undecayed.
+    no_decay_name = lambda n: n.endswith("bias") or ".ln_" in n or "norm" in n
     groups = [{"params": [t for n, t in named if not no_decay_name(n)], "weight_decay": WEIGHT_DECAY},
               {"params": [t for n, t in named if no_decay_name(n)], "weight_decay": 0.0}]
     optim_kind = {"fused": dict(fused=True), "foreach": dict(foreach=True), "for-loop": dict(foreach=False)}
@@ -183,9 +203,7 @@ def hf(shape_name, steps, threads, activation, optim, same_malloc):
 def check_same_model(shape, activation, our_config, our_params, hf_params):
     """Both sides must build the same network: same config values that set the work, same size."""
     expected = hf_config(shape, activation).to_dict()
-    keys = ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_inner", "activation_function",
-            "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon", "scale_attn_weights",
-            "scale_attn_by_inverse_layer_idx", "tie_word_embeddings")
+    keys = list(shape["config"]) + ["model_type", "tie_word_embeddings", ACTIVATION_KEY[shape["family"]]]
     diff = {k: (our_config.get(k), expected.get(k)) for k in keys if our_config.get(k) != expected.get(k)}
     if diff:
         raise RuntimeError(f"our model config differs from HF's (ours, HF): {diff}")

@@ -2,7 +2,8 @@
 # Runs one sbatch script of examples/ in the test Slurm cluster (scripts/slurm/cluster.sh, the
 # slurm_cluster fixture) as the cluster's unprivileged user, on a tiny configuration, and checks what
 # it leaves behind. Skips (77) when the cluster, the trainer or the venv python is missing.
-#   examples_test.sh NAME        NAME: gpt2-from-scratch | finetune-hf-gpt2 | cpu-offload | elastic | pytorch-ddp
+#   examples_test.sh NAME        NAME: gpt2-from-scratch | finetune-hf-gpt2 | finetune-opt-offload |
+#                                      cpu-offload | elastic | pytorch-ddp
 # Needs LLMRDZV_BUILD_DIR (the build holding bin/trainer) and LLMRDZV_PYTHON (the project venv).
 set -euo pipefail
 name=${1:?usage: examples_test.sh NAME}
@@ -57,24 +58,10 @@ hf_model_loads() {
     "$work/out" || fail "transformers cannot load the trained model"
 }
 
-case "$name" in
-  pytorch-ddp)
-    submit
-    [ "$(grep -c '^rank [01]/2 on lr-node[0-9]: final loss' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; fail "two ranks"; }
-    expect '^world 2: parameters in sync on all ranks'
-    ;;
-  gpt2-from-scratch)
-    submit EXTRA_ARGS="$tiny"
-    expect 'perplexity'
-    hf_model_loads
-    ;;
-  cpu-offload)
-    submit EXTRA_ARGS="$tiny --per_device_train_batch_size 1"
-    expect 'perplexity'
-    hf_model_loads
-    # The optimizer state really was offloaded and sharded: each rank's checkpoint holds its own
-    # shard of the fp32 master weights and moments, about half of the model each.
-    "$python" - "$work/out" <<'PY' || fail "the checkpoint does not hold two offloaded optimizer shards"
+# The optimizer state really was offloaded and sharded: each rank's checkpoint-4 holds its own
+# shard of the fp32 master weights and moments, about half of the model each.
+offloaded_in_two_shards() {
+  "$python" - "$work/out" <<'PY' || fail "the checkpoint does not hold two offloaded optimizer shards"
 import sys
 from safetensors import safe_open
 out = sys.argv[1]
@@ -90,6 +77,24 @@ assert [s[1] for s in shards] == [2, 2] and [s[2] for s in shards] == [0, 1], sh
 assert shards[0][3] == (shards[0][0] + 1) // 2, shards
 print(f"offload shards: {shards}", file=sys.stderr)
 PY
+}
+
+case "$name" in
+  pytorch-ddp)
+    submit
+    [ "$(grep -c '^rank [01]/2 on lr-node[0-9]: final loss' <<<"$out")" -eq 2 ] || { printf '%s\n' "$out" >&2; fail "two ranks"; }
+    expect '^world 2: parameters in sync on all ranks'
+    ;;
+  gpt2-from-scratch)
+    submit EXTRA_ARGS="$tiny"
+    expect 'perplexity'
+    hf_model_loads
+    ;;
+  cpu-offload)
+    submit EXTRA_ARGS="$tiny --per_device_train_batch_size 1"
+    expect 'perplexity'
+    hf_model_loads
+    offloaded_in_two_shards
     ;;
   finetune-hf-gpt2)
     # A tiny random GPT-2 saved by transformers stands in for a downloaded checkpoint, with a
@@ -115,6 +120,32 @@ PY
     submit MODEL="$work/base" TRAIN_FILE="$work/corpus" VALIDATION_FILE="$work/valid.txt" EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 2 --max_eval_samples 8 --threads 1"
     expect 'eval_loss'
     hf_model_loads
+    ;;
+  finetune-opt-offload)
+    # A tiny random OPT (post-LN and projected embeddings, as opt-350m) saved by transformers stands
+    # in for facebook/opt-125m, with an OPT tokenizer of its own as transformers 5 saves it
+    # (tokenizer.json with the "</s>" BOS template + tokenizer_config.json), trained on the corpus.
+    cat "$work"/corpus/*.txt > "$work/tokenizer-corpus.txt"
+    : > "$work/no-cases"
+    "$python" "$root/tests/trainer/tokenizer/hf_tokenizer_oracle.py" "$work/base" "$work/no-cases" "$work/no-ids" \
+      --train "$work/tokenizer-corpus.txt" --vocab-size 400 --make opt >/dev/null
+    "$python" - "$work/base" <<'PY'
+import sys, transformers
+tokenizer = transformers.AutoTokenizer.from_pretrained(sys.argv[1])
+assert tokenizer("x").input_ids[0] == tokenizer.convert_tokens_to_ids("</s>"), "no </s> BOS"
+config = transformers.OPTConfig(vocab_size=len(tokenizer), hidden_size=32, word_embed_proj_dim=16, ffn_dim=48,
+                                num_hidden_layers=1, num_attention_heads=2, max_position_embeddings=64,
+                                do_layer_norm_before=False, pad_token_id=tokenizer.pad_token_id,
+                                bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+transformers.OPTForCausalLM(config).save_pretrained(sys.argv[1])
+PY
+    cp /usr/share/doc/python3.11/html/_sources/tutorial/modules.rst.txt "$work/valid.txt"
+    chown -R "$LLMRDZV_TEST_USER" "$work/base" "$work/valid.txt"
+    submit MODEL="$work/base" TRAIN_FILE="$work/corpus" VALIDATION_FILE="$work/valid.txt" EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 1 --max_eval_samples 8 --save_steps 2 --threads 1"
+    expect 'tokenizer: .* from the model directory'
+    expect 'eval_loss'
+    hf_model_loads
+    offloaded_in_two_shards
     ;;
   elastic)
     # Rank 1 is SIGKILLed once, after rank 0 logged step 5 (checkpoints every 2 steps): rank 0
