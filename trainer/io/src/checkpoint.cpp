@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kFormat = "llm-rdzv-checkpoint";
 constexpr std::int64_t kVersion = 1;
-constexpr std::string_view kDirPrefix = "checkpoint-";
 constexpr std::string_view kTempPrefix = ".checkpoint-tmp-";
 
 struct FileRecord {
@@ -31,16 +30,6 @@ struct FileRecord {
   std::uint64_t size = 0;
   std::string sha256;
 };
-
-std::optional<std::int64_t> step_of(const std::string& dir_name) {
-  if (!dir_name.starts_with(kDirPrefix) || dir_name.size() == kDirPrefix.size()) return std::nullopt;
-  std::int64_t step = 0;
-  const char* begin = dir_name.data() + kDirPrefix.size();
-  const char* end = dir_name.data() + dir_name.size();
-  auto [ptr, ec] = std::from_chars(begin, end, step);
-  if (ec != std::errc() || ptr != end || step < 0 || *begin == '+') return std::nullopt;
-  return step;
-}
 
 void check_file_name(const std::string& name, std::set<std::string>& seen) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || name.front() == '.') {
@@ -185,7 +174,7 @@ fs::path save_checkpoint(const fs::path& root, std::int64_t step, const Checkpoi
   remove_tree(staging);
   fs::create_directory(staging, ec);
   if (ec) throw CheckpointError("cannot create " + staging.string() + ": " + ec.message());
-  const fs::path final_dir = root / (std::string(kDirPrefix) + std::to_string(step));
+  const fs::path final_dir = root / checkpoint_dir_name(step);
   try {
     std::map<std::string, FileRecord> records;
     for (const auto& [name, tensors] : data.tensor_files) {
@@ -250,7 +239,7 @@ void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protect
 void verify_checkpoint(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw CheckpointError(dir.string() + ": not a directory");
   const Manifest m = read_manifest(dir);
-  if (const auto step = step_of(dir.filename().string()); step && *step != m.step) {
+  if (const auto step = parse_checkpoint_step(dir.filename().string()); step && *step != m.step) {
     throw CheckpointError(dir.string() + ": manifest is for step " + std::to_string(m.step));
   }
   for (const auto& [name, record] : m.files) {
@@ -297,7 +286,7 @@ std::vector<CheckpointInfo> list_checkpoints(const fs::path& root) {
   if (!fs::is_directory(root, ec)) return out;
   for (const auto& entry : fs::directory_iterator(root)) {
     if (!entry.is_directory()) continue;
-    if (const auto step = step_of(entry.path().filename().string())) out.push_back({*step, entry.path()});
+    if (const auto step = parse_checkpoint_step(entry.path().filename().string())) out.push_back({*step, entry.path()});
   }
   std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) { return a.step < b.step; });
   return out;

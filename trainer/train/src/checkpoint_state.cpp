@@ -9,6 +9,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/json.hpp"
 
@@ -38,16 +39,9 @@ std::vector<std::pair<std::string, at::Generator>> generators() {
 }
 
 std::int64_t step_of(const std::filesystem::path& dir) {
-  const std::string name = dir.filename().string();
-  const std::string prefix = "checkpoint-";
-  if (!name.starts_with(prefix)) fail(dir, "not a checkpoint-<step> directory");
-  try {
-    std::size_t used = 0;
-    const std::int64_t step = std::stoll(name.substr(prefix.size()), &used);
-    if (used + prefix.size() == name.size() && step >= 0) return step;
-  } catch (const std::exception&) {
-  }
-  fail(dir, "not a checkpoint-<step> directory");
+  const auto step = io::parse_checkpoint_step(dir.filename().string());
+  if (!step) fail(dir, "not a checkpoint-<step> directory");
+  return *step;
 }
 
 // What trainer_state.json records.
@@ -156,7 +150,7 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
   const auto check = [&](const std::filesystem::path& dir, const SavedState& saved, std::int64_t k) {
     if (saved.rank != k || saved.world != old_world || saved.global_step != step) {
       fail(dir, "was written by rank " + std::to_string(saved.rank) + " of " + std::to_string(saved.world) +
-                    " at step " + std::to_string(saved.global_step) + ", but rank 0's checkpoint-" + std::to_string(step) +
+                    " at step " + std::to_string(saved.global_step) + ", but rank 0's " + io::checkpoint_dir_name(step) +
                     " names rank " + std::to_string(k) + " of " + std::to_string(old_world) +
                     " (a leftover of an earlier run with another number of ranks?)");
     }
@@ -194,7 +188,7 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
   load_optimizer(rank0_dir, engine, optimizer);
   restore_rng(rank0_dir, first);
   if (engine.is_main() && old_world != engine.world_size()) {
-    std::cout << "checkpoint-" << step << " was written by " << old_world << (old_world == 1 ? " rank" : " ranks")
+    std::cout << io::checkpoint_dir_name(step) << " was written by " << old_world << (old_world == 1 ? " rank" : " ranks")
               << "; continuing with " << engine.world_size()
               << (sharded ? " (optimizer shards resharded)" : " (optimizer state of rank 0)") << std::endl;
   }

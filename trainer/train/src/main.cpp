@@ -3,6 +3,7 @@
 // re-join an elastic rendezvous after one) exits 3, every other failure (bad corpus, model,
 // checkpoint, I/O) exits 1; each prints one "trainer: error: ..." line naming the problem.
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "checkpoint_state.hpp"
+#include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/generate.hpp"
 #include "llmrdzv/train/train_loop.hpp"
@@ -39,12 +41,12 @@ void agree_on_checkpoint(TrainOptions& options, TrainingEngine& engine, bool res
     std::vector<std::string> rejected;
     const auto latest = llmrdzv::train::latest_complete_checkpoint(options.output_dir, /*verify=*/true, &rejected);
     for (const std::string& reason : rejected) std::cerr << "trainer: skipping broken checkpoint " << reason << '\n';
-    if (latest) step = std::stod(latest->filename().string().substr(std::string("checkpoint-").size()));
+    if (latest) step = static_cast<double>(*llmrdzv::io::parse_checkpoint_step(latest->filename().string()));
   }
   step = engine.all_reduce_sum({engine.is_main() ? step : 0.0})[0];
   if (step >= 0) {
     options.resume_from_checkpoint =
-        (std::filesystem::path(options.output_dir) / ("checkpoint-" + std::to_string(static_cast<long long>(step))))
+        (std::filesystem::path(options.output_dir) / llmrdzv::io::checkpoint_dir_name(static_cast<std::int64_t>(step)))
             .string();
   } else if (restarted && options.resume_from_checkpoint.empty()) {
     options.overwrite_output_dir = true;

@@ -19,6 +19,7 @@
 #include "checkpoint_state.hpp"
 #include "device_traits.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
+#include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/tensorboard/event_writer.hpp"
 #include "llmrdzv/train/cli.hpp"
@@ -71,7 +72,7 @@ void prepare_output_dir(const TrainOptions& o) {
   std::vector<fs::path> previous;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
-    if (name.starts_with("checkpoint-") || name.starts_with("rank-") || name == "metrics.jsonl" ||
+    if (io::parse_checkpoint_step(name) || name.starts_with("rank-") || name == "metrics.jsonl" ||
         name == "all_results.json" || name == "model.safetensors") {
       previous.push_back(entry.path());
     }

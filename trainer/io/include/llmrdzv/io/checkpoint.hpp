@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/io/safetensors_torch.hpp"
 
 namespace llmrdzv::io {
@@ -54,7 +55,8 @@ void verify_checkpoint(const std::filesystem::path& dir);
 // (read-only views); alias=false copies them.
 CheckpointData load_checkpoint(const std::filesystem::path& dir, bool alias = false);
 
-// Every directory named checkpoint-<N> under root, by increasing step (valid or not).
+// Every directory named checkpoint-<N> (parse_checkpoint_step) under root, by increasing step
+// (valid or not).
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& root);
 
 // Removes the oldest checkpoints under root so that keep_last (> 0) remain, never the one of
