@@ -1,11 +1,14 @@
-// The tokenizer.json kinds beyond GPT-2's against HF (transformers' AutoTokenizer on files its
-// makers' way of saving produced, built at test time from a vocabulary trained on the test text):
-// OPT's GPT-2 BPE with a BOS, Llama 3's byte-level BPE, and Llama 2's SentencePiece-style BPE in
-// each form it is shipped in. Ids with the BOS (HF's tokenizer(text)), EOS, BOS, vocabulary size,
+// The tokenizer kinds beyond GPT-2's against HF (transformers' AutoTokenizer on files its makers'
+// way of saving produced, built at test time from a vocabulary trained on the test text): OPT's
+// GPT-2 BPE with a BOS (tokenizer.json, and vocab.json + merges.txt + tokenizer_config.json as the
+// hub ships it), Llama 3's byte-level BPE, and Llama 2's SentencePiece-style BPE in each form it
+// is shipped in. Ids with the BOS (HF's tokenizer(text)), EOS, BOS, vocabulary size,
 // and the exported files loaded by HF again.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hf_oracle.hpp"
@@ -45,16 +48,21 @@ void expect_same_documents(const Tokenizer& ours, const std::vector<std::string>
   CHECK(same == cases.size());
 }
 
-// Makes a tokenizer of `kind` in scratch/kind, checks our reading of it against HF on the cases,
-// then the files save() writes: HF loads them with the same ids, and we read them back the same.
-Tokenizer check_kind(const ScratchDir& scratch, const std::string& kind, std::uint32_t seed) {
+// Makes a tokenizer of `kind` in scratch/kind, checks our reading of it (from `files`) against HF
+// on the cases, then the files save() writes: HF loads them with the same ids (with the model's
+// config.json next to them, as an exported model has it), and we read them back the same.
+Tokenizer check_kind(const ScratchDir& scratch, const std::string& kind, std::uint32_t seed,
+                     const std::string& files = "tokenizer.json + tokenizer_config.json") {
   const std::vector<std::string> cases = parity_cases(seed);
   const auto corpus = scratch.write("corpus.txt", llmrdzv::test::training_text());
   const OracleResult theirs = hf_encode(scratch / kind, cases, OracleTraining{corpus, 600, true, false, kind}, true);
-  CHECK(Tokenizer::directory_tokenizer_files(scratch / kind) == "tokenizer.json");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / kind) == files);
   const Tokenizer ours = Tokenizer::from_directory(scratch / kind);
   expect_same_documents(ours, cases, theirs);
   ours.save(scratch / "exported");
+  if (std::filesystem::exists(scratch / kind / "config.json")) {
+    std::filesystem::copy_file(scratch / kind / "config.json", scratch / "exported" / "config.json");
+  }
   expect_same_documents(ours, cases, hf_encode(scratch / "exported", cases, std::nullopt, true));
   CHECK(Tokenizer::from_directory(scratch / "exported").fingerprint() == ours.fingerprint());
   return ours;
@@ -72,6 +80,27 @@ TEST_CASE("OPT's GPT-2 BPE with \"</s>\" as BOS encodes as HF does", "[tokenizer
   CHECK(ours.encode_document("x").front() == *ours.bos_id());
   CHECK(ours.encode("x").front() != *ours.bos_id());
   CHECK(ours.decode(ours.encode("a \xff</s><pad>b")) == "a \xff</s><pad>b");
+}
+
+TEST_CASE("OPT's vocab.json + merges.txt + tokenizer_config.json as the hub ships them encode as HF does",
+          "[tokenizer][hf][vocab_files][bos]") {
+  // make_opt's files before transformers re-saves them, and facebook/opt-125m's form (AddedToken
+  // objects, special_tokens_map.json, the class from config.json's model_type).
+  for (const auto& [kind, files] : {std::pair<std::string, std::string>{"opt-raw", "vocab.json + merges.txt + tokenizer_config.json"},
+                                    {"opt-hub-raw", "vocab.json + merges.txt + tokenizer_config.json + special_tokens_map.json"}}) {
+    SECTION(kind) {
+      ScratchDir scratch("tok-hf-" + kind);
+      const Tokenizer ours = check_kind(scratch, kind, 15, files);
+      CHECK(ours.kind() == Tokenizer::Kind::gpt2_bpe);
+      REQUIRE(ours.bos_id());
+      CHECK(ours.token_text(*ours.bos_id()) == "</s>");
+      CHECK(ours.bos_id() == ours.eos_id());
+      CHECK(Tokenizer::directory_tokenizer_files(scratch / "exported") == files);
+      // "<pad>" is special too, and the token cache's key is not plain GPT-2's.
+      CHECK(ours.encode("a<pad>b").size() == 3);
+      CHECK(ours.fingerprint() != Tokenizer::from_files(scratch / kind / "vocab.json", scratch / kind / "merges.txt").fingerprint());
+    }
+  }
 }
 
 TEST_CASE("Llama 3's byte-level BPE encodes as HF does", "[tokenizer][hf][tokenizer_json][llama3]") {

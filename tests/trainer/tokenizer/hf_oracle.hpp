@@ -18,7 +18,10 @@ struct OracleTraining {
   // Empty: GPT-2's vocab.json + merges.txt. Else a tokenizer.json + tokenizer_config.json of this
   // kind (hf_tokenizer_oracle.py's make_*): "opt", "llama3", "llama2" (transformers 5's Metaspace
   // form), "llama2-always" (the same with legacy), "llama2-legacy" (the normalizer form, read as it
-  // is) and "llama2-hub" (the normalizer form with LlamaTokenizer's config, as Meta ships it).
+  // is) and "llama2-hub" (the normalizer form with LlamaTokenizer's config, as Meta ships it); or
+  // vocab.json + merges.txt + tokenizer_config.json: "opt-raw" (make_opt's files before transformers
+  // re-saves them) and "opt-hub-raw" (as facebook/opt-125m has them, with special_tokens_map.json
+  // and a config.json instead of a tokenizer_class).
   std::string make{};
 };
 

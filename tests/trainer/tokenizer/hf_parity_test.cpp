@@ -107,7 +107,7 @@ TEST_CASE("tokenizer.json as transformers 5 saves it alone encodes exactly as HF
   REQUIRE(std::filesystem::exists(scratch / "saved" / "tokenizer.json"));
   REQUIRE_FALSE(std::filesystem::exists(scratch / "saved" / "vocab.json"));
   const auto theirs = hf_encode(scratch / "saved", cases);  // AutoTokenizer reading that tokenizer.json
-  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "tokenizer.json");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "tokenizer.json + tokenizer_config.json");
   const Tokenizer ours = Tokenizer::from_directory(scratch / "saved");
   CHECK(ours.eos_id() == theirs.eos);
   CHECK(ours.vocab_size() == theirs.vocab_size);

@@ -8,7 +8,8 @@ With --train, first builds a tokenizer trained on CORPUS into DIR. Without --mak
 BPE vocabulary (tokenizers' ByteLevelBPETokenizer, "<|endoftext|>" as its special token unless
 --no-eos; line by line, or as one text with --keep-newlines so that merges of line breaks and
 spaces are learned) saved as DIR/vocab.json + DIR/merges.txt. With --make KIND, a tokenizer.json +
-tokenizer_config.json of that kind, as its makers ship it (see make_*). Then loads DIR as a user
+tokenizer_config.json of that kind, as its makers ship it (see make_*; opt-raw and opt-hub-raw:
+vocab.json + merges.txt + tokenizer_config.json, see write_opt_raw). Then loads DIR as a user
 loads an exported model (transformers' AutoTokenizer when DIR has a tokenizer_config.json, else
 GPT2TokenizerFast) and encodes every case (with the BOS its post-processor adds with --bos, HF's
 default; without, add_special_tokens=False): CASES has one hex-encoded byte string per line, OUT
@@ -69,19 +70,43 @@ def save_config(dest, **config):
         json.dump(config, f)
 
 
-def make_opt(dest, lines, vocab_size):
-    """OPT: GPT-2's byte-level BPE with "</s>" as BOS and EOS and add_bos_token, as its hub config
-    says, saved by transformers 5 (the BOS becomes the post-processor's template "</s> $A")."""
+def write_opt_raw(dest, lines, vocab_size, hub_form=False):
+    """OPT's tokenizer before transformers re-saves it: GPT-2's byte-level BPE as vocab.json +
+    merges.txt with a tokenizer_config.json naming "</s>" BOS and EOS and add_bos_token. hub_form:
+    as facebook/opt-125m has it, the tokens as AddedToken objects, a special_tokens_map.json, no
+    tokenizer_class (a config.json's model_type "opt" picks GPT2Tokenizer)."""
     from tokenizers import ByteLevelBPETokenizer
+
+    os.makedirs(dest, exist_ok=True)
+    trainer = ByteLevelBPETokenizer()
+    trainer.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=2, special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
+    trainer.save_model(dest)
+    if not hub_form:
+        save_config(dest, tokenizer_class="GPT2Tokenizer", add_bos_token=True, bos_token="</s>", eos_token="</s>",
+                    unk_token="</s>", pad_token="<pad>", errors="replace", add_prefix_space=False)
+        return
+
+    def token(content, typed=True):
+        return dict(content=content, single_word=False, lstrip=False, rstrip=False, normalized=True,
+                    **({"__type": "AddedToken"} if typed else {}))
+
+    save_config(dest, errors="replace", unk_token=token("</s>"), bos_token=token("</s>"), eos_token=token("</s>"),
+                pad_token=token("<pad>"), add_prefix_space=False, special_tokens_map_file=None,
+                name_or_path="patrickvonplaten/opt-30b", add_bos_token=True)
+    with open(os.path.join(dest, "special_tokens_map.json"), "w") as f:
+        json.dump({k: token(v, False) for k, v in [("bos_token", "</s>"), ("eos_token", "</s>"), ("unk_token", "</s>"),
+                                                      ("pad_token", "<pad>")]}, f)
+    with open(os.path.join(dest, "config.json"), "w") as f:
+        json.dump({"model_type": "opt"}, f)
+
+
+def make_opt(dest, lines, vocab_size):
+    """OPT: its raw files (write_opt_raw, into dest + ".raw") saved by transformers 5 (the BOS
+    becomes the post-processor's template "</s> $A")."""
     from transformers import AutoTokenizer
 
     raw = dest + ".raw"
-    os.makedirs(raw, exist_ok=True)
-    trainer = ByteLevelBPETokenizer()
-    trainer.train_from_iterator(lines, vocab_size=vocab_size, min_frequency=2, special_tokens=["<s>", "<pad>", "</s>", "<unk>"])
-    trainer.save_model(raw)
-    save_config(raw, tokenizer_class="GPT2Tokenizer", add_bos_token=True, bos_token="</s>", eos_token="</s>",
-                unk_token="</s>", pad_token="<pad>", errors="replace", add_prefix_space=False)
+    write_opt_raw(raw, lines, vocab_size)
     AutoTokenizer.from_pretrained(raw).save_pretrained(dest)
     for name in ("vocab.json", "merges.txt"):
         if os.path.exists(os.path.join(dest, name)):
@@ -171,6 +196,8 @@ def make_llama2_legacy(dest, lines, vocab_size, config_class):
 def make(kind, dest, lines, vocab_size):
     if kind == "opt":
         make_opt(dest, lines, vocab_size)
+    elif kind in ("opt-raw", "opt-hub-raw"):
+        write_opt_raw(dest, lines, vocab_size, hub_form=kind == "opt-hub-raw")
     elif kind == "llama3":
         make_llama3(dest, lines, vocab_size)
     elif kind in ("llama2", "llama2-always"):

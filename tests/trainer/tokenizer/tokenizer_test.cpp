@@ -88,7 +88,8 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   ScratchDir other("tok-fp2");
   const Tokenizer two = hand_vocab(other, {"ab", "ba"}, {"a b", "b a"});
   CHECK(two.fingerprint() != one.fingerprint());
-  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "tokenizer.json (the same as vocab.json + merges.txt)");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") ==
+        "tokenizer.json + tokenizer_config.json (the same as vocab.json + merges.txt)");
   CHECK(Tokenizer::directory_tokenizer_files(scratch.path()).empty());
   CHECK(Tokenizer::unreadable_tokenizer_files(scratch / "saved").empty());  // its tokenizer_config.json too
   // Another format, or half of the pair: named, so a caller can refuse instead of guessing.
@@ -102,13 +103,13 @@ TEST_CASE("fingerprints follow the vocabulary and survive save/load", "[tokenize
   CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).back() == "vocab.json");
   // tokenizer.json is a form from_directory reads (the vocab.json + merges.txt pair wins over it).
   foreign.write("tokenizer.json", "{}");
-  CHECK(Tokenizer::directory_tokenizer_files(foreign.path()) == "tokenizer.json");
+  CHECK(Tokenizer::directory_tokenizer_files(foreign.path()) == "tokenizer.json + tokenizer_config.json");
   CHECK(Tokenizer::unreadable_tokenizer_files(foreign.path()).empty());
   // Both forms in one directory must say the same: a stale merges.txt next to tokenizer.json is refused.
   scratch.write("saved/merges.txt", "#version: 0.2\n");
   CHECK_THROWS_WITH(Tokenizer::from_directory(scratch / "saved"), Catch::Contains("describe different tokenizers"));
   std::filesystem::remove(scratch / "saved" / "tokenizer.json");
-  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "vocab.json + merges.txt");
+  CHECK(Tokenizer::directory_tokenizer_files(scratch / "saved") == "vocab.json + merges.txt + tokenizer_config.json");
   CHECK(Tokenizer::from_directory(scratch / "saved").fingerprint() != one.fingerprint());
   // Copies share the vocabulary and encode alike.
   const Tokenizer copy = one;

@@ -1,10 +1,14 @@
 // Malformed vocab.json / merges.txt / tokenizer.json: each is rejected with an error naming the
 // file, the line or component, and the problem; a tokenizer.json describing any other tokenizer
-// than those the trainer reads (GPT-2, OPT, Llama 3, Llama 2) is refused naming the component.
+// than those the trainer reads (GPT-2, OPT, Llama 3, Llama 2) is refused naming the component, and
+// so is a tokenizer_config.json next to vocab.json + merges.txt that asks for more than GPT2Tokenizer.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "scratch_dir.hpp"
@@ -212,4 +216,69 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   CHECK_THAT(json_error(scratch, "{\"model\": "), Contains("t/tokenizer.json:1: not valid JSON"));
   CHECK_THAT(json_error(scratch, "[]"), Contains("(top level): expected a JSON object"));
   CHECK_THAT(json_error(scratch, "{}"), Contains("pre_tokenizer: missing"));
+}
+
+namespace {
+
+// The byte tokenizer's vocab.json + merges.txt in scratch/name with `config` as its
+// tokenizer_config.json.
+std::filesystem::path pair_with_config(const ScratchDir& scratch, const std::string& name, const std::string& config) {
+  Tokenizer::bytes().save(scratch / name);
+  std::filesystem::remove(scratch / name / "tokenizer.json");
+  std::filesystem::remove(scratch / name / "special_tokens_map.json");
+  scratch.write(name + "/tokenizer_config.json", config);
+  return scratch / name;
+}
+
+}  // namespace
+
+TEST_CASE("vocab.json + merges.txt are read with their tokenizer_config.json as GPT2Tokenizer",
+          "[tokenizer][vocab_files][config]") {
+  ScratchDir scratch("tok-pair-config");
+  // What save() writes for GPT-2 is plain GPT-2 read either way.
+  Tokenizer::bytes().save(scratch / "gpt2");
+  std::filesystem::remove(scratch / "gpt2" / "tokenizer.json");
+  const Tokenizer plain = Tokenizer::from_files(scratch / "gpt2" / "vocab.json", scratch / "gpt2" / "merges.txt");
+  CHECK(Tokenizer::from_directory(scratch / "gpt2").fingerprint() == plain.fingerprint());
+  // OPT's settings over a vocabulary without "</s>": added at the next id, the EOS and the BOS.
+  const auto opt = pair_with_config(scratch, "opt", R"({"tokenizer_class": "GPT2Tokenizer", "add_bos_token": true,
+      "bos_token": "</s>", "eos_token": {"content": "</s>", "lstrip": false, "__type": "AddedToken"}, "unk_token": "</s>"})");
+  const Tokenizer ours = Tokenizer::from_directory(opt);
+  CHECK(ours.vocab_size() == 258);
+  CHECK(ours.eos_id() == 257);
+  CHECK(ours.bos_id() == std::optional<llmrdzv::tokenizer::TokenId>(257));
+  CHECK(ours.encode_document("a</s>") == std::vector<llmrdzv::tokenizer::TokenId>{257, 'a', 257});
+  CHECK(ours.fingerprint() != plain.fingerprint());
+  // Without added_tokens_decoder, special_tokens_map.json's tokens win (as transformers reads it).
+  scratch.write("opt/special_tokens_map.json", R"({"eos_token": "<|endoftext|>"})");
+  CHECK(Tokenizer::directory_tokenizer_files(opt) == "vocab.json + merges.txt + tokenizer_config.json + special_tokens_map.json");
+  CHECK(Tokenizer::from_directory(opt).eos_id() == 256);
+}
+
+TEST_CASE("a tokenizer_config.json next to vocab.json + merges.txt that asks for another tokenizer is refused naming it",
+          "[tokenizer][vocab_files][config]") {
+  ScratchDir scratch("tok-pair-refused");
+  const auto refused = [&](const std::string& config) {
+    try {
+      Tokenizer::from_directory(pair_with_config(scratch, "dir", config));
+    } catch (const TokenizerError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK_THAT(refused(R"({"tokenizer_class": "LlamaTokenizer"})"),
+             Catch::Contains("tokenizer_config.json: tokenizer_class LlamaTokenizer") && Catch::Contains("only GPT2Tokenizer"));
+  CHECK_THAT(refused(R"({"tokenizer_class": "GPT2Tokenizer", "add_prefix_space": true})"),
+             Catch::Contains("tokenizer_config.json: add_prefix_space = true"));
+  CHECK_THAT(refused(R"({"add_eos_token": true})"), Catch::Contains("add_eos_token = true"));
+  CHECK_THAT(refused(R"({"split_special_tokens": true})"), Catch::Contains("split_special_tokens = true"));
+  CHECK_THAT(refused(R"({"post_processor": {}})"), Catch::Contains("tokenizer_config.json: post_processor"));
+  CHECK_THAT(refused(R"({"pad_token": {"content": "<pad>", "lstrip": true}})"),
+             Catch::Contains("pad_token \"<pad>\"") && Catch::Contains("strips whitespace"));
+  CHECK_THAT(refused(R"({"added_tokens_decoder": {"3": {"content": "<|endoftext|>", "special": true}}})"),
+             Catch::Contains("added_tokens_decoder 3") && Catch::Contains("gives it id 256"));
+  CHECK_THAT(refused(R"({"added_tokens_decoder": {"257": {"content": "<x>"}}})"), Catch::Contains("non-special"));
+  CHECK_THAT(refused(R"({"eos_token": null})"), Catch::Contains("eos_token"));
+  scratch.write("dir/added_tokens.json", "{}");
+  CHECK_THAT(refused("{}"), Catch::Contains("added_tokens.json"));
 }

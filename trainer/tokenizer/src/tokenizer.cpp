@@ -67,7 +67,7 @@ Tokenizer Tokenizer::bytes() {
 }
 
 Tokenizer Tokenizer::from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
-  return Tokenizer(vocab_files_model(vocab_json, merges_txt));
+  return Tokenizer(vocab_files_model(vocab_json, merges_txt, false));
 }
 
 Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& tokenizer_json) {
@@ -75,25 +75,43 @@ Tokenizer Tokenizer::from_tokenizer_json(const std::filesystem::path& tokenizer_
 }
 
 namespace {
-constexpr const char* kVocabPair = "vocab.json + merges.txt";
-constexpr const char* kTokenizerJson = "tokenizer.json";
-constexpr const char* kBoth = "tokenizer.json (the same as vocab.json + merges.txt)";
+
+// Which forms dir holds, and the configuration files read with them.
+struct DirectoryFiles {
+  bool pair = false;
+  bool json = false;
+  bool config = false;
+  bool special_tokens_map = false;  // read with the pair when the config has no added_tokens_decoder
+};
+
+DirectoryFiles directory_files(const std::filesystem::path& dir) {
+  std::error_code ec;
+  const auto has = [&](const char* name) { return std::filesystem::is_regular_file(dir / name, ec); };
+  DirectoryFiles files{has("vocab.json") && has("merges.txt"), has("tokenizer.json"), has("tokenizer_config.json")};
+  if (files.pair && !files.json && files.config && has("special_tokens_map.json")) {
+    files.special_tokens_map = !read_tokenizer_config(dir / "tokenizer_config.json")->added_tokens_decoder;
+  }
+  return files;
+}
+
 }  // namespace
 
 std::string Tokenizer::directory_tokenizer_files(const std::filesystem::path& dir) {
-  std::error_code ec;
-  const bool pair = std::filesystem::is_regular_file(dir / "vocab.json", ec) && std::filesystem::is_regular_file(dir / "merges.txt", ec);
-  const bool json = std::filesystem::is_regular_file(dir / kTokenizerJson, ec);
-  return json && pair ? kBoth : json ? kTokenizerJson : pair ? kVocabPair : "";
+  const DirectoryFiles files = directory_files(dir);
+  if (!files.pair && !files.json) return "";
+  std::string names = files.json ? "tokenizer.json" : "vocab.json + merges.txt";
+  if (files.config) names += " + tokenizer_config.json";
+  if (files.special_tokens_map) names += " + special_tokens_map.json";
+  return files.json && files.pair ? names + " (the same as vocab.json + merges.txt)" : names;
 }
 
 Tokenizer Tokenizer::from_directory(const std::filesystem::path& dir) {
-  const std::string files = directory_tokenizer_files(dir);
-  if (files == kVocabPair || files.empty()) return from_files(dir / "vocab.json", dir / "merges.txt");
+  const DirectoryFiles files = directory_files(dir);
+  if (!files.json) return Tokenizer(vocab_files_model(dir / "vocab.json", dir / "merges.txt", true));
   // tokenizer.json is what transformers' tokenizers use when it is there; a pair next to it that
   // says otherwise would make the slow and fast tokenizers disagree, so it must say the same.
-  Tokenizer tokenizer = from_tokenizer_json(dir / kTokenizerJson);
-  if (files == kBoth) {
+  Tokenizer tokenizer = from_tokenizer_json(dir / "tokenizer.json");
+  if (files.pair) {
     const Tokenizer pair = from_files(dir / "vocab.json", dir / "merges.txt");
     const Model& a = *pair.model_;
     const Model& b = *tokenizer.model_;
@@ -111,7 +129,7 @@ Tokenizer Tokenizer::from_directory(const std::filesystem::path& dir) {
 }
 
 std::vector<std::string> Tokenizer::unreadable_tokenizer_files(const std::filesystem::path& dir) {
-  if (!directory_tokenizer_files(dir).empty()) return {};
+  if (const DirectoryFiles files = directory_files(dir); files.pair || files.json) return {};
   static const char* const kTokenizerFiles[] = {
       "tokenizer.model",        "spiece.model",     "sentencepiece.bpe.model",
       "vocab.txt",          "tokenizer_config.json",  "special_tokens_map.json", "added_tokens.json",
@@ -240,11 +258,8 @@ void Tokenizer::save(const std::filesystem::path& dir) const {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw TokenizerError("cannot create " + dir.string() + ": " + ec.message());
-  if (!model_->source_json.empty()) {
-    write_text(dir / "tokenizer.json", model_->source_json);
-    const auto name = [&](std::optional<TokenId> id) { return id ? std::optional(model_->tokens[*id]) : std::nullopt; };
-    write_text(dir / "tokenizer_config.json", !model_->source_config.empty() ? model_->source_config
-                                                                              : minimal_tokenizer_config(*name(model_->eos), name(model_->bos)));
+  if (!model_->source_files.empty()) {
+    for (const auto& [name, text] : model_->source_files) write_text(dir / name, text);
     return;
   }
   write_vocab_json(dir / "vocab.json", model_->tokens);

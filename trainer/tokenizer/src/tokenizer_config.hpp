@@ -1,14 +1,25 @@
-// tokenizer_config.json next to a tokenizer.json: the settings with which transformers 5 changes
-// what tokenizer.json alone says (which token is the EOS, whether a BOS is added, and the class
-// whose constructor rebuilds parts of the tokenizer), so that reading both encodes as
-// AutoTokenizer does.
+// tokenizer_config.json next to a tokenizer.json or a vocab.json + merges.txt pair: the settings
+// with which transformers 5 changes what the vocabulary files alone say (which token is the EOS,
+// whether a BOS is added, which tokens are special, and the class whose constructor rebuilds parts
+// of the tokenizer), so that reading both encodes as AutoTokenizer does. special_tokens_map.json
+// has the same form for its tokens and is read with the same reader.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace llmrdzv::tokenizer {
+
+// A token as a config names it: a string, or an AddedToken object ({"content": "</s>", ...}).
+struct ConfigToken {
+  std::string content;
+  bool special = true;  // a string is special; an AddedToken only with "special": true
+  bool strips = false;  // lstrip, rstrip or single_word: HF matches it with whitespace around it
+};
 
 struct TokenizerConfig {
   std::string text;  // the file as read
@@ -19,6 +30,14 @@ struct TokenizerConfig {
   std::optional<bool> add_eos_token;
   std::optional<bool> legacy;
   std::optional<bool> add_prefix_space;
+  std::optional<bool> split_special_tokens;
+  // Every "<name>_token" key that is a string, an AddedToken object or null (nullopt), file order.
+  std::vector<std::pair<std::string, std::optional<ConfigToken>>> tokens;
+  // The "extra_special_tokens" (or older "additional_special_tokens") list.
+  std::vector<ConfigToken> extra_special_tokens;
+  // "added_tokens_decoder": id -> token, when the file has one.
+  std::optional<std::vector<std::pair<std::uint32_t, ConfigToken>>> added_tokens_decoder;
+  std::vector<std::string> keys;  // every top-level key, file order
 };
 
 // nullopt when the file does not exist. Throws TokenizerError naming the file and key when it is

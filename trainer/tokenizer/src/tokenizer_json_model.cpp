@@ -17,25 +17,20 @@ class Combiner {
   Combiner(const std::filesystem::path& json_path, const std::filesystem::path& config_path)
       : json_path_(json_path.string()), config_path_(config_path.string()) {}
 
-  [[noreturn]] void refuse(const std::string& what, const std::string& why) const {
-    throw TokenizerError(what + ": " + why + " (this trainer reads GPT-2 and Llama 3 byte-level BPE and Llama 2 "
-                         "SentencePiece-style BPE tokenizers; give --tokenizer_name a directory with a supported tokenizer)");
-  }
-
   // The added tokens extend the vocabulary: each is its own vocabulary entry or the next id past it.
   void add_tokens(Tokenizer::Model& model, std::vector<SpecialToken> added) const {
     std::stable_sort(added.begin(), added.end(), [](const SpecialToken& a, const SpecialToken& b) { return a.id < b.id; });
     for (const SpecialToken& t : added) {
       const std::string named = json_path_ + ": added_tokens \"" + t.content + "\" (id " + std::to_string(t.id) + ")";
       if (t.id < model.tokens.size()) {
-        if (model.tokens[t.id] != t.content) refuse(named, "the vocabulary has \"" + model.tokens[t.id] + "\" at that id");
+        if (model.tokens[t.id] != t.content) refuse_unsupported(named, "the vocabulary has \"" + model.tokens[t.id] + "\" at that id");
       } else if (t.id == model.tokens.size()) {
         if (std::find(model.tokens.begin(), model.tokens.end(), t.content) != model.tokens.end()) {
-          refuse(named, "the vocabulary has it at another id");
+          refuse_unsupported(named, "the vocabulary has it at another id");
         }
         model.tokens.push_back(t.content);
       } else {
-        refuse(named, "ids must continue the vocabulary of " + std::to_string(model.tokens.size()) + " without gaps");
+        refuse_unsupported(named, "ids must continue the vocabulary of " + std::to_string(model.tokens.size()) + " without gaps");
       }
     }
   }
@@ -50,7 +45,7 @@ class Combiner {
     }
     const auto it = std::find(model.tokens.begin(), model.tokens.end(), content);
     if (it == model.tokens.end()) {
-      refuse(config_path_ + ": " + key + " \"" + content + "\"", "not in the vocabulary (transformers would add it at a new id)");
+      refuse_unsupported(config_path_ + ": " + key + " \"" + content + "\"", "not in the vocabulary (transformers would add it at a new id)");
     }
     const auto id = static_cast<TokenId>(it - model.tokens.begin());
     specials.push_back({content, id});
@@ -65,13 +60,13 @@ class Combiner {
     const std::string named = config_path_ + ": tokenizer_class " + *config.tokenizer_class;
     if (cls == "GPT2Tokenizer") {
       if (json.kind != JsonKind::gpt2_bpe) {
-        refuse(named, "transformers rebuilds GPT-2's pre-tokenizer over this tokenizer.json's vocabulary, which is not "
+        refuse_unsupported(named, "transformers rebuilds GPT-2's pre-tokenizer over this tokenizer.json's vocabulary, which is not "
                       "GPT-2's kind of tokenizer");
       }
-      if (config.add_prefix_space.value_or(false)) refuse(config_path_ + ": add_prefix_space = true", "adding a space before the text is not supported");
+      if (config.add_prefix_space.value_or(false)) refuse_unsupported(config_path_ + ": add_prefix_space = true", "adding a space before the text is not supported");
     } else if (cls == "LlamaTokenizer") {
       if (json.kind != JsonKind::sentencepiece_bpe) {
-        refuse(named, "transformers rebuilds a SentencePiece-style tokenizer over this tokenizer.json's vocabulary, "
+        refuse_unsupported(named, "transformers rebuilds a SentencePiece-style tokenizer over this tokenizer.json's vocabulary, "
                       "which is byte-level");
       }
       // LlamaTokenizer.__init__: BPE(fuse_unk=True, byte_fallback=True, no unk token), no normalizer,
@@ -125,17 +120,17 @@ std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesyst
   const bool eos_known = (config && config->eos_token) ||
                          std::any_of(specials.begin(), specials.end(), [](const SpecialToken& t) { return t.content == kEndOfText; });
   if (!eos_known) {
-    combiner.refuse(tokenizer_json.string() + ": added_tokens", "no tokenizer_config.json eos_token and no \"<|endoftext|>\": "
+    refuse_unsupported(tokenizer_json.string() + ": added_tokens", "no tokenizer_config.json eos_token and no \"<|endoftext|>\": "
                                                                 "which token ends a document is unknown");
   }
   model->eos = combiner.config_token(*model, specials, "eos_token", eos);
   // BOS: an explicit add_bos_token replaces the file's post-processor (transformers' update_post_processor).
   if (config && config->add_eos_token.value_or(false)) {
-    combiner.refuse(config_path.string() + ": add_eos_token = true", "an EOS appended to every text is not supported");
+    refuse_unsupported(config_path.string() + ": add_eos_token = true", "an EOS appended to every text is not supported");
   }
   if (config && config->add_bos_token) {
     if (*config->add_bos_token) {
-      if (!config->bos_token) combiner.refuse(config_path.string() + ": add_bos_token = true", "without a bos_token");
+      if (!config->bos_token) refuse_unsupported(config_path.string() + ": add_bos_token = true", "without a bos_token");
       model->bos = combiner.config_token(*model, specials, "bos_token", *config->bos_token);
     }
   } else if (json.bos) {
@@ -143,8 +138,9 @@ std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesyst
   }
   model->specials = SpecialTokenFinder(std::move(specials));
   if (!is_plain_gpt2(*model)) {
-    model->source_json = std::move(text);
-    if (config) model->source_config = config->text;
+    const auto name = [&](std::optional<TokenId> id) { return id ? std::optional(model->tokens[*id]) : std::nullopt; };
+    model->source_files = {{"tokenizer.json", std::move(text)},
+                           {"tokenizer_config.json", config ? config->text : minimal_tokenizer_config(*name(model->eos), name(model->bos))}};
   }
   return finish_model(std::move(model), tokenizer_json.string(), json.byte_fallback);
 }

@@ -1,5 +1,5 @@
 // Building the shared model (tokenizer_model.hpp): the vocabulary with its added tokens, the byte
-// tokens, EOS and BOS, the merge table and the fingerprint, from each source.
+// tokens, EOS and BOS, the merge table and the fingerprint, for every source, and the byte tokenizer.
 #include "tokenizer_model.hpp"
 
 #include <algorithm>
@@ -116,19 +116,10 @@ std::shared_ptr<const Tokenizer::Model> finish_model(std::shared_ptr<Tokenizer::
   return model;
 }
 
-namespace {
-
-// GPT-2's vocabularies: "<|endoftext|>" is the EOS and only special token, the next free id when
-// the vocabulary lacks it (as HF).
-std::shared_ptr<const Tokenizer::Model> gpt2_style(std::shared_ptr<Tokenizer::Model> model, const std::string& source) {
-  const auto it = std::find(model->tokens.begin(), model->tokens.end(), kEndOfText);
-  model->eos = static_cast<TokenId>(it - model->tokens.begin());
-  if (it == model->tokens.end()) model->tokens.emplace_back(kEndOfText);
-  model->specials = SpecialTokenFinder({{std::string(kEndOfText), model->eos}});
-  return finish_model(std::move(model), source, false);
+void refuse_unsupported(const std::string& what, const std::string& why) {
+  throw TokenizerError(what + ": " + why + " (this trainer reads GPT-2 and Llama 3 byte-level BPE and Llama 2 "
+                       "SentencePiece-style BPE tokenizers; give --tokenizer_name a directory with a supported tokenizer)");
 }
-
-}  // namespace
 
 bool is_plain_gpt2(const Tokenizer::Model& model) {
   const auto& specials = model.specials.tokens();
@@ -140,16 +131,10 @@ std::shared_ptr<const Tokenizer::Model> bytes_model() {
   auto model = std::make_shared<Tokenizer::Model>();
   model->kind = Tokenizer::Kind::bytes;
   for (const std::string& symbol : byte_symbols()) model->tokens.push_back(symbol);
-  return gpt2_style(std::move(model), "<byte tokenizer>");
-}
-
-std::shared_ptr<const Tokenizer::Model> vocab_files_model(const std::filesystem::path& vocab_json,
-                                                          const std::filesystem::path& merges_txt) {
-  auto model = std::make_shared<Tokenizer::Model>();
-  model->kind = Tokenizer::Kind::gpt2_bpe;
-  model->tokens = read_vocab_json(vocab_json);
-  model->merges = read_merges_txt(merges_txt, model->tokens);
-  return gpt2_style(std::move(model), vocab_json.string());
+  model->eos = static_cast<TokenId>(model->tokens.size());
+  model->tokens.emplace_back(kEndOfText);
+  model->specials = SpecialTokenFinder({{std::string(kEndOfText), model->eos}});
+  return finish_model(std::move(model), "<byte tokenizer>", false);
 }
 
 }  // namespace llmrdzv::tokenizer

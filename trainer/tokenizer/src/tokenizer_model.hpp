@@ -40,15 +40,15 @@ struct Tokenizer::Model {
   bool fuse_unk = false;
   CutRule cut_rule = CutRule::gpt2;
   std::string fingerprint;
-  // tokenizer.json and tokenizer_config.json as read, which save() writes back when
+  // The files it was read from (name, text as read), which save() writes back when
   // write_tokenizer_json cannot express the tokenizer (empty otherwise).
-  std::string source_json;
-  std::string source_config;
+  std::vector<std::pair<std::string, std::string>> source_files;
 };
 
 std::shared_ptr<const Tokenizer::Model> bytes_model();
+// vocab.json + merges.txt, with_config: with the tokenizer_config.json next to them when there is one.
 std::shared_ptr<const Tokenizer::Model> vocab_files_model(const std::filesystem::path& vocab_json,
-                                                          const std::filesystem::path& merges_txt);
+                                                          const std::filesystem::path& merges_txt, bool with_config);
 // tokenizer.json, with the tokenizer_config.json next to it when there is one.
 std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesystem::path& tokenizer_json);
 
@@ -57,6 +57,10 @@ std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesyst
 // it in errors.
 std::shared_ptr<const Tokenizer::Model> finish_model(std::shared_ptr<Tokenizer::Model> model, const std::string& source,
                                                      bool byte_fallback);
+
+// Throws TokenizerError: `what` (a file and key) describes a tokenizer this trainer does not
+// implement, for the reason `why`.
+[[noreturn]] void refuse_unsupported(const std::string& what, const std::string& why);
 
 // Whether save() can write the tokenizer as GPT-2's files (write_tokenizer_json and the rest).
 bool is_plain_gpt2(const Tokenizer::Model& model);

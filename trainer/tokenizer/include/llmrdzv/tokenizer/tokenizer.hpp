@@ -7,8 +7,9 @@
 //    is itself in the vocabulary is one token, ignore_merges);
 //  - sentencepiece_bpe: Llama 2's SentencePiece-style BPE from tokenizer.json (spaces as "▁", a
 //    "▁" before the text, "<0xNN>" byte tokens for characters outside the vocabulary).
-// tokenizer.json is read with the tokenizer_config.json next to it, as transformers 5 reads them
-// (see from_tokenizer_json); any other tokenizer is refused, never approximated.
+// tokenizer.json and vocab.json + merges.txt are read with the tokenizer_config.json next to them,
+// as transformers 5 reads them (see from_tokenizer_json, from_directory); any other tokenizer is
+// refused, never approximated.
 //
 // Encoding rules (all of them HF's, except the last, which HF cannot express):
 //  - Special added tokens ("<|endoftext|>"; "<s>", "</s>"; Llama 3's "<|...|>") anywhere in the
@@ -61,8 +62,9 @@ class Tokenizer {
 
   // Ids 0..255 are the bytes 0..255, 256 is EOS.
   static Tokenizer bytes();
-  // GPT-2 BPE. Throws TokenizerError naming the file and line of the first problem. EOS is
-  // "<|endoftext|>"'s id in vocab.json, or the next free id when the vocabulary lacks it (as HF).
+  // GPT-2 BPE from these two files alone (no tokenizer_config.json). Throws TokenizerError naming
+  // the file and line of the first problem. EOS is "<|endoftext|>"'s id in vocab.json, or the next
+  // free id when the vocabulary lacks it (as HF).
   static Tokenizer from_files(const std::filesystem::path& vocab_json,
                               const std::filesystem::path& merges_txt);
   // From HF tokenizers' tokenizer.json (what transformers 5 saves), with the tokenizer_config.json
@@ -78,10 +80,21 @@ class Tokenizer {
   static Tokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
   // dir/tokenizer.json when it is there (as transformers' tokenizers read it; a vocab.json +
   // merges.txt next to it must hold the same vocabulary and merges, else TokenizerError), else
-  // dir/vocab.json + dir/merges.txt.
+  // dir/vocab.json + dir/merges.txt, with dir/tokenizer_config.json when there is one as
+  // AutoTokenizer builds GPT2Tokenizer from them (how OPT ships its tokenizer): its eos_token is
+  // the EOS, bos_token the BOS when add_bos_token is true, and every special token it names
+  // (*_token keys, extra special tokens, added_tokens_decoder; special_tokens_map.json's tokens
+  // when it has no added_tokens_decoder) is split out of the text, at its vocabulary id or the next
+  // id past the vocabulary. Throws TokenizerError naming the file and key when the config asks for
+  // anything else: another tokenizer_class than GPT2Tokenizer(Fast), add_prefix_space,
+  // add_eos_token or split_special_tokens true, whitespace-stripping or non-special added tokens,
+  // an added_tokens_decoder id that is not the token's, an added_tokens.json, or keys that replace
+  // the files (vocab, merges, post_processor, auto_map, ...). Without a config: plain GPT-2.
   static Tokenizer from_directory(const std::filesystem::path& dir);
-  // What from_directory reads: "tokenizer.json", "tokenizer.json (the same as vocab.json +
-  // merges.txt)", "vocab.json + merges.txt", or empty when dir holds neither.
+  // What from_directory reads: "tokenizer.json", "vocab.json + merges.txt", either followed by
+  // " + tokenizer_config.json" (and " + special_tokens_map.json" when the pair reads it) when
+  // they are read too, tokenizer.json with " (the same as vocab.json + merges.txt)" when the pair is
+  // also there, or empty when dir holds neither form.
   static std::string directory_tokenizer_files(const std::filesystem::path& dir);
   // The files through which dir carries a tokenizer this class does not read (SentencePiece
   // models, WordPiece vocab.txt, tokenizer_config.json and the like, or one half of vocab.json +
@@ -125,8 +138,9 @@ class Tokenizer {
   // dir/merges.txt in HF's format (the byte tokenizer too: its 257 entries and no merges), the same
   // as dir/tokenizer.json (HF tokenizers' format, as transformers 5 saves it), and
   // tokenizer_config.json + special_tokens_map.json naming "<|endoftext|>" the special token.
-  // Other tokenizers: the tokenizer.json and tokenizer_config.json they were read from, byte for
-  // byte (a minimal tokenizer_config.json naming the EOS and BOS when there was none). Either way
+  // Other tokenizers: the files they were read from, byte for byte: tokenizer.json and
+  // tokenizer_config.json (a minimal one naming the EOS and BOS when there was none), or vocab.json,
+  // merges.txt, tokenizer_config.json (and special_tokens_map.json when it was read). Either way
   // AutoTokenizer.from_pretrained(dir) encodes the same.
   void save(const std::filesystem::path& dir) const;
 
