@@ -35,7 +35,7 @@ using namespace llmrdzv;
 
 struct Args {
   std::string mode;
-  std::string offload = "none";
+  train::Offload offload = train::Offload::none;
   int steps = 20;
   int global_batch = 16;
   int accumulation = 1;
@@ -51,7 +51,7 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--mode") a.mode = value;
-    else if (flag == "--offload") a.offload = value;
+    else if (flag == "--offload") a.offload = train::parse_option_name<train::Offload>(value).value();
     else if (flag == "--steps") a.steps = std::stoi(value);
     else if (flag == "--global-batch") a.global_batch = std::stoi(value);
     else if (flag == "--accumulation") a.accumulation = std::stoi(value);

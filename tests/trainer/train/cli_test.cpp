@@ -13,6 +13,7 @@
 #include "llmrdzv/train/cli.hpp"
 
 using llmrdzv::train::Command;
+using llmrdzv::train::LrSchedulerType;
 using llmrdzv::train::parse_command_line;
 using llmrdzv::train::Subcommand;
 using llmrdzv::train::UsageError;
@@ -53,7 +54,7 @@ TEST_CASE("flags in both spellings set typed fields", "[cli]") {
   CHECK_FALSE(c.train.overwrite_output_dir);
   CHECK(c.train.learning_rate == 3e-4);
   CHECK(c.train.max_steps == 100);
-  CHECK(c.train.lr_scheduler_type == "cosine");
+  CHECK(c.train.lr_scheduler_type == LrSchedulerType::cosine);
   CHECK(c.train.train_file == "corpus.txt");
   CHECK(c.train.per_device_train_batch_size == 8);  // untouched default
 }
@@ -235,12 +236,17 @@ TEST_CASE("report_to defaults to tensorboard and takes HF's names", "[cli]") {
 
 TEST_CASE("options_yaml lists every option and reads back as the same options", "[cli]") {
   const Command c = parse(minimal_plus({"--learning_rate", "0.00031", "--bf16", "--output_dir", "odd \"dir\" #1: x\\y",
-                                        "--config_overrides", "n_embd=64,n_layer=2", "--warmup_ratio", "0.1"}));
+                                        "--config_overrides", "n_embd=64,n_layer=2", "--warmup_ratio", "0.1",
+                                        "--lr_scheduler_type", "constant_with_warmup", "--offload", "optimizer",
+                                        "--offload_gradient_sync", "all_reduce"}));
   const std::string yaml = llmrdzv::train::options_yaml(c.train);
   CHECK_THAT(yaml, Catch::Contains("learning_rate: 0.00031\n"));
   CHECK_THAT(yaml, Catch::Contains("bf16: true\n"));
   CHECK_THAT(yaml, Catch::Contains("# tf32: auto\n"));  // decided at run time: not pinned by the record
   CHECK_THAT(yaml, Catch::Contains("report_to: \"tensorboard\"\n"));
+  CHECK_THAT(yaml, Catch::Contains("lr_scheduler_type: \"constant_with_warmup\"\n"));  // enums as the names typed
+  CHECK_THAT(yaml, Catch::Contains("offload: \"optimizer\"\n"));
+  CHECK_THAT(yaml, Catch::Contains("offload_gradient_sync: \"all_reduce\"\n"));
   TempYaml file(yaml);
   const Command again = parse({"--config", file.path});
   CHECK(llmrdzv::train::options_yaml(again.train) == yaml);
@@ -248,4 +254,20 @@ TEST_CASE("options_yaml lists every option and reads back as the same options", 
   CHECK(again.train.learning_rate == c.train.learning_rate);
   CHECK(again.train.warmup_ratio == c.train.warmup_ratio);
   CHECK_FALSE(again.train.tf32.has_value());
+  CHECK(again.train.lr_scheduler_type == LrSchedulerType::constant_with_warmup);
+  CHECK(again.train.offload == llmrdzv::train::Offload::optimizer);
+  CHECK(again.train.offload_gradient_sync == llmrdzv::train::OffloadGradientSync::all_reduce);
+}
+
+TEST_CASE("enum options read their names from flags and YAML, unquoted or quoted", "[cli]") {
+  CHECK(parse(kMinimal).train.offload_gradient_sync == llmrdzv::train::OffloadGradientSync::automatic);
+  CHECK(parse(minimal_plus({"--offload_gradient_sync=auto"})).train.offload_gradient_sync ==
+        llmrdzv::train::OffloadGradientSync::automatic);
+  TempYaml yaml("lr_scheduler_type: cosine\noffload: \"optimizer\"\n");
+  const Command c = parse(minimal_plus({"--config", yaml.path}));
+  CHECK(c.train.lr_scheduler_type == LrSchedulerType::cosine);
+  CHECK(c.train.offload == llmrdzv::train::Offload::optimizer);
+  TempYaml bad("lr_scheduler_type: Cosine\n");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--config", bad.path})),
+                    "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got 'Cosine'");
 }

@@ -142,7 +142,7 @@ TEST_CASE("malformed optimizer state is refused naming the parameter", "[engine]
   CHECK_THROWS_WITH(engine->load_optimizer_state(extra), "optimizer state holds entries for parameters this model does not have");
 
   TrainOptions offload = kCpu;
-  offload.offload = "optimizer";
+  offload.offload = Offload::optimizer;
   CHECK_THROWS_WITH(make_single_process_engine(offload), Catch::Contains("--offload optimizer needs the distributed engine"));
 }
 

@@ -194,9 +194,6 @@ class DistributedEngine final : public train::TrainingEngine {
         assignment_(assignment),
         device_(device),
         backend_(std::move(backend)) {
-    if (options_.offload != "none" && options_.offload != "optimizer") {
-      throw std::invalid_argument("--offload must be none or optimizer, got '" + options_.offload + "'");
-    }
     if (options_.offload_chunk_mb <= 0) {
       throw std::invalid_argument("--offload_chunk_mb must be > 0, got " + std::to_string(options_.offload_chunk_mb));
     }
@@ -317,9 +314,9 @@ class DistributedEngine final : public train::TrainingEngine {
     }
     buckets_ = std::make_unique<GradientBuckets>(
         tensors, backend_, static_cast<std::size_t>(options_.ddp_bucket_cap_mb) << 20);
-    if (options_.offload == "optimizer") {
-      const bool reduce = options_.offload_gradient_sync == "reduce" ||
-                          (options_.offload_gradient_sync == "auto" && device_.is_cuda());
+    if (options_.offload == train::Offload::optimizer) {
+      const bool reduce = options_.offload_gradient_sync == train::OffloadGradientSync::reduce ||
+                          (options_.offload_gradient_sync == train::OffloadGradientSync::automatic && device_.is_cuda());
       if (reduce) buckets_->reduce_to_owners();
       std::vector<OffloadParameter> offloaded;
       for (const auto& p : parameters) offloaded.push_back({p.tensor, p.decay});

@@ -235,12 +235,6 @@ void validate(const TrainOptions& o) {
           o.do_train ? "--do_train needs --train_file" : "--do_eval needs --validation_file or --train_file");
   require(o.model_name_or_path.empty() || (o.config_name.empty() && o.config_overrides.empty()),
           "--config_name and --config_overrides make a fresh model; they cannot be combined with --model_name_or_path");
-  require(o.lr_scheduler_type == "linear" || o.lr_scheduler_type == "cosine" ||
-              o.lr_scheduler_type == "constant" || o.lr_scheduler_type == "constant_with_warmup",
-          "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got '" +
-              o.lr_scheduler_type + "'");
-  require(o.offload == "none" || o.offload == "optimizer",
-          "--offload must be none or optimizer, got '" + o.offload + "'");
   require(o.per_device_train_batch_size >= 1, "--per_device_train_batch_size must be at least 1");
   require(o.per_device_eval_batch_size >= 1, "--per_device_eval_batch_size must be at least 1");
   require(o.gradient_accumulation_steps >= 1, "--gradient_accumulation_steps must be at least 1");
@@ -276,9 +270,6 @@ void validate(const TrainOptions& o) {
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
   require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
   require(!(o.fp16 && o.bf16.value_or(false)), "--fp16 and --bf16 cannot both be on");
-  require(o.offload_gradient_sync == "auto" || o.offload_gradient_sync == "reduce" ||
-              o.offload_gradient_sync == "all_reduce",
-          "--offload_gradient_sync must be auto, reduce or all_reduce, got '" + o.offload_gradient_sync + "'");
 }
 
 void validate(const GenerateOptions& o) {

@@ -4,18 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
-#include <stdexcept>
-#include <string>
 
 namespace llmrdzv::train {
-
-ScheduleKind parse_schedule_kind(std::string_view name) {
-  if (name == "linear") return ScheduleKind::linear;
-  if (name == "cosine") return ScheduleKind::cosine;
-  if (name == "constant") return ScheduleKind::constant;
-  if (name == "constant_with_warmup") return ScheduleKind::constant_with_warmup;
-  throw std::invalid_argument("unknown lr_scheduler_type '" + std::string(name) + "'");
-}
 
 std::int64_t resolve_warmup_steps(std::int64_t warmup_steps, double warmup_ratio, std::int64_t total_steps) {
   if (warmup_steps > 0) return warmup_steps;
@@ -23,18 +13,18 @@ std::int64_t resolve_warmup_steps(std::int64_t warmup_steps, double warmup_ratio
 }
 
 double LrSchedule::at(std::int64_t completed_steps) const {
-  if (kind == ScheduleKind::constant) return peak_lr;  // transformers' "constant" ignores warmup
+  if (kind == LrSchedulerType::constant) return peak_lr;  // transformers' "constant" ignores warmup
   const auto step = static_cast<double>(completed_steps);
   if (completed_steps < warmup_steps) return peak_lr * step / static_cast<double>(std::max<std::int64_t>(1, warmup_steps));
   const double decay_span = static_cast<double>(std::max<std::int64_t>(1, total_steps - warmup_steps));
   const double progress = (step - static_cast<double>(warmup_steps)) / decay_span;
   switch (kind) {
-    case ScheduleKind::linear:
+    case LrSchedulerType::linear:
       return peak_lr * std::max(0.0, 1.0 - progress);
-    case ScheduleKind::cosine:
+    case LrSchedulerType::cosine:
       return peak_lr * std::max(0.0, 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
-    case ScheduleKind::constant:
-    case ScheduleKind::constant_with_warmup:
+    case LrSchedulerType::constant:
+    case LrSchedulerType::constant_with_warmup:
       return peak_lr;
   }
   return peak_lr;

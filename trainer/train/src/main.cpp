@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       std::cout << generate_text(command.generate) << std::endl;
     } else if (command.train.nproc > 0) {
       return run_standalone(args, static_cast<int>(command.train.nproc));
-    } else if (command.train.offload == "optimizer" && !rendezvous_in_environment()) {
+    } else if (command.train.offload == llmrdzv::train::Offload::optimizer && !rendezvous_in_environment()) {
       // Sharded offload lives in the distributed engine: one process gets a world of one.
       return run_standalone(args, 1);
     } else {

@@ -14,13 +14,28 @@
 #include "llmrdzv/common/text_values.hpp"
 
 #include "llmrdzv/train/cli.hpp"
+#include "llmrdzv/train/options.hpp"
 
 namespace llmrdzv::train {
 
 // std::optional<bool>: a flag whose default ("auto") is decided at run time (--bf16, --tf32).
+// An enum: one of its option_names (options.hpp).
 template <class Options>
 using OptionField = std::variant<std::string Options::*, std::int64_t Options::*, double Options::*,
-                                 bool Options::*, std::optional<bool> Options::*>;
+                                 bool Options::*, std::optional<bool> Options::*, LrSchedulerType Options::*,
+                                 Offload Options::*, OffloadGradientSync Options::*>;
+
+// "A, B or C": the names of an enum's values, for messages.
+template <class Enum>
+std::string names_list(Enum value) {
+  const auto names = option_names(value);
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
+}
 
 template <class Options>
 struct OptionSpec {
@@ -52,6 +67,13 @@ void set_option(Options& options, const OptionSpec<Options>& spec, std::string_v
         Value& target = options.*member;
         if constexpr (std::is_same_v<Value, std::string>) {
           target = std::string(text);
+        } else if constexpr (std::is_enum_v<Value>) {
+          const auto value = parse_option_name<Value>(text);
+          if (!value) {
+            throw UsageError("--" + std::string(spec.name) + " must be " + names_list(target) + ", got '" +
+                             std::string(text) + "'");
+          }
+          target = *value;
         } else if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, std::optional<bool>>) {
           if (text == "true" || text == "True" || text == "1" || text == "yes") {
             target = true;
@@ -83,6 +105,12 @@ bool is_flag(const OptionSpec<Options>& spec) {
          std::holds_alternative<std::optional<bool> Options::*>(spec.field);
 }
 
+template <class Options>
+bool is_enum(const OptionSpec<Options>& spec) {
+  return std::visit([](auto member) { return std::is_enum_v<std::remove_cvref_t<decltype(Options{}.*member)>>; },
+                    spec.field);
+}
+
 // The field's value in `options` as --help shows it ("auto" for an unset std::optional<bool>,
 // "" for an empty string).
 template <class Options>
@@ -93,6 +121,8 @@ std::string value_text(const Options& options, const OptionSpec<Options>& spec) 
         using Value = std::remove_cvref_t<decltype(value)>;
         if constexpr (std::is_same_v<Value, std::string>) {
           return value.empty() ? "\"\"" : value;
+        } else if constexpr (std::is_enum_v<Value>) {
+          return std::string(option_name(value));
         } else if constexpr (std::is_same_v<Value, bool>) {
           return value ? "true" : "false";
         } else if constexpr (std::is_same_v<Value, std::optional<bool>>) {
@@ -114,7 +144,7 @@ std::string default_text(const OptionSpec<Options>& spec) {
 }
 
 // `name: value` lines for every option (see options_yaml in cli.hpp). Strings are YAML
-// double-quoted scalars, so any text reads back as itself.
+// double-quoted scalars, so any text reads back as itself; enum names are quoted the same way.
 template <class Options>
 std::string values_yaml(std::span<const OptionSpec<Options>> table, const Options& options) {
   std::string text;
@@ -123,9 +153,9 @@ std::string values_yaml(std::span<const OptionSpec<Options>> table, const Option
     const auto* auto_field = std::get_if<std::optional<bool> Options::*>(&spec.field);
     if (auto_field && !(options.**auto_field)) {
       text += "# " + std::string(spec.name) + ": auto\n";
-    } else if (string_field) {
+    } else if (string_field || is_enum(spec)) {
       text += std::string(spec.name) + ": \"";
-      for (const char c : options.**string_field) {
+      for (const char c : string_field ? options.**string_field : value_text(options, spec)) {
         if (c == '"' || c == '\\') {
           text += '\\';
           text += c;

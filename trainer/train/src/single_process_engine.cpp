@@ -254,8 +254,8 @@ class SingleProcessEngine final : public TrainingEngine {
 }  // namespace
 
 std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& options) {
-  if (options.offload != "none") {
-    throw std::invalid_argument("--offload " + options.offload +
+  if (options.offload != Offload::none) {
+    throw std::invalid_argument("--offload " + std::string(option_name(options.offload)) +
                                 " needs the distributed engine: run under srun --llm-rdzv (or with a rendezvous in the environment)");
   }
   const bool cuda = !options.use_cpu && torch::cuda::is_available();

@@ -226,7 +226,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
   const std::int64_t total_steps =
       o.max_steps > 0 ? o.max_steps
                       : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(o.num_train_epochs * static_cast<double>(*steps_per_epoch))));
-  const LrSchedule schedule{parse_schedule_kind(o.lr_scheduler_type), o.learning_rate,
+  const LrSchedule schedule{o.lr_scheduler_type, o.learning_rate,
                             resolve_warmup_steps(o.warmup_steps, o.warmup_ratio, total_steps), total_steps};
   const double tokens_per_step = static_cast<double>(shape.global() * block_size);
   const double world = c.engine.world_size();

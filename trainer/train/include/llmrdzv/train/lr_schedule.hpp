@@ -6,20 +6,16 @@
 #pragma once
 
 #include <cstdint>
-#include <string_view>
+
+#include "llmrdzv/train/options.hpp"
 
 namespace llmrdzv::train {
-
-enum class ScheduleKind { linear, cosine, constant, constant_with_warmup };
-
-// "linear" | "cosine" | "constant" | "constant_with_warmup"; throws std::invalid_argument otherwise.
-ScheduleKind parse_schedule_kind(std::string_view name);
 
 // warmup_steps when positive, else ceil(warmup_ratio * total_steps) (transformers' rule).
 std::int64_t resolve_warmup_steps(std::int64_t warmup_steps, double warmup_ratio, std::int64_t total_steps);
 
 struct LrSchedule {
-  ScheduleKind kind = ScheduleKind::linear;
+  LrSchedulerType kind = LrSchedulerType::linear;
   double peak_lr = 0;
   std::int64_t warmup_steps = 0;
   std::int64_t total_steps = 1;

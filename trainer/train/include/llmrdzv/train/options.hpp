@@ -1,13 +1,52 @@
 // Every setting of the `trainer` command, as plain structs. The defaults written here are the
 // defaults users get: the option table (cli.cpp) prints them in --help by reading a
-// default-constructed struct, so they are stated once.
+// default-constructed struct, so they are stated once. Options with a fixed set of values are
+// enums, parsed once from (and written back as) the names users type.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 
 namespace llmrdzv::train {
+
+// run_clm's --lr_scheduler_type values this trainer implements (lr_schedule.hpp).
+enum class LrSchedulerType { linear, cosine, constant, constant_with_warmup };
+// Where optimizer state lives: with the parameters, or sharded on the CPU (ZeRO-Offload style).
+enum class Offload { none, optimizer };
+// With Offload::optimizer, how a rank gets its shard's gradient (see TrainOptions).
+enum class OffloadGradientSync { automatic, reduce, all_reduce };
+
+// Each enum's names, indexed by its values.
+inline constexpr std::array<std::string_view, 4> kLrSchedulerTypeNames{"linear", "cosine", "constant",
+                                                                        "constant_with_warmup"};
+inline constexpr std::array<std::string_view, 2> kOffloadNames{"none", "optimizer"};
+inline constexpr std::array<std::string_view, 3> kOffloadGradientSyncNames{"auto", "reduce", "all_reduce"};
+constexpr std::span<const std::string_view> option_names(LrSchedulerType) { return kLrSchedulerTypeNames; }
+constexpr std::span<const std::string_view> option_names(Offload) { return kOffloadNames; }
+constexpr std::span<const std::string_view> option_names(OffloadGradientSync) { return kOffloadGradientSyncNames; }
+
+// The name users type for `value` ("constant_with_warmup", "auto", ...).
+template <class Enum>
+  requires std::is_enum_v<Enum>
+constexpr std::string_view option_name(Enum value) {
+  return option_names(value)[static_cast<std::size_t>(value)];
+}
+
+// The value named `name`; nullopt when no value has that name.
+template <class Enum>
+  requires std::is_enum_v<Enum>
+constexpr std::optional<Enum> parse_option_name(std::string_view name) {
+  const auto names = option_names(Enum{});
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<Enum>(i);
+  }
+  return std::nullopt;
+}
 
 // `trainer [train]`: run_clm.py's names where they apply.
 struct TrainOptions {
@@ -41,7 +80,7 @@ struct TrainOptions {
   double max_grad_norm = 1.0;  // 0 = no clipping
   double num_train_epochs = 3.0;
   std::int64_t max_steps = -1;  // > 0 overrides num_train_epochs
-  std::string lr_scheduler_type = "linear";
+  LrSchedulerType lr_scheduler_type = LrSchedulerType::linear;
   std::int64_t warmup_steps = 0;  // > 0 overrides warmup_ratio
   double warmup_ratio = 0.0;
   std::int64_t seed = 42;
@@ -71,11 +110,11 @@ struct TrainOptions {
   std::optional<bool> tf32;  // TF32 tensor cores for fp32 matmuls and convolutions; unset = on for CUDA
 
   // Data parallelism (read by the training engine, see training_engine.hpp).
-  std::string offload = "none";  // none | optimizer
+  Offload offload = Offload::none;
   std::int64_t offload_chunk_mb = 4;  // --offload optimizer: host<->device pipeline chunk, MiB
   // --offload optimizer: how each rank gets its shard's gradient: reduce (each shard's part of a
   // bucket reduced to its owner, ZeRO's reduce-scatter), all_reduce (then sliced), auto.
-  std::string offload_gradient_sync = "auto";
+  OffloadGradientSync offload_gradient_sync = OffloadGradientSync::automatic;
   std::int64_t ddp_bucket_cap_mb = 25;
 
   // The YAML file the values came from, if any (for messages).
