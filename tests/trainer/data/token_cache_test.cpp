@@ -1,9 +1,12 @@
 // The token stream and token cache: chunked encoding equals HF's whole-document encoding, shards
 // are reused, rebuilt when inputs or tokenizer change, rejected when corrupt, and read back
-// exactly across shard boundaries; ranks building one cache at once tokenise it once.
+// exactly across shard boundaries; ranks building one cache at once tokenise it once; shards of an
+// older format version are rebuilt, never misread.
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iostream>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -202,6 +205,29 @@ TEST_CASE("a corrupt, truncated or oversized shard is an error naming the file, 
                       Catch::Contains("its header says shard 1 of"));
   }
   CHECK(std::filesystem::exists(paths[0]));
+}
+
+TEST_CASE("shards of another format version are rebuilt with a line saying so") {
+  const ShardedCache cache(10);
+  const auto& [dir, bytes, options, sources] = cache;
+  const auto paths = TokenStore::open_or_build(sources, {}, bytes, options).shard_paths();
+  const auto expected = store_all(TokenStore::open_or_build(sources, {}, bytes, options));
+  for (const auto& path : paths) {  // as version 1 (the hand-rolled checksum) wrote them
+    std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+    file.seekp(8);
+    file.write("\x01\x00\x00\x00", 4);
+  }
+  std::ostringstream err;
+  std::streambuf* const saved = std::cerr.rdbuf(err.rdbuf());
+  CacheOutcome outcome{};
+  const auto store = TokenStore::open_or_build(sources, {}, bytes, options, &outcome);
+  std::cerr.rdbuf(saved);
+  CHECK(outcome == CacheOutcome::rebuilt);
+  CHECK(store_all(store) == expected);
+  CHECK_THAT(err.str(), Catch::Contains("'train'") && Catch::Contains("format version 1") &&
+                            Catch::Contains("writes 2: rebuilding it"));
+  TokenStore::open_or_build(sources, {}, bytes, options, &outcome);
+  CHECK(outcome == CacheOutcome::reused);
 }
 
 TEST_CASE("a missing shard means a half-replaced set: the part is rebuilt") {

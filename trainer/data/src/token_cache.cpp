@@ -8,12 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -29,47 +32,30 @@ namespace {
 
 constexpr std::size_t kHeaderBytes = 128;
 constexpr char kMagic[8] = {'L', 'L', 'M', 'R', 'T', 'O', 'K', '\0'};
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 2;  // 2: XXH3-64 checksums (1: a hand-rolled 64-bit sum)
 using Digest = std::array<std::uint8_t, 32>;
 
 [[noreturn]] void fail_errno(const std::string& action, const fs::path& path) {
   throw DataError("token cache: cannot " + action + " " + path.string() + ": " + std::strerror(errno));
 }
 
-// A 64-bit checksum over bytes, 8 at a time (fast enough to verify every mapped shard on open).
+// XXH3-64 of a shard's payload as the writer produces it, piece by piece.
 class Checksum {
  public:
-  void update(const std::uint8_t* data, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      word_ |= std::uint64_t{data[i]} << (8 * fill_);
-      if (++fill_ == 8) mix();
-    }
-    length_ += n;
+  Checksum() : state_(XXH3_createState()) {
+    if (!state_ || XXH3_64bits_reset(state_.get()) != XXH_OK) throw DataError("token cache: cannot start a checksum");
   }
-  std::uint64_t value() {
-    if (fill_ > 0) mix();
-    std::uint64_t h = state_ ^ length_;
-    h = (h ^ (h >> 33)) * 0xFF51AFD7ED558CCDull;
-    return h ^ (h >> 33);
-  }
+  void update(const std::uint8_t* data, std::size_t n) { XXH3_64bits_update(state_.get(), data, n); }
+  std::uint64_t value() const { return XXH3_64bits_digest(state_.get()); }
 
  private:
-  void mix() {
-    state_ = std::rotl(state_ ^ (word_ * 0x87C37B91114253D5ull), 31) * 0x4CF5AD432745937Full;
-    word_ = 0;
-    fill_ = 0;
-  }
-  std::uint64_t state_ = 0x6C6C6D72647A7631ull;
-  std::uint64_t word_ = 0;
-  unsigned fill_ = 0;
-  std::uint64_t length_ = 0;
+  struct Free {
+    void operator()(XXH3_state_t* state) const { XXH3_freeState(state); }
+  };
+  std::unique_ptr<XXH3_state_t, Free> state_;
 };
 
-std::uint64_t checksum_of(const std::uint8_t* data, std::size_t n) {
-  Checksum c;
-  c.update(data, n);
-  return c.value();
-}
+std::uint64_t checksum_of(const std::uint8_t* data, std::size_t n) { return XXH3_64bits(data, n); }
 
 template <typename T>
 void put(std::uint8_t* at, T value) {
@@ -83,6 +69,7 @@ T get(const std::uint8_t* at) {
 }
 
 struct Header {
+  std::uint32_t version = kFormatVersion;  // another one: a stale shard, nothing else decoded
   std::uint32_t bytes_per_id = 0;
   std::uint64_t tokens = 0;
   std::uint32_t index = 0;
@@ -106,21 +93,21 @@ struct Header {
     return b;
   }
 
-  // Checks everything the header alone can tell; throws naming the file.
+  // Checks everything the header alone can tell; throws naming the file. A shard of another
+  // format version is not checked further (its layout may differ): the caller rebuilds the part.
   static Header decode(const std::uint8_t* b, std::uint64_t file_size, const fs::path& path) {
     const auto bad = [&](const std::string& problem) {
       return DataError("token cache shard " + path.string() + " is corrupt: " + problem + " (delete it to rebuild)");
     };
     if (file_size < kHeaderBytes) throw bad("shorter than its 128-byte header");
     if (std::memcmp(b, kMagic, 8) != 0) throw bad("bad magic");
-    if (get<std::uint32_t>(b + 8) != kFormatVersion) {
-      throw bad("format version " + std::to_string(get<std::uint32_t>(b + 8)) + ", expected 1");
-    }
+    Header h;
+    h.version = get<std::uint32_t>(b + 8);
+    if (h.version != kFormatVersion) return h;
     if (get<std::uint64_t>(b + 104) != checksum_of(b, 104)) throw bad("header checksum mismatch");
     for (std::size_t i = 112; i < kHeaderBytes; ++i) {
       if (b[i] != 0) throw bad("reserved header bytes are not zero");
     }
-    Header h;
     h.bytes_per_id = get<std::uint32_t>(b + 12);
     h.tokens = get<std::uint64_t>(b + 16);
     h.index = get<std::uint32_t>(b + 24);
@@ -416,8 +403,14 @@ TokenStore TokenStore::open_or_build(const SourceList& sources, const DocumentSe
   const std::vector<fs::path> present = existing_shards(options);
   auto store = std::make_unique<Shards>();
   bool reusable = !present.empty();
+  std::optional<std::uint32_t> old_version;  // of a shard written in another format
   for (const fs::path& path : present) {
     auto shard = map_shard(path);
+    if (shard->header.version != kFormatVersion) {
+      old_version = shard->header.version;
+      reusable = false;
+      continue;
+    }
     const auto [index, count] = *parse_shard_name(path.filename().string(), options.name);
     if (shard->header.index != index || shard->header.count != count) {
       throw DataError("token cache shard " + path.string() + " is corrupt: its header says shard " +
@@ -428,6 +421,10 @@ TokenStore TokenStore::open_or_build(const SourceList& sources, const DocumentSe
                shard->header.tokenizer == tokenizer_fp && shard->header.sources == sources_fp &&
                shard->header.bytes_per_id == bytes_per_id;
     store->shards.push_back(std::move(shard));
+  }
+  if (old_version) {
+    std::cerr << "token cache: '" << options.name << "' in " << options.dir.string() << " has format version "
+              << *old_version << ", this trainer writes " << kFormatVersion << ": rebuilding it\n";
   }
   if (reusable) {
     for (const auto& shard : store->shards) verify_payload(*shard);

@@ -1,16 +1,18 @@
 // The token cache: a corpus part tokenised once into binary shards that later runs memory-map.
 //
 // Files: <dir>/<name>-NNNNN-of-MMMMM.tok, each a 128-byte header then little-endian token ids:
-//   0  magic "LLMRTOK\0"          8  u32 format version (1)     12 u32 bytes per id (2 or 4)
+//   0  magic "LLMRTOK\0"          8  u32 format version (2)     12 u32 bytes per id (2 or 4)
 //   16 u64 token count            24 u32 shard index            28 u32 shard count
 //   32 32 bytes tokenizer fingerprint (SHA-256)                 64 32 bytes source fingerprint
 //   96 u64 payload checksum       104 u64 header checksum (of bytes 0..103)   112..127 zero
+// Both checksums are XXH3-64 (xxhash); version 1 had a slower hand-rolled sum in their place.
 // ids are u16 when the vocabulary has at most 65536 entries, else u32. Shards are written to
 // temporary files, fsynced and renamed into place, so a crash leaves either the old or the new file.
 //
 // open_or_build: when every shard is present and well-formed and both fingerprints match, the
 // shards are mapped (reused); when any fingerprint differs (inputs or tokenizer changed, or a
-// half-replaced set) the part is rebuilt; a shard that is truncated, oversized or fails its
+// half-replaced set) or a shard has another format version (one line on stderr says so) the part
+// is rebuilt; a shard that is truncated, oversized or fails its
 // checksums is an error naming the file (delete it to rebuild), never silently used or replaced.
 #pragma once
 
