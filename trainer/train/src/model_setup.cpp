@@ -46,7 +46,8 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
   if (!others.empty()) {
     throw std::invalid_argument(what + " carries its tokenizer as " + files +
                                 " without the vocab.json + merges.txt pair or the tokenizer.json this trainer reads "
-                                "(GPT-2 byte-level BPE); refusing rather than tokenising differently: pass "
+                                "(byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); "
+                                "refusing rather than tokenising differently: pass "
                                 "--tokenizer_name DIR holding the same tokenizer in one of those forms");
   }
   throw std::invalid_argument(what + " has no tokenizer (no vocab.json and merges.txt, no tokenizer.json)" +
