@@ -68,6 +68,13 @@ void expect_hf_gradients(model::CausalLm& m, const io::NamedTensors& ref) {
   CHECK(compared == m->parameters().size());
 }
 
+// A model loaded back from what `saved` wrote holds the same tensors, bit for bit.
+void expect_same_state(const model::CausalLm& saved, const model::CausalLm& loaded) {
+  const io::NamedTensors a = io::to_hf_state_dict(saved), b = io::to_hf_state_dict(loaded);
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+}
+
 // Saves m (with a stand-in vocab.json) into dir/out and has transformers' AutoModelForCausalLM
 // load it and compare its logits and loss with ours on a random batch.
 void expect_transformers_loads(model::CausalLm& m, const testing::ScratchDir& dir) {
@@ -132,9 +139,7 @@ TEST_CASE("a saved model loads in transformers with the same logits", "[hf][pyth
 
   // And it loads back into our model bit-exactly.
   const model::CausalLm back = io::load_hf_model(dir / "out");
-  const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+  expect_same_state(m, back);
 }
 
 TEST_CASE("a model saved in shards loads in transformers and back into ours", "[hf][python]") {
@@ -173,9 +178,7 @@ TEST_CASE("a model saved in shards loads in transformers and back into ours", "[
                    {{"input_ids", ids}, {"labels", ids}, {"logits", result.logits}, {"loss", result.loss.reshape({1})}});
   CHECK(run_python("check " + out.string() + " " + (dir / "ours.safetensors").string()) == 0);
   const model::CausalLm back = io::load_hf_model(out);
-  const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+  expect_same_state(m, back);
   // Back to one file: the shards and the index go.
   io::save_hf_model(m, out);
   CHECK(fs::exists(out / "model.safetensors"));
@@ -342,9 +345,7 @@ TEST_CASE("HF-made OPT and Llama models give HF's logits and gradients, and save
       CHECK(io::to_hf_state_dict(m).size() == family.tensors);
       expect_transformers_loads(m, dir);
       const model::CausalLm back = io::load_hf_model(dir / "out");
-      const io::NamedTensors a = io::to_hf_state_dict(m), b = io::to_hf_state_dict(back);
-      REQUIRE(a.size() == b.size());
-      for (std::size_t i = 0; i < a.size(); ++i) CHECK(at::equal(a[i].second, b[i].second));
+      expect_same_state(m, back);
     }
   }
 }
