@@ -112,7 +112,10 @@ TEST_CASE("metrics: a scrape after a real round shows it, in the text format's C
 TEST_CASE("metrics: metrics_expose_ids labels the step's rendezvous with its id") {
   ScratchDir dir;
   MetricsDaemon daemon(dir, {"--metrics-expose-ids"});
-  auto processes = launch_test_clients(dir, daemon.rdzvd, 1, ClientLaunch{.processes = 1});
+  // The member holds its place while the page is read: a client that left at once could end the
+  // rendezvous before the scrape (seen once in CI).
+  auto processes =
+      launch_test_clients(dir, daemon.rdzvd, 1, ClientLaunch{.processes = 1, .args = {"--hold-ms", "60000"}});
   collect_lines(processes, "rank=", 1, 60s);
   const std::string page = body(exchange(daemon.port, kGet));
   CHECK_THAT(page, Catch::Contains("rdzvd_rendezvous_round{rdzv_id=\"" + daemon.rdzvd.rdzv_id() + "\"} 1\n"));
