@@ -158,6 +158,21 @@ TEST_CASE("OPT and Llama presets count the parameters transformers builds", "[co
   CHECK(model::preset("llama-2-7b").model_type() == "llama");
 }
 
+TEST_CASE("a fresh config takes the tokenizer's vocabulary, EOS, and BOS where it has one", "[config][families]") {
+  model::ModelConfig llama = model::preset("smollm-135m");
+  llama.fit_to_tokenizer(32000, 2, 1);  // Llama 2's </s> and <s>
+  CHECK(llama.vocab_size() == 32000);
+  CHECK(llama.as<model::LlamaConfig>().eos_token_id == 2);
+  CHECK(llama.as<model::LlamaConfig>().bos_token_id == 1);
+  model::ModelConfig gpt2 = model::preset("gpt2");
+  gpt2.fit_to_tokenizer(257, 256, std::nullopt);  // no BOS of its own: the EOS stands in, as in GPT-2
+  CHECK(gpt2.as<Gpt2Config>().bos_token_id == 256);
+  CHECK(gpt2.as<Gpt2Config>().eos_token_id == 256);
+  model::ModelConfig opt = model::preset("opt-125m");  // pad_token_id 1 outside 1 id: cleared
+  opt.fit_to_tokenizer(1, 0, 0);
+  CHECK_FALSE(opt.as<model::OptConfig>().pad_token_id.has_value());
+}
+
 TEST_CASE("OPT and Llama configs round trip and read transformers' older forms", "[config][families]") {
   testing::ScratchDir dir;
   model::ModelConfig opt = model::preset("opt-350m");

@@ -56,10 +56,11 @@ bool ModelConfig::tie_word_embeddings() const {
   return visit([](const auto& c) { return c.tie_word_embeddings; });
 }
 
-void ModelConfig::fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id) {
+void ModelConfig::fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id, std::optional<std::int64_t> bos_id) {
   visit([&](auto& c) {
     c.vocab_size = vocab_size;
-    c.bos_token_id = c.eos_token_id = eos_id;
+    c.eos_token_id = eos_id;
+    c.bos_token_id = bos_id.value_or(eos_id);
     if constexpr (!std::is_same_v<std::decay_t<decltype(c)>, Gpt2Config>) {
       if (c.pad_token_id && *c.pad_token_id >= vocab_size) c.pad_token_id.reset();
     }

@@ -62,7 +62,9 @@ model::ModelConfig fresh_config(const ModelSource& source, const tokenizer::Toke
     config = std::filesystem::exists(source.config_name) ? model::load_config(source.config_name)
                                                          : model::preset(source.config_name);
   }
-  config.fit_to_tokenizer(static_cast<std::int64_t>(tokenizer.vocab_size()), tokenizer.eos_id());
+  const auto bos = tokenizer.bos_id();
+  config.fit_to_tokenizer(static_cast<std::int64_t>(tokenizer.vocab_size()), tokenizer.eos_id(),
+                          bos ? std::optional<std::int64_t>(*bos) : std::nullopt);
   if (!source.config_overrides.empty()) model::apply_overrides(config, source.config_overrides);
   model::validate(config, "the model config");
   return config;

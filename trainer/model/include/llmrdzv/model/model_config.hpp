@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -53,9 +54,9 @@ class ModelConfig {
   std::int64_t eos_token_id() const;
   bool tie_word_embeddings() const;
   // A fresh model sized to its tokenizer (as run_clm resizes embeddings to len(tokenizer)): the
-  // vocabulary, and BOS and EOS both the tokenizer's EOS (GPT-2's and OPT's convention); a pad id
-  // outside the new vocabulary is cleared.
-  void fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id);
+  // vocabulary, the tokenizer's EOS, and its BOS where it prepends one (Llama's <s>, OPT's </s>),
+  // else the EOS (GPT-2's convention); a pad id outside the new vocabulary is cleared.
+  void fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id, std::optional<std::int64_t> bos_id);
 
  private:
   std::variant<Gpt2Config, OptConfig, LlamaConfig> family_;
