@@ -6,6 +6,7 @@ find_package(Protobuf REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(GRPCPP REQUIRED IMPORTED_TARGET grpc++)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)  # the token cache's checksums
+pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)  # rdzvd's sd_notify (Type=notify, watchdog)
 find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 find_package(yaml-cpp REQUIRED)
