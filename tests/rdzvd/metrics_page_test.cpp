@@ -1,8 +1,10 @@
 // The /metrics page rdzvd renders: aggregate gauges by default with no rendezvous id anywhere,
 // per-rendezvous series (escaped ids, uid in site mode) only with metrics_expose_ids, per-user
-// counts in site mode, and the server's RPC counts by method and status code.
+// counts in site mode, the server's RPC counts by method and status code, and the counters and
+// gauges of a core driven through failures, a restart, a limit and key-value writes.
 #include <catch2/catch.hpp>
 
+#include "core_fixture.hpp"
 #include "metrics_page.hpp"
 
 using namespace llmrdzv;
@@ -83,4 +85,41 @@ TEST_CASE("RPCs count by method and status code, KV calls also by latency", "[me
   CHECK(has_line(text, "rdzvd_kv_request_duration_seconds_bucket{method=\"Set\",le=\"0.001\"} 0"));
   CHECK(has_line(text, "rdzvd_kv_request_duration_seconds_bucket{method=\"Set\",le=\"0.0025\"} 1"));
   CHECK(text.find("method=\"Hello\"}") == std::string::npos);  // Hello is no KV call: no latency
+}
+
+TEST_CASE("a driven core's failures, restart, limit, sessions and keys reach the page", "[metrics]") {
+  using namespace llmrdzv::core::testing;
+  core::CoreConfig config = step_config();  // heartbeats every 1 s; a member silent for 5 s fails
+  config.settings.limits.max_key_length = 4;
+  CoreFixture f(config);
+  // Round 1 fails: p0's stream ends without a Leave. p1's stream of round 1 ends as it re-joins.
+  f.join_all(2);
+  std::uint64_t p0_round1 = 0, p1_round1 = 0;
+  REQUIRE(f.open("p0", 1, &p0_round1));
+  REQUIRE(f.open("p1", 1, &p1_round1));
+  f.core.close_session(p0_round1);
+  f.core.close_session(p1_round1);
+  // Round 2, a restart: keys in the rendezvous-wide space and in the round's, one key too long.
+  f.join_all(2);
+  std::uint64_t p1_round2 = 0;
+  REQUIRE(f.open("p0", 2));
+  REQUIRE(f.open("p1", 2, &p1_round2));
+  REQUIRE(f.core.set(f.scope(), 0, "a", "1").ok());
+  REQUIRE(f.core.set(f.scope(), 0, "bc", "22").ok());
+  REQUIRE(f.core.set(f.scope(), 2, "d", "333").ok());
+  CHECK(f.core.set(f.scope(), 0, "too-long", "v").code == core::Code::resource_exhausted);
+  // Round 2 fails too: p1 keeps beating, p0 goes silent. Its space goes with it; both streams stay
+  // open until their clients hang up.
+  for (int second = 0; second < 6; ++second) {
+    f.core.heartbeat(p1_round2);
+    f.advance(core::Millis(1000));
+  }
+  const std::string text = render_metrics_page(f.core.metrics(), {}, {"1.2.3", "step", false, 0, std::nullopt});
+  INFO(text);
+  for (const char* line : {"rdzvd_rounds_completed_total 2", "rdzvd_rounds_restarted_total 1",
+                           "rdzvd_rounds_failed_total 2", "rdzvd_member_failures_total{cause=\"session_closed\"} 1",
+                           "rdzvd_member_failures_total{cause=\"heartbeat_timeout\"} 1",
+                           "rdzvd_limits_hit_total{limit=\"max_key_length\"} 1", "rdzvd_sessions 2",
+                           "rdzvd_kv_keys 2", "rdzvd_kv_bytes 6", "rdzvd_rendezvous{state=\"closed\"} 1"})
+    CHECK(has_line(text, line));
 }
