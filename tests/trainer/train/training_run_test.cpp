@@ -1,7 +1,9 @@
 // The trainer end to end on tiny models and corpora: a model overfits, a resumed run repeats the
 // uninterrupted run's losses and final weights exactly (metrics.jsonl and the TensorBoard curves,
-// as TensorBoard reads them), a damaged checkpoint is refused and `latest` falls back to the
-// previous one, generate reproduces memorised text, and bad input fails with messages naming it.
+// as TensorBoard reads them), every TensorBoard scalar equals its metrics.jsonl record, event files
+// go to transformers' default directory, a damaged checkpoint is refused and `latest` falls back
+// to the previous one, generate reproduces memorised text, and bad input fails with messages
+// naming it.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -9,8 +11,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -71,6 +75,49 @@ double last_train_loss(const std::string& metrics) {
     if (key.first == "train") loss = llmrdzv::json::parse(line).find("loss")->as_double();
   }
   return loss;
+}
+
+using Curve = std::vector<std::pair<std::int64_t, std::optional<double>>>;
+
+// metrics.jsonl as the TensorBoard curves the trainer writes with it: each record's values under
+// their tag, at the record's step (null: not finite), timings included; a later record for the
+// same step replaces the earlier one, as in records().
+std::map<std::string, Curve> jsonl_curves(const std::string& path) {
+  static const std::map<std::string, std::string> kTags{
+      {"loss", "train/loss"}, {"learning_rate", "train/learning_rate"}, {"grad_norm", "train/grad_norm"},
+      {"tokens_per_second", "train/tokens_per_second"}, {"step_time_s", "train/step_time"},
+      {"comm_wait_s", "train/comm_wait"}, {"epoch", "train/epoch"}, {"eval_loss", "eval/loss"},
+      {"perplexity", "eval/perplexity"}};
+  std::map<std::string, std::map<std::int64_t, std::optional<double>>> by_tag;
+  const std::string text = read_file(path);
+  std::size_t begin = 0;
+  while (begin < text.size()) {
+    const std::size_t end = text.find('\n', begin);
+    const llmrdzv::json::Value record = llmrdzv::json::parse(text.substr(begin, end - begin));
+    begin = end + 1;
+    const auto* step = record.find("step");
+    if (!step || record.find("global_step")) continue;
+    for (const auto& [key, value] : record.as_object()) {
+      if (const auto tag = kTags.find(key); tag != kTags.end())
+        by_tag[tag->second][step->as_integer()] = value.is_null() ? std::nullopt : std::optional(value.as_double());
+    }
+  }
+  std::map<std::string, Curve> curves;
+  for (const auto& [tag, points] : by_tag) curves[tag].assign(points.begin(), points.end());
+  return curves;
+}
+
+// A TensorBoard curve against the one metrics.jsonl gives: the same steps, and values equal
+// within float32 rounding (event files hold scalars as float32, metrics.jsonl as doubles).
+void check_curve(const Curve& seen, const Curve& expected) {
+  REQUIRE(seen.size() == expected.size());
+  for (std::size_t i = 0; i < seen.size(); ++i) {
+    INFO("point " << i << " at step " << expected[i].first);
+    CHECK(seen[i].first == expected[i].first);
+    REQUIRE(seen[i].second.has_value() == expected[i].second.has_value());
+    if (seen[i].second)
+      CHECK(*seen[i].second == Approx(*expected[i].second).epsilon(std::numeric_limits<float>::epsilon()));
+  }
 }
 
 // The one TensorBoard run directory (<output_dir>/runs/<date>_<host>) of a trainer run.
@@ -220,25 +267,36 @@ TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed
   const ScratchDir& dir = reference.dir;
   const fs::path logdir = tensorboard_dir(dir.file("full"));
   const trainer_test::TensorBoardData seen = trainer_test::read_with_tensorboard(logdir);
-  const auto metrics = records(dir.file("full/metrics.jsonl"));
-  std::vector<std::pair<std::int64_t, std::optional<double>>> loss, eval_loss;
-  for (const auto& [key, line] : metrics) {
-    const llmrdzv::json::Value record = llmrdzv::json::parse(line);
-    const auto as_float = [&](const char* name) { return std::optional<double>(static_cast<float>(record.find(name)->as_double())); };
-    (key.first == "train" ? loss : eval_loss).emplace_back(key.second, as_float(key.first == "train" ? "loss" : "eval_loss"));
-  }
-  REQUIRE(loss.size() == 24);
-  CHECK(seen.scalars.at("train/loss") == loss);
-  CHECK(seen.scalars.at("eval/loss") == eval_loss);  // steps 6, 12, 18 and the final evaluation at 24
-  for (const char* tag : {"train/learning_rate", "train/grad_norm", "train/tokens_per_second", "train/step_time",
-                          "train/comm_wait", "train/epoch"}) {
+  // Every scalar at every step with its metrics.jsonl value: 24 logging steps, evaluations at
+  // steps 6, 12, 18 and the final one at 24.
+  const auto expected = jsonl_curves(dir.file("full/metrics.jsonl"));
+  for (const char* tag : {"train/loss", "train/learning_rate", "train/grad_norm", "train/tokens_per_second",
+                          "train/step_time", "train/comm_wait", "train/epoch", "eval/loss", "eval/perplexity"}) {
     INFO(tag);
-    CHECK(seen.scalars.at(tag).size() == 24);
+    REQUIRE(expected.contains(tag));
+    REQUIRE(seen.scalars.contains(tag));
+    CHECK(expected.at(tag).size() == (std::string(tag).starts_with("train/") ? 24u : 4u));
+    check_curve(seen.scalars.at(tag), expected.at(tag));
   }
+  CHECK(seen.scalars.size() == expected.size());  // no tag beyond those metrics.jsonl has
   CHECK(seen.scalars.at("train/tokens_per_second")[0].second.value() > 0);
+  const auto& eval_loss = seen.scalars.at("eval/loss");
   const auto& perplexity = seen.scalars.at("eval/perplexity");
-  REQUIRE(perplexity.size() == eval_loss.size());
-  CHECK(perplexity[0].second.value() == Approx(std::exp(eval_loss[0].second.value())).epsilon(1e-6));
+  for (std::size_t i = 0; i < perplexity.size(); ++i) {  // exp(loss), within float32 rounding amplified by exp
+    INFO("eval point " << i);
+    CHECK(perplexity[i].second.value() == Approx(std::exp(eval_loss[i].second.value())).epsilon(1e-6));
+  }
+  // transformers' default logging_dir: <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname>.
+  CHECK(logdir.parent_path() == fs::path(dir.file("full/runs")));
+  const std::string run_name = logdir.filename().string();
+  std::smatch parts;
+  INFO("run directory " << run_name);
+  REQUIRE(std::regex_match(run_name, parts,
+                           std::regex("(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)(0[1-9]|[12][0-9]|3[01])_"
+                                      "([01][0-9]|2[0-3])-[0-5][0-9]-[0-5][0-9]_(.+)")));
+  char host[256] = {};
+  REQUIRE(gethostname(host, sizeof host - 1) == 0);
+  CHECK(parts[4].str() == host);
   REQUIRE(seen.texts.at("args").size() == 1);
   CHECK_THAT(seen.texts.at("args")[0].second, Catch::Contains("learning_rate: 0.003\n") && Catch::Contains("max_steps: 24\n"));
 
@@ -263,7 +321,7 @@ TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed
   CHECK(result_curves(tensorboard_dir(dir.file("moved"))) == before);  // steps 13-24 again, each once
 }
 
-TEST_CASE("report_to none writes no event files and logging_dir puts them where asked", "[train][tensorboard]") {
+TEST_CASE("report_to none writes no event files, and report_to all writes them where logging_dir asks", "[train][tensorboard]") {
   ScratchDir dir("train-run");
   dir.write("corpus.txt", word_salad());
   const std::vector<std::string> base = {"--do_train", "--train_file", dir.file("corpus.txt"), "--config_overrides", kTinyModel,
@@ -274,8 +332,8 @@ TEST_CASE("report_to none writes no event files and logging_dir puts them where 
   expect_ok(quiet);
   CHECK_FALSE(fs::exists(dir.file("none/runs")));
   CHECK_THAT(quiet.out, !Catch::Contains("TensorBoard"));
-  std::vector<std::string> placed = base;
-  placed.insert(placed.end(), {"--output_dir", dir.file("placed"), "--logging_dir", dir.file("tb/here")});
+  std::vector<std::string> placed = base;  // report_to all: TensorBoard, the one integration the trainer has
+  placed.insert(placed.end(), {"--output_dir", dir.file("placed"), "--logging_dir", dir.file("tb/here"), "--report_to", "all"});
   const RunResult logged = run_trainer(placed);
   expect_ok(logged);
   CHECK_THAT(logged.out, Catch::Contains("TensorBoard: " + dir.file("tb/here") + "/events.out.tfevents."));
