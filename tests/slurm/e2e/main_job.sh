@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's main job (scripts/main-job.sh) on the test cluster, shortened: srun --llm-rdzv
 # trains the embedded default (etc/trainer/default.yaml on the Python documentation) for a few
-# steps on 2 nodes, prints progress, eval perplexity and a sample, and leaves an HF model
-# directory owned by root (the job's user goes with the cluster), with the cluster left up.
+# steps on 2 nodes, prints progress, eval perplexity and a sample, ends with the TensorBoard command
+# line for the event files it wrote, and leaves an HF model directory owned by root (the job's user
+# goes with the cluster), with the cluster left up.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$e2e_dir/../../.." && pwd)
 [ -x "$LLMRDZV_BUILD_DIR/bin/trainer" ] || { echo "skipped: no trainer"; exit 77; }
@@ -18,6 +19,13 @@ for f in config.json model.safetensors vocab.json merges.txt tokenizer.json toke
   [ -f "$out/$f" ] || fail "no $f in the model directory"
 done
 [ "$(stat -c %u "$out/model.safetensors")" = 0 ] || fail "the outputs are not root's after the run"
+# The last line: how to look at the curves, naming the runs/ directory that holds the event file.
+last=$(tail -n1 <<<"$log")
+tensorboard_line='^== training curves: \.venv-tools/bin/tensorboard --logdir (/[^ ]+)   \(then open http://localhost:6006\)$'
+[[ "$last" =~ $tensorboard_line ]] || { printf '%s\n' "$log" >&2; fail "the last line is not the TensorBoard command: '$last'"; }
+logdir=${BASH_REMATCH[1]}
+[ "$logdir" = "$out/runs" ] || fail "the TensorBoard line names $logdir, not $out/runs"
+[ -n "$(find "$logdir" -type f -name 'events.out.tfevents.*' -size +0)" ] || fail "no event file under $logdir"
 scripts_cluster="$root/scripts/slurm/cluster.sh"
 "$scripts_cluster" status >/dev/null || fail "main-job.sh took down the cluster it did not bring up"
 finish
