@@ -27,7 +27,8 @@
 #include "llmrdzv/dist/offload_optimizer.hpp"
 #include "llmrdzv/dist/process_group.hpp"
 #include "llmrdzv/dist/rdzv_store.hpp"
-#include "llmrdzv/train/training_engine.hpp"
+#include "llmrdzv/engine/single_process_engine.hpp"
+#include "llmrdzv/engine/training_engine.hpp"
 
 namespace {
 
@@ -35,7 +36,7 @@ using namespace llmrdzv;
 
 struct Args {
   std::string mode;
-  train::Offload offload = train::Offload::none;
+  engine::Offload offload = engine::Offload::none;
   int steps = 20;
   int global_batch = 16;
   int accumulation = 1;
@@ -51,7 +52,7 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--mode") a.mode = value;
-    else if (flag == "--offload") a.offload = train::parse_option_name<train::Offload>(value).value();
+    else if (flag == "--offload") a.offload = engine::parse_option_name<engine::Offload>(value).value();
     else if (flag == "--steps") a.steps = std::stoi(value);
     else if (flag == "--global-batch") a.global_batch = std::stoi(value);
     else if (flag == "--accumulation") a.accumulation = std::stoi(value);
@@ -121,7 +122,7 @@ std::pair<at::Tensor, at::Tensor> samples(std::int64_t first, std::int64_t count
 }
 
 int run_train(const Args& a) {
-  train::TrainOptions options;
+  engine::EngineOptions options;
   options.offload = a.offload;
   options.ddp_bucket_cap_mb = a.bucket_mb;
   options.offload_chunk_mb = 1;  // the toy model's 2.4 MB: --offload optimizer steps in several chunks
@@ -129,11 +130,11 @@ int run_train(const Args& a) {
   options.threads = 1;
   at::set_num_threads(1);
   auto engine = dist::rendezvous_env_present() ? dist::make_distributed_engine(options, {.gloo_hostname = "127.0.0.1"})
-                                               : train::make_single_process_engine(options);
+                                               : engine::make_single_process_engine(options);
   const int rank = engine->rank(), world = engine->world_size();
   torch::manual_seed(1000 + rank);  // different on every rank: attach() must broadcast rank 0's
   auto model = toy_model();
-  std::vector<train::NamedParameter> params;
+  std::vector<engine::NamedParameter> params;
   for (const auto& item : model->named_parameters()) {
     params.push_back({item.key(), item.value(), item.value().dim() > 1});
   }
@@ -316,9 +317,7 @@ int run_offload_overlap(const Args& a) {
 }
 
 int run_hang() {
-  train::TrainOptions options;
-  options.use_cpu = true;
-  auto engine = dist::make_distributed_engine(options, {.gloo_hostname = "127.0.0.1"});
+  auto engine = dist::make_distributed_engine({.use_cpu = true}, {.gloo_hostname = "127.0.0.1"});
   std::printf("rank %d joined\n", engine->rank());
   std::fflush(stdout);
   if (engine->rank() == 0) pause();  // the test kills this rank

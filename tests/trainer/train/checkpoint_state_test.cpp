@@ -12,6 +12,7 @@
 
 #include "checkpoint_state.hpp"
 #include "model_setup.hpp"
+#include "llmrdzv/engine/single_process_engine.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/model/gpt2.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
@@ -19,6 +20,7 @@
 #include "scratch_dir.hpp"
 
 using namespace llmrdzv;
+using namespace llmrdzv::engine;
 using namespace llmrdzv::train;
 namespace fs = std::filesystem;
 
@@ -38,9 +40,7 @@ model::Gpt2Config tiny_config(std::int64_t n_embd = 16) {
 struct Trainee {
   explicit Trainee(std::uint64_t seed, model::Gpt2Config config = tiny_config())
       : model(model::Gpt2LmHeadModel((torch::manual_seed(seed), config))) {
-    TrainOptions cpu;
-    cpu.use_cpu = true;
-    engine = make_single_process_engine(cpu);
+    engine = make_single_process_engine({.use_cpu = true});
   }
   void attach() {
     std::vector<NamedParameter> parameters;

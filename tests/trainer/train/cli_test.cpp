@@ -271,3 +271,25 @@ TEST_CASE("enum options read their names from flags and YAML, unquoted or quoted
   CHECK_THROWS_WITH(parse(minimal_plus({"--config", bad.path})),
                     "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got 'Cosine'");
 }
+
+TEST_CASE("engine_options hands the engine its options as given, and the engine's defaults are the CLI's", "[cli]") {
+  const llmrdzv::engine::EngineOptions defaults = llmrdzv::train::engine_options(parse(kMinimal).train);
+  const llmrdzv::engine::EngineOptions engine_defaults;
+  CHECK(defaults.use_cpu == engine_defaults.use_cpu);
+  CHECK(defaults.threads == engine_defaults.threads);
+  CHECK(defaults.offload == engine_defaults.offload);
+  CHECK(defaults.offload_chunk_mb == engine_defaults.offload_chunk_mb);
+  CHECK(defaults.offload_gradient_sync == engine_defaults.offload_gradient_sync);
+  CHECK(defaults.ddp_bucket_cap_mb == engine_defaults.ddp_bucket_cap_mb);
+
+  const llmrdzv::engine::EngineOptions given = llmrdzv::train::engine_options(
+      parse(minimal_plus({"--use_cpu", "--threads", "3", "--offload", "optimizer", "--offload_chunk_mb", "7",
+                          "--offload_gradient_sync", "reduce", "--ddp_bucket_cap_mb", "9"}))
+          .train);
+  CHECK(given.use_cpu);
+  CHECK(given.threads == 3);
+  CHECK(given.offload == llmrdzv::engine::Offload::optimizer);
+  CHECK(given.offload_chunk_mb == 7);
+  CHECK(given.offload_gradient_sync == llmrdzv::engine::OffloadGradientSync::reduce);
+  CHECK(given.ddp_bucket_cap_mb == 9);
+}

@@ -35,14 +35,15 @@
 #include "llmrdzv/dist/offload_optimizer.hpp"
 #include "llmrdzv/dist/rank_resources.hpp"
 #include "llmrdzv/dist/rdzv_store.hpp"
-#include "llmrdzv/train/master_weights.hpp"
+#include "llmrdzv/engine/master_weights.hpp"
+#include "llmrdzv/engine/single_process_engine.hpp"
 
 namespace llmrdzv::dist {
 namespace {
 
-using train::AdamWSettings;
-using train::NamedParameter;
-using train::TensorMap;
+using engine::AdamWSettings;
+using engine::NamedParameter;
+using engine::TensorMap;
 
 constexpr const char* kRestartCountVar = "LLM_RDZV_RESTART_COUNT";
 constexpr const char* kRestartReasonVar = "LLM_RDZV_RESTART_REASON";
@@ -183,9 +184,9 @@ class FailureWatch {
   std::atomic<bool> disarmed_{false};
 };
 
-class DistributedEngine final : public train::TrainingEngine {
+class DistributedEngine final : public engine::TrainingEngine {
  public:
-  DistributedEngine(const train::TrainOptions& options, std::shared_ptr<client::Client> client,
+  DistributedEngine(const engine::EngineOptions& options, std::shared_ptr<client::Client> client,
                     std::shared_ptr<FailureWatch> watch, const client::Assignment& assignment,
                     c10::Device device, c10::intrusive_ptr<c10d::Backend> backend)
       : options_(options),
@@ -314,9 +315,9 @@ class DistributedEngine final : public train::TrainingEngine {
     }
     buckets_ = std::make_unique<GradientBuckets>(
         tensors, backend_, static_cast<std::size_t>(options_.ddp_bucket_cap_mb) << 20);
-    if (options_.offload == train::Offload::optimizer) {
-      const bool reduce = options_.offload_gradient_sync == train::OffloadGradientSync::reduce ||
-                          (options_.offload_gradient_sync == train::OffloadGradientSync::automatic && device_.is_cuda());
+    if (options_.offload == engine::Offload::optimizer) {
+      const bool reduce = options_.offload_gradient_sync == engine::OffloadGradientSync::reduce ||
+                          (options_.offload_gradient_sync == engine::OffloadGradientSync::automatic && device_.is_cuda());
       if (reduce) buckets_->reduce_to_owners();
       std::vector<OffloadParameter> offloaded;
       for (const auto& p : parameters) offloaded.push_back({p.tensor, p.decay});
@@ -328,9 +329,9 @@ class DistributedEngine final : public train::TrainingEngine {
           optim::KernelOptions{.threads = static_cast<unsigned>(std::max(1, at::get_num_threads()))},
           (options_.offload_chunk_mb << 20) / static_cast<std::int64_t>(sizeof(float)));
     } else {
-      train::TrainOptions local = options_;
+      engine::EngineOptions local = options_;
       local.use_cpu = !device_.is_cuda();
-      replica_ = train::make_single_process_engine(local);
+      replica_ = engine::make_single_process_engine(local);
       // bf16/fp16 parameters: the replica's optimizer works on fp32 masters, which receive the
       // fp32 mean gradient straight from the buffer (never rounded to the parameters' type).
       if (low_precision_) masters_.emplace(parameters);
@@ -397,7 +398,7 @@ class DistributedEngine final : public train::TrainingEngine {
     backend_.reset();
   }
 
-  train::TrainOptions options_;
+  engine::EngineOptions options_;
   std::shared_ptr<client::Client> client_;
   std::shared_ptr<FailureWatch> watch_;
   client::Assignment assignment_;
@@ -406,9 +407,9 @@ class DistributedEngine final : public train::TrainingEngine {
   std::vector<at::Tensor> attached_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<OffloadAdamW> offload_;
-  std::unique_ptr<train::TrainingEngine> replica_;
-  std::optional<train::MasterWeights> masters_;  // replica path with bf16/fp16 parameters
-  bool low_precision_ = false;                   // the parameters are bf16/fp16
+  std::unique_ptr<engine::TrainingEngine> replica_;
+  std::optional<engine::MasterWeights> masters_;  // replica path with bf16/fp16 parameters
+  bool low_precision_ = false;                    // the parameters are bf16/fp16
   double grad_scale_ = 1.0;
   double comm_wait_ = 0;  // comm_wait_seconds()
 };
@@ -422,11 +423,11 @@ bool rendezvous_env_present() {
 
 namespace {
 
-std::unique_ptr<train::TrainingEngine> join_and_build(const train::TrainOptions& options,
-                                                      std::shared_ptr<client::Client> client,
-                                                      std::shared_ptr<FailureWatch> watch,
-                                                      const ProcessGroupSettings& settings,
-                                                      const RestartBudget* restarted) {
+std::unique_ptr<engine::TrainingEngine> join_and_build(const engine::EngineOptions& options,
+                                                       std::shared_ptr<client::Client> client,
+                                                       std::shared_ptr<FailureWatch> watch,
+                                                       const ProcessGroupSettings& settings,
+                                                       const RestartBudget* restarted) {
   client::Assignment assignment;
   try {
     assignment = client->join([watch](const client::SessionEvent& event) { (*watch)(event); });
@@ -509,21 +510,21 @@ void yield_to_failure_watch() {
   if (g_watch_acting) block_forever();  // the watch's thread exits or re-executes the process
 }
 
-std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
-                                                               const ProcessGroupSettings& settings) {
+std::unique_ptr<engine::TrainingEngine> make_distributed_engine(const engine::EngineOptions& options,
+                                                                const ProcessGroupSettings& settings) {
   return make_distributed_engine(options, std::make_shared<client::Client>(client::Options::from_env()),
                                  settings);
 }
 
-std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
-                                                               std::shared_ptr<client::Client> client,
-                                                               const ProcessGroupSettings& settings) {
+std::unique_ptr<engine::TrainingEngine> make_distributed_engine(const engine::EngineOptions& options,
+                                                                std::shared_ptr<client::Client> client,
+                                                                const ProcessGroupSettings& settings) {
   return join_and_build(options, std::move(client), std::make_shared<FailureWatch>(), settings, nullptr);
 }
 
-std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
-                                                               ElasticRestart restart,
-                                                               const ProcessGroupSettings& settings) {
+std::unique_ptr<engine::TrainingEngine> make_distributed_engine(const engine::EngineOptions& options,
+                                                                ElasticRestart restart,
+                                                                const ProcessGroupSettings& settings) {
   const RestartBudget budget = restart_budget_from_env();
   const client::Options client_options = client::Options::from_env();
   std::shared_ptr<client::Client> client;

@@ -111,7 +111,8 @@ const std::string& state_blob(const std::filesystem::path& dir, const io::Checkp
   return found->second;
 }
 
-void load_optimizer(const std::filesystem::path& dir, TrainingEngine& engine, const TensorMap& optimizer) {
+void load_optimizer(const std::filesystem::path& dir, engine::TrainingEngine& engine,
+                    const engine::TensorMap& optimizer) {
   try {
     engine.load_optimizer_state(optimizer);
   } catch (const std::runtime_error& e) {
@@ -135,7 +136,7 @@ void restore_rng(const std::filesystem::path& dir, const io::CheckpointData& dat
 // the final train_loss stays the mean over ranks and steps; --offload optimizer shards of all old
 // ranks go to the engine, which takes its new shard out of them.
 LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::filesystem::path& rank0_dir,
-                            std::int64_t old_world, std::int64_t step, TrainingEngine& engine) {
+                            std::int64_t old_world, std::int64_t step, engine::TrainingEngine& engine) {
   std::deque<io::CheckpointData> loaded;  // keeps the memory maps alive until the state is copied
   const auto load = [&](const std::filesystem::path& dir) -> const io::CheckpointData& {
     if (dir == checkpoint.dir) return checkpoint.data;
@@ -162,7 +163,7 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
   state.loss_scale_good_steps = rank0.loss_scale_good_steps;
   state.logging_dir = rank0.logging_dir;
   double loss_sum = 0;
-  TensorMap optimizer;
+  engine::TensorMap optimizer;
   for (std::int64_t k = 0; k < old_world; ++k) {
     const std::filesystem::path dir = rank_part(rank0_dir, k);
     if (sharded) {
@@ -202,7 +203,7 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 }
 
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
-                                               const TrainingEngine& engine, const LoopState& state) {
+                                               const engine::TrainingEngine& engine, const LoopState& state) {
   io::CheckpointData data;
   if (engine.is_main()) {
     data.tensor_files[kModelFile] = io::to_hf_state_dict(model);
@@ -292,7 +293,7 @@ void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model)
   io::load_hf_weights(model, checkpoint.dir / kModelFile);
 }
 
-LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& engine) {
+LoopState restore_state(const VerifiedCheckpoint& checkpoint, engine::TrainingEngine& engine) {
   const auto& files = checkpoint.data.tensor_files;
   const auto state_blob = checkpoint.data.blobs.find(kStateFile);
   if (state_blob == checkpoint.data.blobs.end() || !files.contains(kOptimizerFile) || !files.contains(kRngFile)) {
@@ -317,7 +318,7 @@ LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& en
   state.loss_scale = saved.loss_scale;
   state.loss_scale_good_steps = saved.loss_scale_good_steps;
   state.logging_dir = saved.logging_dir;
-  TensorMap optimizer;
+  engine::TensorMap optimizer;
   for (const auto& [name, tensor] : files.at(kOptimizerFile)) optimizer.emplace(name, tensor);
   load_optimizer(checkpoint.dir, engine, optimizer);
   restore_rng(checkpoint.dir, checkpoint.data);

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/io/checkpoint.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
-#include "llmrdzv/train/training_engine.hpp"
 
 namespace llmrdzv::train {
 
@@ -37,7 +37,7 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 // (prune_training_checkpoints) only once every rank has finished this one, so a rank that dies
 // mid-save always leaves a complete checkpoint behind.
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
-                                               const TrainingEngine& engine, const LoopState& state);
+                                               const engine::TrainingEngine& engine, const LoopState& state);
 
 // Keeps this rank's newest keep_last checkpoints (0 = all); call after all ranks saved.
 void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last);
@@ -72,6 +72,6 @@ void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model)
 // Every rank, after engine.attach: optimizer state, RNG states and the loop state. A checkpoint of
 // another number of ranks (or of another rank) is resumed from all its ranks' files (see above).
 // Throws io::CheckpointError on a missing or inconsistent part.
-LoopState restore_state(const VerifiedCheckpoint& checkpoint, TrainingEngine& engine);
+LoopState restore_state(const VerifiedCheckpoint& checkpoint, engine::TrainingEngine& engine);
 
 }  // namespace llmrdzv::train

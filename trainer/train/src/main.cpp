@@ -13,11 +13,12 @@
 #include <vector>
 
 #include "checkpoint_state.hpp"
+#include "llmrdzv/engine/single_process_engine.hpp"
+#include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/generate.hpp"
 #include "llmrdzv/train/train_loop.hpp"
-#include "llmrdzv/train/training_engine.hpp"
 #include "standalone_launcher.hpp"
 #if LLMRDZV_TRAINER_DISTRIBUTED
 #include "llmrdzv/dist/distributed_engine.hpp"
@@ -25,7 +26,7 @@
 
 namespace {
 
-using llmrdzv::train::TrainingEngine;
+using llmrdzv::engine::TrainingEngine;
 using llmrdzv::train::TrainOptions;
 
 #if LLMRDZV_TRAINER_DISTRIBUTED
@@ -56,6 +57,7 @@ void agree_on_checkpoint(TrainOptions& options, TrainingEngine& engine, bool res
 
 // Many ranks when the environment names a rendezvous (srun --llm-rdzv), else one process.
 void train(TrainOptions options, const std::vector<std::string>& argv) {
+  const llmrdzv::engine::EngineOptions engine_options = llmrdzv::train::engine_options(options);
 #if LLMRDZV_TRAINER_DISTRIBUTED
   if (llmrdzv::dist::rendezvous_env_present()) {
     const bool restarted = llmrdzv::dist::restart_budget_from_env().done > 0;
@@ -66,14 +68,14 @@ void train(TrainOptions options, const std::vector<std::string>& argv) {
       if (!latest) return std::nullopt;
       return latest->filename().string();
     };
-    const auto engine = llmrdzv::dist::make_distributed_engine(options, std::move(restart));
+    const auto engine = llmrdzv::dist::make_distributed_engine(engine_options, std::move(restart));
     agree_on_checkpoint(options, *engine, restarted);
     llmrdzv::train::run_training(options, *engine);
     return;
   }
 #endif
   (void)argv;
-  const auto engine = llmrdzv::train::make_single_process_engine(options);
+  const auto engine = llmrdzv::engine::make_single_process_engine(engine_options);
   llmrdzv::train::run_training(options, *engine);
 }
 

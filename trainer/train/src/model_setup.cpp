@@ -106,13 +106,13 @@ model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenize
   return model;
 }
 
-std::vector<NamedParameter> trainable_parameters(model::CausalLm& model) {
+std::vector<engine::NamedParameter> trainable_parameters(model::CausalLm& model) {
   std::set<const void*> layer_norm;
   for (const auto& module : model->modules()) {
     if (!module->as<torch::nn::LayerNorm>() && !module->as<model::RmsNorm>()) continue;
     for (const auto& p : module->parameters()) layer_norm.insert(p.unsafeGetTensorImpl());
   }
-  std::vector<NamedParameter> parameters;
+  std::vector<engine::NamedParameter> parameters;
   for (const auto& item : model->named_parameters()) {
     const bool bias = item.key().ends_with("bias");
     parameters.push_back({item.key(), item.value(), !bias && !layer_norm.contains(item.value().unsafeGetTensorImpl())});

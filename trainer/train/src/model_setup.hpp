@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
-#include "llmrdzv/train/training_engine.hpp"
 
 namespace llmrdzv::train {
 
@@ -39,6 +39,6 @@ model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenize
 // The model's parameters in model order under their HF names, as the optimizer takes them:
 // biases and LayerNorm / RMSNorm weights are not decayed (transformers Trainer's grouping),
 // everything else is, the embeddings included.
-std::vector<NamedParameter> trainable_parameters(model::CausalLm& model);
+std::vector<engine::NamedParameter> trainable_parameters(model::CausalLm& model);
 
 }  // namespace llmrdzv::train

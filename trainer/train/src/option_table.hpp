@@ -19,7 +19,7 @@
 namespace llmrdzv::train {
 
 // std::optional<bool>: a flag whose default ("auto") is decided at run time (--bf16, --tf32).
-// An enum: one of its option_names (options.hpp).
+// An enum: one of its option_names (option_names.hpp).
 template <class Options>
 using OptionField = std::variant<std::string Options::*, std::int64_t Options::*, double Options::*,
                                  bool Options::*, std::optional<bool> Options::*, LrSchedulerType Options::*,

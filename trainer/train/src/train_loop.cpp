@@ -88,7 +88,7 @@ void prepare_output_dir(const TrainOptions& o) {
 
 // Opens data on rank 0 first (it builds the token cache), then on the others (they reuse it).
 template <class Open>
-auto open_in_rank_order(TrainingEngine& engine, Open open) {
+auto open_in_rank_order(engine::TrainingEngine& engine, Open open) {
   decltype(open()) opened;
   if (engine.is_main()) opened = open();
   engine.barrier();
@@ -97,7 +97,7 @@ auto open_in_rank_order(TrainingEngine& engine, Open open) {
 }
 
 // Mean loss over every validation block, each rank evaluating its contiguous share.
-double evaluate(model::CausalLm& model, const EvalBlocks& blocks, TrainingEngine& engine,
+double evaluate(model::CausalLm& model, const EvalBlocks& blocks, engine::TrainingEngine& engine,
                 std::uint64_t batch_size) {
   model->eval();
   torch::NoGradGuard no_grad;
@@ -187,7 +187,7 @@ struct Reporter {
 
 struct TrainContext {
   const TrainOptions& o;
-  TrainingEngine& engine;
+  engine::TrainingEngine& engine;
   model::CausalLm& model;
   const EvalBlocks* eval_blocks;
   Reporter& reporter;
@@ -355,7 +355,7 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
 
 }  // namespace
 
-TrainSummary run_training(const TrainOptions& o, TrainingEngine& engine) {
+TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine) {
   keep_freed_memory();
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   if (engine.is_main()) prepare_output_dir(o);

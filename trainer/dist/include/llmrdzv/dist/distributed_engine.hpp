@@ -1,4 +1,4 @@
-// The many-rank TrainingEngine (train/training_engine.hpp): joins the rendezvous through rdzvd,
+// The many-rank TrainingEngine (engine/training_engine.hpp): joins the rendezvous through rdzvd,
 // builds the process group over an RdzvStore, broadcasts rank 0's initial weights, synchronises
 // gradients in buckets overlapped with backward, and steps either torch's AdamW on every rank
 // (--offload none) or the sharded host AdamW (--offload optimizer). A rank that fails ends the
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "llmrdzv/dist/process_group.hpp"
-#include "llmrdzv/train/options.hpp"
-#include "llmrdzv/train/training_engine.hpp"
+#include "llmrdzv/engine/engine_options.hpp"
+#include "llmrdzv/engine/training_engine.hpp"
 
 namespace llmrdzv::client {
 class Client;
@@ -76,18 +76,18 @@ void yield_to_failure_watch();
 // options.use_cpu, the visible GPU cuda_device_for(local rank) picks (rank_resources.hpp), else
 // the CPU. With --threads 0 and no OMP_NUM_THREADS, ranks sharing a node share its cores. Throws client::RdzvError / std::runtime_error naming
 // the problem when the env is incomplete or the rendezvous fails.
-std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
-                                                               const ProcessGroupSettings& settings = {});
+std::unique_ptr<engine::TrainingEngine> make_distributed_engine(const engine::EngineOptions& options,
+                                                                const ProcessGroupSettings& settings = {});
 
 // Same, and in an elastic rendezvous a peer failure restarts this rank (see ElasticRestart).
 // Throws RejoinError when a restarted rank cannot re-join.
-std::unique_ptr<train::TrainingEngine> make_distributed_engine(const train::TrainOptions& options,
-                                                               ElasticRestart restart,
-                                                               const ProcessGroupSettings& settings = {});
+std::unique_ptr<engine::TrainingEngine> make_distributed_engine(const engine::EngineOptions& options,
+                                                                ElasticRestart restart,
+                                                                const ProcessGroupSettings& settings = {});
 
 // Same as the first, with a client the caller already made (not joined yet).
-std::unique_ptr<train::TrainingEngine> make_distributed_engine(
-    const train::TrainOptions& options, std::shared_ptr<client::Client> client,
+std::unique_ptr<engine::TrainingEngine> make_distributed_engine(
+    const engine::EngineOptions& options, std::shared_ptr<client::Client> client,
     const ProcessGroupSettings& settings = {});
 
 }  // namespace llmrdzv::dist

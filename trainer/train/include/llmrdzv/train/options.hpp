@@ -1,7 +1,8 @@
 // Every setting of the `trainer` command, as plain structs. The defaults written here are the
 // defaults users get: the option table (cli.cpp) prints them in --help by reading a
-// default-constructed struct, so they are stated once. Options with a fixed set of values are
-// enums, parsed once from (and written back as) the names users type.
+// default-constructed struct, so they are stated once (the training engine's, once, in
+// EngineOptions). Options with a fixed set of values are enums, parsed once from (and written back
+// as) the names users type (option_names.hpp).
 #pragma once
 
 #include <array>
@@ -10,43 +11,24 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
+
+#include "llmrdzv/engine/engine_options.hpp"
+#include "llmrdzv/engine/option_names.hpp"
 
 namespace llmrdzv::train {
 
+// The engine's enums (engine_options.hpp) and the name helpers, as options of this CLI.
+using engine::Offload;
+using engine::OffloadGradientSync;
+using engine::option_name;
+using engine::parse_option_name;
+
 // run_clm's --lr_scheduler_type values this trainer implements (lr_schedule.hpp).
 enum class LrSchedulerType { linear, cosine, constant, constant_with_warmup };
-// Where optimizer state lives: with the parameters, or sharded on the CPU (ZeRO-Offload style).
-enum class Offload { none, optimizer };
-// With Offload::optimizer, how a rank gets its shard's gradient (see TrainOptions).
-enum class OffloadGradientSync { automatic, reduce, all_reduce };
-
-// Each enum's names, indexed by its values.
+// Its names, indexed by its values (option_names.hpp).
 inline constexpr std::array<std::string_view, 4> kLrSchedulerTypeNames{"linear", "cosine", "constant",
                                                                         "constant_with_warmup"};
-inline constexpr std::array<std::string_view, 2> kOffloadNames{"none", "optimizer"};
-inline constexpr std::array<std::string_view, 3> kOffloadGradientSyncNames{"auto", "reduce", "all_reduce"};
 constexpr std::span<const std::string_view> option_names(LrSchedulerType) { return kLrSchedulerTypeNames; }
-constexpr std::span<const std::string_view> option_names(Offload) { return kOffloadNames; }
-constexpr std::span<const std::string_view> option_names(OffloadGradientSync) { return kOffloadGradientSyncNames; }
-
-// The name users type for `value` ("constant_with_warmup", "auto", ...).
-template <class Enum>
-  requires std::is_enum_v<Enum>
-constexpr std::string_view option_name(Enum value) {
-  return option_names(value)[static_cast<std::size_t>(value)];
-}
-
-// The value named `name`; nullopt when no value has that name.
-template <class Enum>
-  requires std::is_enum_v<Enum>
-constexpr std::optional<Enum> parse_option_name(std::string_view name) {
-  const auto names = option_names(Enum{});
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<Enum>(i);
-  }
-  return std::nullopt;
-}
 
 // `trainer [train]`: run_clm.py's names where they apply.
 struct TrainOptions {
@@ -109,13 +91,11 @@ struct TrainOptions {
   bool fp16 = false;         // fp16 parameters/gradients with dynamic loss scaling, fp32 master weights
   std::optional<bool> tf32;  // TF32 tensor cores for fp32 matmuls and convolutions; unset = on for CUDA
 
-  // Data parallelism (read by the training engine, see training_engine.hpp).
-  Offload offload = Offload::none;
-  std::int64_t offload_chunk_mb = 4;  // --offload optimizer: host<->device pipeline chunk, MiB
-  // --offload optimizer: how each rank gets its shard's gradient: reduce (each shard's part of a
-  // bucket reduced to its owner, ZeRO's reduce-scatter), all_reduce (then sliced), auto.
-  OffloadGradientSync offload_gradient_sync = OffloadGradientSync::automatic;
-  std::int64_t ddp_bucket_cap_mb = 25;
+  // Data parallelism (read by the training engine through engine_options() below).
+  Offload offload = engine::EngineOptions{}.offload;
+  std::int64_t offload_chunk_mb = engine::EngineOptions{}.offload_chunk_mb;
+  OffloadGradientSync offload_gradient_sync = engine::EngineOptions{}.offload_gradient_sync;
+  std::int64_t ddp_bucket_cap_mb = engine::EngineOptions{}.ddp_bucket_cap_mb;
 
   // The YAML file the values came from, if any (for messages).
   std::string config;
@@ -134,5 +114,16 @@ struct GenerateOptions {
   bool use_cpu = false;
   std::string config;
 };
+
+// The options the training engines read, taken from `options`: the one place trainer/train
+// turns its options into the engine's.
+inline engine::EngineOptions engine_options(const TrainOptions& options) {
+  return {.use_cpu = options.use_cpu,
+          .threads = options.threads,
+          .offload = options.offload,
+          .offload_chunk_mb = options.offload_chunk_mb,
+          .offload_gradient_sync = options.offload_gradient_sync,
+          .ddp_bucket_cap_mb = options.ddp_bucket_cap_mb};
+}
 
 }  // namespace llmrdzv::train

@@ -5,8 +5,8 @@
 
 #include <optional>
 
+#include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/train/options.hpp"
-#include "llmrdzv/train/training_engine.hpp"
 
 namespace llmrdzv::train {
 
@@ -23,6 +23,6 @@ struct TrainSummary {
 // Runs what the options ask for (validated by the CLI). Rank 0 prints progress to stdout and
 // writes metrics.jsonl, all_results.json and the final model to output_dir. Throws on bad input
 // (corpus, model, checkpoint) with a message naming it.
-TrainSummary run_training(const TrainOptions& options, TrainingEngine& engine);
+TrainSummary run_training(const TrainOptions& options, engine::TrainingEngine& engine);
 
 }  // namespace llmrdzv::train

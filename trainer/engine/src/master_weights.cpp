@@ -1,11 +1,11 @@
 // fp32 master weights for bf16/fp16 training (master_weights.hpp).
-#include "llmrdzv/train/master_weights.hpp"
+#include "llmrdzv/engine/master_weights.hpp"
 
 #include <c10/core/GradMode.h>
 
 #include <stdexcept>
 
-namespace llmrdzv::train {
+namespace llmrdzv::engine {
 namespace {
 
 constexpr const char* kMasterPrefix = "master.";
@@ -84,4 +84,4 @@ void MasterWeights::load(TensorMap& state) {
   write_back();
 }
 
-}  // namespace llmrdzv::train
+}  // namespace llmrdzv::engine

@@ -7,9 +7,9 @@
 
 #include <vector>
 
-#include "llmrdzv/train/training_engine.hpp"
+#include "llmrdzv/engine/training_engine.hpp"
 
-namespace llmrdzv::train {
+namespace llmrdzv::engine {
 
 class MasterWeights {
  public:
@@ -43,4 +43,4 @@ class MasterWeights {
   bool copies_ = false;
 };
 
-}  // namespace llmrdzv::train
+}  // namespace llmrdzv::engine

@@ -4,6 +4,8 @@
 // several passes and temporaries per parameter; on CUDA it is torch::optim::AdamW. Both keep the
 // same state per named parameter (exp_avg, exp_avg_sq, step), so checkpoints look the same.
 // bf16/fp16 parameters get fp32 master weights (MasterWeights): the optimizer works on those.
+#include "llmrdzv/engine/single_process_engine.hpp"
+
 #include <ATen/Parallel.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/stack.h>
@@ -15,11 +17,10 @@
 #include <optional>
 #include <stdexcept>
 
+#include "llmrdzv/engine/master_weights.hpp"
 #include "llmrdzv/optim/fused_adamw.hpp"
-#include "llmrdzv/train/master_weights.hpp"
-#include "llmrdzv/train/training_engine.hpp"
 
-namespace llmrdzv::train {
+namespace llmrdzv::engine {
 namespace {
 
 // torch::nn::utils::clip_grad_norm_'s maths (per-parameter L2 norms, the norm of those, coefficient
@@ -253,7 +254,7 @@ class SingleProcessEngine final : public TrainingEngine {
 
 }  // namespace
 
-std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& options) {
+std::unique_ptr<TrainingEngine> make_single_process_engine(const EngineOptions& options) {
   if (options.offload != Offload::none) {
     throw std::invalid_argument("--offload " + std::string(option_name(options.offload)) +
                                 " needs the distributed engine: run under srun --llm-rdzv (or with a rendezvous in the environment)");
@@ -262,4 +263,4 @@ std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& o
   return std::make_unique<SingleProcessEngine>(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
 }
 
-}  // namespace llmrdzv::train
+}  // namespace llmrdzv::engine

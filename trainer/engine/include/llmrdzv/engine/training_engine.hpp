@@ -3,8 +3,10 @@
 // interface: rank and world (sampler sharding, rank-0-only logging and saving), the device,
 // gradient synchronisation, clipping of the global gradient, the optimizer step (plain or with
 // its state offloaded to the CPU), reductions of logged numbers, and optimizer state for
-// checkpoints. make_single_process_engine is the one-process implementation; the distributed
-// engines (trainer/dist) implement the same interface.
+// checkpoints. make_single_process_engine (single_process_engine.hpp) is the one-process
+// implementation; trainer/dist's distributed engine implements the same interface. It lives in
+// trainer/engine so that the loop (trainer/train) and trainer/dist both depend on it and not on
+// each other.
 //
 // Call order per optimizer step, as the loop makes it:
 //   for each micro-batch m of G:  begin_micro_step(m == G-1); forward; (loss * S / G).backward();
@@ -18,13 +20,10 @@
 #include <c10/core/Device.h>
 
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "llmrdzv/train/options.hpp"
-
-namespace llmrdzv::train {
+namespace llmrdzv::engine {
 
 // A trainable parameter under its HF name. `decay` is false for biases and LayerNorm weights,
 // which AdamW leaves undecayed.
@@ -95,9 +94,4 @@ class TrainingEngine {
   virtual void load_optimizer_state(const TensorMap& state) = 0;
 };
 
-// One process, on CUDA when available and not options.use_cpu (torch::optim::AdamW), else on the
-// CPU (the fused llmrdzv::optim AdamW); no decay for NamedParameter::decay == false. Throws
-// std::invalid_argument for --offload optimizer, which needs the distributed engine.
-std::unique_ptr<TrainingEngine> make_single_process_engine(const TrainOptions& options);
-
-}  // namespace llmrdzv::train
+}  // namespace llmrdzv::engine

@@ -10,9 +10,9 @@
 #include <cmath>
 #include <limits>
 
-#include "llmrdzv/train/training_engine.hpp"
+#include "llmrdzv/engine/single_process_engine.hpp"
 
-using namespace llmrdzv::train;
+using namespace llmrdzv::engine;
 
 namespace {
 
@@ -39,11 +39,7 @@ void set_gradients(const std::vector<NamedParameter>& parameters, int step) {
 }
 
 const AdamWSettings kSettings{0.9, 0.95, 1e-8, 0.1};
-const TrainOptions kCpu = [] {
-  TrainOptions o;
-  o.use_cpu = true;
-  return o;
-}();
+const EngineOptions kCpu{.use_cpu = true};
 
 }  // namespace
 
@@ -141,7 +137,7 @@ TEST_CASE("malformed optimizer state is refused naming the parameter", "[engine]
   extra["exp_avg.other"] = torch::zeros({1});
   CHECK_THROWS_WITH(engine->load_optimizer_state(extra), "optimizer state holds entries for parameters this model does not have");
 
-  TrainOptions offload = kCpu;
+  EngineOptions offload = kCpu;
   offload.offload = Offload::optimizer;
   CHECK_THROWS_WITH(make_single_process_engine(offload), Catch::Contains("--offload optimizer needs the distributed engine"));
 }
