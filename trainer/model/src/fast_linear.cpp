@@ -3,15 +3,19 @@
 #include "fast_linear.hpp"
 
 #include <ATen/Context.h>
+#include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/silu.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <optional>
 #include <string_view>
@@ -21,11 +25,13 @@ namespace llmrdzv::model::detail {
 namespace {
 
 // y = x W^T + b on oneDNN's fp32 inner product (mkldnn::_linear_pointwise, the op Inductor uses
-// on CPUs) in forward and for the input gradient. The maths is at::linear's: fp32 inputs, fp32 accumulation
-// (oneDNN's default strict fp math mode), only the GEMM kernel differs. On this machine's AMD CPU the
-// wheel's MKL runs its generic "zen" AVX2 sgemm, oneDNN its AVX-512 kernels: 1.3-1.8x the GFLOP/s
-// at GPT-2's shapes (bench/trainer). Anything else (CUDA, non-fp32, autocast, no oneDNN) takes
-// at::linear.
+// on CPUs) in forward, and for the input gradient where the CPU has AVX-512. The maths is
+// at::linear's: fp32 inputs, fp32 accumulation (oneDNN's default strict fp math mode), only the GEMM
+// kernel differs. The wheel's MKL runs a generic AVX2 sgemm on AMD CPUs whatever they support. Measured
+// at 2 threads with bench/trainer's OPT-125m and SmolLM-135M shapes (512 tokens): on an AVX-512 EPYC,
+// oneDNN gave 1.3-1.8x MKL's GFLOP/s; on an AVX2-only EPYC its forward still wins (fc1 110 vs 80
+// GFLOP/s) but its input gradient loses (OPT's fc2: 54 vs 107), so there dX stays on at::mm.
+// Anything else (CUDA, non-fp32, autocast, no oneDNN) takes at::linear.
 at::Tensor dnnl_linear_pointwise(const at::Tensor& input, const at::Tensor& weight, const std::optional<at::Tensor>& bias) {
   static const auto op =
       c10::Dispatcher::singleton()
@@ -35,16 +41,43 @@ at::Tensor dnnl_linear_pointwise(const at::Tensor& input, const at::Tensor& weig
   return op.call(input, weight, bias, "none", c10::List<std::optional<at::Scalar>>(), std::nullopt);
 }
 
-// dX = dY W: an inner product with W^T as the weight. dW = dY^T X stays on at::mm (the wheel's
+// dX = dY W: an inner product with W^T as the weight where the CPU has AVX-512 (torch's own CPU
+// capability, so ATEN_CPU_CAPABILITY moves both), else at::mm. dW stays on at::mm (the wheel's
 // BLAS, as at::linear's backward): as an inner product it needs dY^T and X^T copied contiguous, and
-// measured here it is no faster overall (slower for K=256 and for the LM head's 50257 rows).
+// measured it is no faster overall (slower for K=256 and for the LM head's rows).
+// dW = dY^T X on at::mm. A vocabulary-sized weight (the LM head's 50k rows) is done in blocks of
+// kWeightGradientRows rows: measured at 2 threads with 512 tokens, the wheel's MKL gives 98 GFLOP/s
+// for OPT-125m's head as one GEMM and 110-119 in 4096-16384-row blocks (SmolLM's: 85 and 94-104).
+// Each element is the same dot product over the tokens either way.
+constexpr std::int64_t kWeightGradientRows = 8192;
+
+at::Tensor weight_gradient(const at::Tensor& grad, const at::Tensor& input) {
+  const std::int64_t rows = grad.size(1);
+  if (rows < 2 * kWeightGradientRows) return at::mm(grad.t(), input);
+  at::Tensor grad_weight = at::empty({rows, input.size(1)}, input.options());
+  for (std::int64_t begin = 0; begin < rows; begin += kWeightGradientRows) {
+    const std::int64_t end = std::min(rows, begin + kWeightGradientRows);
+    at::Tensor block = grad_weight.slice(0, begin, end);
+    at::mm_out(block, grad.slice(1, begin, end).t(), input);
+  }
+  return grad_weight;
+}
+
+bool dnnl_input_gradient() {
+  static const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
+  return avx512;
+}
+
 std::pair<at::Tensor, at::Tensor> dnnl_linear_backward(torch::autograd::AutogradContext* ctx, const at::Tensor& grad) {
   const auto saved = ctx->get_saved_variables();
   const at::Tensor& input = saved[0];
   const at::Tensor& weight = saved[1];
   at::Tensor grad_input, grad_weight;
-  if (ctx->needs_input_grad(0)) grad_input = dnnl_linear_pointwise(grad, weight.t(), std::nullopt).view(input.sizes());
-  if (ctx->needs_input_grad(1)) grad_weight = at::mm(grad.t(), input.reshape({-1, weight.size(1)}));
+  if (ctx->needs_input_grad(0)) {
+    grad_input = (dnnl_input_gradient() ? dnnl_linear_pointwise(grad, weight.t(), std::nullopt) : at::mm(grad, weight))
+                     .view(input.sizes());
+  }
+  if (ctx->needs_input_grad(1)) grad_weight = weight_gradient(grad, input.reshape({-1, weight.size(1)}));
   return {grad_input, grad_weight};
 }
 
