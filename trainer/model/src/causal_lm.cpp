@@ -2,8 +2,10 @@
 // checks, KV-cache decoding, and the factory by config family.
 #include "llmrdzv/model/causal_lm.hpp"
 
+#include <ATen/core/grad_mode.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/ops/embedding.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 
@@ -35,6 +37,14 @@ void CausalLmImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t 
                                   std::to_string(config_.vocab_size()) + ")");
     }
   }
+}
+
+torch::Tensor CausalLmImpl::embed_tokens(const torch::nn::Embedding& table, const torch::Tensor& input_ids) const {
+  const torch::Tensor& weight = table->weight;
+  const bool sparse_gradient =
+      config_.tie_word_embeddings() && weight.is_cpu() && weight.requires_grad() && at::GradMode::is_enabled();
+  return at::embedding(weight, input_ids, table->options.padding_idx().value_or(-1), /*scale_grad_by_freq=*/false,
+                       sparse_gradient);
 }
 
 torch::Tensor CausalLmImpl::run_blocks(torch::Tensor hidden) {

@@ -111,7 +111,7 @@ Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(const Gpt2Config& config, WeightInit in
 
 torch::Tensor Gpt2LmHeadModelImpl::embed(const torch::Tensor& input_ids, std::int64_t past) {
   const torch::Tensor positions = at::arange(past, past + input_ids.size(1), input_ids.options().dtype(at::kLong));
-  return transformer->drop(transformer->wte(input_ids) + transformer->wpe(positions));
+  return transformer->drop(embed_tokens(transformer->wte, input_ids) + transformer->wpe(positions));
 }
 
 const torch::Tensor& Gpt2LmHeadModelImpl::head_weight() const {

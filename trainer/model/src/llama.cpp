@@ -136,7 +136,7 @@ LlamaForCausalLmImpl::LlamaForCausalLmImpl(const LlamaConfig& config, WeightInit
 }
 
 torch::Tensor LlamaForCausalLmImpl::embed(const torch::Tensor& input_ids, std::int64_t /*past*/) {
-  return model->embed_tokens(input_ids);  // positions enter through the rotary embeddings
+  return embed_tokens(model->embed_tokens, input_ids);  // positions enter through the rotary embeddings
 }
 
 const torch::Tensor& LlamaForCausalLmImpl::head_weight() const {

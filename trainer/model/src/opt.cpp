@@ -125,7 +125,7 @@ torch::Tensor OptForCausalLmImpl::embed(const torch::Tensor& input_ids, std::int
   const torch::Tensor positions =
       at::arange(past + OptConfig::kPositionOffset, past + OptConfig::kPositionOffset + input_ids.size(1),
                  input_ids.options().dtype(at::kLong));
-  torch::Tensor tokens = decoder.embed_tokens(input_ids);
+  torch::Tensor tokens = embed_tokens(decoder.embed_tokens, input_ids);
   if (decoder.project_in) tokens = fast_linear(decoder.project_in, tokens);
   return tokens + decoder.embed_positions(positions);
 }
