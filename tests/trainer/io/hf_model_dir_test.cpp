@@ -47,7 +47,8 @@ model::Gpt2Config tiny() {
   c.n_embd = 24;
   c.n_layer = 2;
   c.n_head = 3;
-  c.bos_token_id = c.eos_token_id = 49;
+  c.bos_token_id = 49;
+  c.eos_token_id = {49};
   return c;
 }
 
@@ -325,13 +326,15 @@ TEST_CASE("HF-made OPT and Llama models give HF's logits and gradients, and save
     std::size_t tensors;  // in the saved state dict
   };
   for (const Family family : {Family{"opt", "opt", 2 + 2 * 16 + 2}, Family{"opt-350m", "opt", 2 + 2 + 2 * 16},
-                              Family{"llama", "llama", 1 + 2 * 9 + 1 + 1}, Family{"llama-mqa", "llama", 1 + 2 * 16 + 1}}) {
+                              Family{"llama", "llama", 1 + 2 * 9 + 1 + 1}, Family{"llama-mqa", "llama", 1 + 2 * 16 + 1},
+                              Family{"llama3", "llama", 1 + 2 * 9 + 1 + 1}}) {
     DYNAMIC_SECTION(family.variant) {
       testing::ScratchDir dir;
       REQUIRE(run_python(std::string("make ") + dir.path().string() + " 21 " + family.variant) == 0);
       const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
       model::CausalLm m = io::load_hf_model(dir / "hf");
       CHECK(m->config().model_type() == family.model_type);
+      if (std::string_view(family.variant) == "llama3") CHECK(m->config().eos_token_ids() == model::TokenIds{100, 101, 102});
       m->eval();
       const auto out = m->forward(named(ref, "input_ids"), named(ref, "labels"));
       CHECK((out.logits - named(ref, "logits")).abs().max().item<double>() < 1e-5);
@@ -358,7 +361,8 @@ TEST_CASE("OPT's pad row gets no gradient and Llama's old rotary buffers are ign
   opt.ffn_dim = 12;
   opt.num_hidden_layers = 1;
   opt.max_position_embeddings = 8;
-  opt.bos_token_id = opt.eos_token_id = 2;
+  opt.bos_token_id = 2;
+  opt.eos_token_id = {2};
   opt.tie_word_embeddings = false;  // a tied head's own gradient would reach every row
   model::OptForCausalLm m(opt);
   const at::Tensor ids = at::arange(5, at::kLong).view({1, 5}) % 3 + 1;  // 1 2 3 1 2

@@ -16,7 +16,11 @@ make DIR SEED [VARIANT]
                   "llama"       LlamaForCausalLM, hidden 48, 6 heads sharing 2 key/value heads,
                                 intermediate 80, vocab 101, untied head;
                   "llama-mqa"   LlamaForCausalLM with one key/value head, a tied head, attention
-                                and MLP biases, linear rope scaling (factor 2), rope_theta 500000.
+                                and MLP biases, linear rope scaling (factor 2), rope_theta 500000;
+                  "llama3"      LlamaForCausalLM with Llama 3.1's rope ("llama3": factor 8, low/high
+                                frequency factors 1 and 4) scaled down to this model: original
+                                context 128, so head_dim 8's wavelengths 6.3, 63, 628 and 6283 fall in
+                                the kept, blended, divided and divided bands; and three EOS ids.
 check DIR FILE    loads DIR with AutoModelForCausalLM.from_pretrained and compares its logits and
                   loss on FILE's input_ids/labels with FILE's logits/loss; exit 1 when they differ.
 """
@@ -53,6 +57,12 @@ CONFIGS = {
                                      num_attention_heads=5, num_key_value_heads=1, max_position_embeddings=40,
                                      tie_word_embeddings=True, attention_bias=True, mlp_bias=True,
                                      rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 500000.0}),
+    "llama3": lambda: LlamaConfig(vocab_size=103, hidden_size=48, intermediate_size=80, num_hidden_layers=2,
+                                  num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=256,
+                                  bos_token_id=99, eos_token_id=[100, 101, 102],
+                                  rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                   "high_freq_factor": 4.0, "original_max_position_embeddings": 128,
+                                                   "rope_theta": 10000.0}),
 }
 
 

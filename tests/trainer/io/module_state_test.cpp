@@ -20,7 +20,8 @@ model::Gpt2Config tiny() {
   c.n_embd = 16;
   c.n_layer = 1;
   c.n_head = 2;
-  c.bos_token_id = c.eos_token_id = 29;
+  c.bos_token_id = 29;
+  c.eos_token_id = {29};
   return c;
 }
 

@@ -48,7 +48,8 @@ TEST_CASE("config round trips through config.json on disk", "[config]") {
   testing::ScratchDir dir;
   Gpt2Config c = model::preset("gpt2-medium").as<Gpt2Config>();
   c.vocab_size = 1000;
-  c.bos_token_id = c.eos_token_id = 999;
+  c.bos_token_id = 999;
+  c.eos_token_id = {999};
   c.n_inner = 2048;
   c.attn_pdrop = 0.0;
   c.layer_norm_epsilon = 1e-6;
@@ -162,12 +163,12 @@ TEST_CASE("a fresh config takes the tokenizer's vocabulary, EOS, and BOS where i
   model::ModelConfig llama = model::preset("smollm-135m");
   llama.fit_to_tokenizer(32000, 2, 1);  // Llama 2's </s> and <s>
   CHECK(llama.vocab_size() == 32000);
-  CHECK(llama.as<model::LlamaConfig>().eos_token_id == 2);
+  CHECK(llama.as<model::LlamaConfig>().eos_token_id == model::TokenIds{2});
   CHECK(llama.as<model::LlamaConfig>().bos_token_id == 1);
   model::ModelConfig gpt2 = model::preset("gpt2");
   gpt2.fit_to_tokenizer(257, 256, std::nullopt);  // no BOS of its own: the EOS stands in, as in GPT-2
   CHECK(gpt2.as<Gpt2Config>().bos_token_id == 256);
-  CHECK(gpt2.as<Gpt2Config>().eos_token_id == 256);
+  CHECK(gpt2.as<Gpt2Config>().eos_token_id == model::TokenIds{256});
   model::ModelConfig opt = model::preset("opt-125m");  // pad_token_id 1 outside 1 id: cleared
   opt.fit_to_tokenizer(1, 0, 0);
   CHECK_FALSE(opt.as<model::OptConfig>().pad_token_id.has_value());
@@ -204,13 +205,59 @@ TEST_CASE("OPT and Llama configs round trip and read transformers' older forms",
   CHECK(old.kv_heads() == 4);
 }
 
+// Llama 3.1's config.json as transformers 4.x wrote it: llama3 rope scaling under rope_scaling and
+// three EOS ids; transformers 5 moves the rope keys into rope_parameters, as we write them.
+TEST_CASE("Llama 3.1's llama3 rope and its list of EOS ids are read and written back", "[config][families]") {
+  const model::ModelConfig read = model::config_from_json(R"({"model_type": "llama", "vocab_size": 128256,
+      "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 131072,
+      "bos_token_id": 128000, "eos_token_id": [128001, 128008, 128009], "rope_theta": 500000.0,
+      "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 8192, "rope_type": "llama3"}})",
+                                                          "llama31.json");
+  const auto& c = read.as<model::LlamaConfig>();
+  CHECK(c.rope_type == "llama3");
+  CHECK(c.rope_factor == 8.0);
+  CHECK(c.rope_low_freq_factor == 1.0);
+  CHECK(c.rope_high_freq_factor == 4.0);
+  CHECK(c.rope_original_max_position_embeddings == 8192);
+  CHECK(c.rope_theta == 500000.0);
+  CHECK(read.eos_token_ids() == model::TokenIds{128001, 128008, 128009});
+  const std::string text = model::config_to_json(read);
+  CHECK_THAT(text, Catch::Contains(R"("original_max_position_embeddings": 8192)") && Catch::Contains(R"("rope_type": "llama3")"));
+  const model::ModelConfig again = model::config_from_json(text, "again.json");
+  CHECK(again.eos_token_ids() == model::TokenIds{128001, 128008, 128009});
+  CHECK(model::config_to_json(again) == text);
+
+  model::ModelConfig one = read;  // an override sets one id, written as an integer
+  model::apply_overrides(one, "eos_token_id=128009");
+  CHECK(one.eos_token_ids() == model::TokenIds{128009});
+  CHECK_THAT(model::config_to_json(one), Catch::Contains(R"("eos_token_id": 128009,)"));
+  CHECK_THROWS_WITH(model::apply_overrides(one, "eos_token_id=[1]"), Catch::Contains("eos_token_id=[1]: not an integer"));
+}
+
 TEST_CASE("OPT and Llama config errors name the key", "[config][families]") {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"model_type": "llama", "num_attention_heads": 6, "num_key_value_heads": 4, "hidden_size": 48})",
        "num_attention_heads (6) must be a multiple of num_key_value_heads (4)"},
       {R"({"model_type": "llama", "rope_parameters": {"rope_type": "yarn", "factor": 4.0}})",
-       "rope type \"yarn\" is not supported (default and linear are)"},
-      {R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})", "rope type \"llama3\""},
+       "rope type \"yarn\" is not supported (default, linear and llama3 are)"},
+      {R"({"model_type": "llama", "rope_scaling": {"rope_type": "llama3", "factor": 8.0}})",
+       "rope_scaling has no \"low_freq_factor\", which rope type llama3 needs"},
+      {R"({"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1,
+          "high_freq_factor": 4}})",
+       "rope_parameters has no \"original_max_position_embeddings\", which rope type llama3 needs"},
+      {R"({"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4,
+          "high_freq_factor": 1, "original_max_position_embeddings": 8192}})",
+       "the llama3 rope needs 0 < low_freq_factor < high_freq_factor"},
+      {R"({"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 0.5, "low_freq_factor": 1,
+          "high_freq_factor": 4, "original_max_position_embeddings": 8192}})",
+       "the llama3 rope factor must be >= 1"},
+      {R"({"model_type": "llama", "rope_parameters": {"rope_type": "llama3", "factor": 8, "low_freq_factor": 1,
+          "high_freq_factor": 4, "original_max_position_embeddings": 8192.5}})",
+       "rope_parameters.original_max_position_embeddings must be an integer"},
+      {R"({"model_type": "llama", "eos_token_id": [128001, 5]})", "eos_token_id 128001 is outside the vocabulary"},
+      {R"({"model_type": "llama", "eos_token_id": []})", "eos_token_id must be an integer or a non-empty list of integers"},
+      {R"({"model_type": "gpt2", "eos_token_id": [1, "x"]})", "eos_token_id must be an integer or a non-empty list of integers"},
       {R"({"model_type": "llama", "hidden_size": 60, "num_attention_heads": 4})", "head_dim (15) must be even"},
       {R"({"model_type": "llama", "pretraining_tp": 2})", "pretraining_tp must be 1"},
       {R"({"model_type": "llama", "rms_norm_eps": 0})", "rms_norm_eps must be > 0"},

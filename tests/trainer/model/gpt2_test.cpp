@@ -30,7 +30,8 @@ Gpt2Config tiny(double dropout = 0.0) {
   c.n_embd = 32;
   c.n_layer = 2;
   c.n_head = 4;
-  c.bos_token_id = c.eos_token_id = 66;
+  c.bos_token_id = 66;
+  c.eos_token_id = {66};
   c.resid_pdrop = c.embd_pdrop = c.attn_pdrop = dropout;
   return c;
 }

@@ -29,7 +29,8 @@ namespace {
 model::Gpt2Config tiny_config(std::int64_t n_embd = 16) {
   model::Gpt2Config c;
   c.vocab_size = 257;
-  c.bos_token_id = c.eos_token_id = 256;
+  c.bos_token_id = 256;
+  c.eos_token_id = {256};
   c.n_positions = 16;
   c.n_embd = n_embd;
   c.n_layer = 1;
@@ -217,6 +218,30 @@ TEST_CASE("generate samples from a saved model reproducibly and names a bad mode
 
   options.model = dir.file("missing");
   CHECK_THROWS_WITH(generate_text(options), Catch::Contains(dir.file("missing")));
+}
+
+// HF's generate ends at any id of the generation config's eos_token_id, which defaults to
+// config.json's (Llama 3.1 lists three). The first greedy token is made an EOS: nothing follows.
+TEST_CASE("generate stops at any of the model config's EOS ids", "[generate]") {
+  testing::ScratchDir dir("checkpoint");
+  Trainee trainee(3);
+  GenerateOptions options = saved_for_generate(trainee, dir);
+  options.prompt = "def f(";
+  options.max_new_tokens = 4;
+  options.temperature = 0;
+  REQUIRE(generate_text(options).size() > options.prompt.size());
+
+  const std::vector<tokenizer::TokenId> prompt = tokenizer::Tokenizer::bytes().encode_document(options.prompt);
+  torch::NoGradGuard no_grad;
+  trainee.model->eval();
+  const at::Tensor logits =
+      trainee.model->forward(torch::tensor(std::vector<std::int64_t>(prompt.begin(), prompt.end())).unsqueeze(0)).logits;
+  const std::int64_t first = logits[0][-1].slice(0, 0, 257).argmax().item<std::int64_t>();
+  REQUIRE(first != 256);  // the tokenizer's own EOS would stop it anyway
+  model::ModelConfig config = model::load_config(dir.path());
+  config.as<model::Gpt2Config>().eos_token_id = {256, first};
+  model::save_config(config, dir.path());
+  CHECK(generate_text(options) == options.prompt);
 }
 
 TEST_CASE("a model directory's tokenizer is read exactly or refused, never replaced by bytes", "[generate][tokenizer]") {

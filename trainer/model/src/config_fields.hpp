@@ -22,7 +22,7 @@ namespace llmrdzv::model::detail {
 template <typename Config>
 struct ConfigKey {
   using Field = std::variant<std::int64_t Config::*, std::optional<std::int64_t> Config::*, double Config::*,
-                             bool Config::*, std::string Config::*>;
+                             bool Config::*, std::string Config::*, TokenIds Config::*>;
   std::string_view name;
   Field field;
 };
@@ -62,6 +62,18 @@ void set_from_json(Config& config, const ConfigKey<Config>& key, const json::Val
         } else if constexpr (std::is_same_v<F, bool Config::*>) {
           if (!v.is_bool()) want("a boolean");
           config.*field = v.as_bool();
+        } else if constexpr (std::is_same_v<F, TokenIds Config::*>) {
+          if (v.is_integer()) {
+            config.*field = {v.as_integer()};
+            return;
+          }
+          if (!v.is_array() || v.as_array().empty()) want("an integer or a non-empty list of integers");
+          TokenIds ids;
+          for (const json::Value& id : v.as_array()) {
+            if (!id.is_integer()) want("an integer or a non-empty list of integers");
+            ids.push_back(id.as_integer());
+          }
+          config.*field = std::move(ids);
         } else {
           if (!v.is_string()) want("a string");
           config.*field = v.as_string();
@@ -87,6 +99,12 @@ void write_keys(const Config& config, std::span<const ConfigKey<Config>> keys, j
                                                   using F = decltype(field);
                                                   if constexpr (std::is_same_v<F, std::optional<std::int64_t> Config::*>) {
                                                     return (config.*field) ? json::Value(*(config.*field)) : json::Value(nullptr);
+                                                  } else if constexpr (std::is_same_v<F, TokenIds Config::*>) {
+                                                    const TokenIds& ids = config.*field;
+                                                    if (ids.size() == 1) return json::Value(ids.front());
+                                                    json::Array list;
+                                                    for (const std::int64_t id : ids) list.emplace_back(id);
+                                                    return json::Value(std::move(list));
                                                   } else {
                                                     return json::Value(config.*field);
                                                   }
@@ -109,7 +127,12 @@ void set_from_text(Config& config, const ConfigKey<Config>& key, std::string_vie
   std::visit(
       [&](auto field) {
         using F = decltype(field);
-        if constexpr (std::is_same_v<F, std::int64_t Config::*> || std::is_same_v<F, std::optional<std::int64_t> Config::*>) {
+        if constexpr (std::is_same_v<F, TokenIds Config::*>) {
+          std::int64_t value = 0;  // a list has commas, which separate overrides: one id here
+          if (!parse_number(text, value)) throw ConfigError(where + "not an integer");
+          config.*field = {value};
+        } else if constexpr (std::is_same_v<F, std::int64_t Config::*> ||
+                             std::is_same_v<F, std::optional<std::int64_t> Config::*>) {
           if constexpr (std::is_same_v<F, std::optional<std::int64_t> Config::*>) {
             if (text == "null" || text == "None") {
               config.*field = std::nullopt;
@@ -173,6 +196,12 @@ inline void require_token_id(std::string_view origin, std::string_view name, std
     config_fail(origin, std::string(name) + " " + std::to_string(*id) + " is outside the vocabulary (vocab_size " +
                             std::to_string(vocab_size) + ")");
   }
+}
+
+inline void require_token_ids(std::string_view origin, std::string_view name, const TokenIds& ids,
+                              std::int64_t vocab_size) {
+  if (ids.empty()) config_fail(origin, std::string(name) + " must name at least one token id");
+  for (const std::int64_t id : ids) require_token_id(origin, name, id, vocab_size);
 }
 
 // "... imply 1.24e+08 parameters (0.46 GiB in fp32)".

@@ -57,7 +57,7 @@ void validate(const Gpt2Config& c, std::string_view origin) {
                             "\" is not one of gelu_new, gelu_pytorch_tanh, gelu, relu, silu");
   }
   detail::require_token_id(origin, "bos_token_id", c.bos_token_id, c.vocab_size);
-  detail::require_token_id(origin, "eos_token_id", c.eos_token_id, c.vocab_size);
+  detail::require_token_ids(origin, "eos_token_id", c.eos_token_id, c.vocab_size);
   if (parameter_count(c) > kMaxParameters) config_fail(origin, describe_size(c) + ", more than any machine holds");
 }
 

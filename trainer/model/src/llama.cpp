@@ -5,12 +5,16 @@
 
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/logical_and.h>
 #include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
+#include <ATen/ops/reciprocal.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
+#include <ATen/ops/where.h>
 
 #include <cmath>
+#include <numbers>
 
 #include "fast_linear.hpp"
 
@@ -29,6 +33,25 @@ torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const tor
   const std::int64_t half = x.size(-1) / 2;
   const torch::Tensor rotated = at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
   return x * cos + rotated * sin;
+}
+
+// 1 / theta^(2i / d), in fp32 as HF computes it; "linear" divides it by the factor; "llama3"
+// divides the low frequencies (wavelength 2 pi / f over original / low_freq_factor), keeps the high
+// ones (under original / high_freq_factor) and blends between, op for op as transformers does, so
+// the fp32 results are the same bits.
+at::Tensor rope_inverse_frequencies(const LlamaConfig& config, std::int64_t head_dim) {
+  const at::Tensor inv_freq =
+      1.0 / at::pow(config.rope_theta, at::arange(0, head_dim, 2, at::kFloat) / static_cast<double>(head_dim));
+  if (config.rope_type == "linear") return inv_freq / config.rope_factor;
+  if (config.rope_type != "llama3") return inv_freq;
+  const double factor = config.rope_factor, low = config.rope_low_freq_factor, high = config.rope_high_freq_factor;
+  const auto original = static_cast<double>(config.rope_original_max_position_embeddings);
+  const at::Tensor wavelength = inv_freq.reciprocal() * (2 * std::numbers::pi);
+  const at::Tensor scaled = at::where(wavelength > original / low, inv_freq / factor, inv_freq);
+  const at::Tensor smooth = (wavelength.reciprocal() * original - low) / (high - low);
+  const at::Tensor blended = (1 - smooth) * scaled / factor + smooth * scaled;
+  const at::Tensor medium = at::logical_and(wavelength >= original / high, wavelength <= original / low);
+  return at::where(medium, blended, scaled);
 }
 
 }  // namespace
@@ -52,9 +75,7 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config)
   k_proj = register_module("k_proj", linear(h, kv, config.attention_bias));
   v_proj = register_module("v_proj", linear(h, kv, config.attention_bias));
   o_proj = register_module("o_proj", linear(q, h, config.attention_bias));
-  // 1 / theta^(2i / d), in fp32 as HF computes it; "linear" scaling divides it by the factor.
-  inv_freq_ = 1.0 / at::pow(config.rope_theta, at::arange(0, head_dim_, 2, at::kFloat) / static_cast<double>(head_dim_));
-  if (config.rope_type == "linear") inv_freq_ = inv_freq_ / config.rope_factor;
+  inv_freq_ = rope_inverse_frequencies(config, head_dim_);
 }
 
 torch::Tensor LlamaAttentionImpl::split_heads(const torch::Tensor& x, std::int64_t past, bool rotate_it) const {

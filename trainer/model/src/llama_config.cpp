@@ -40,8 +40,9 @@ bool known_activation(std::string_view name) {
   return name == "silu" || name == "gelu" || name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "relu";
 }
 
-// rope_parameters {"rope_type", "rope_theta", "factor"} or the older rope_scaling {"type" or
-// "rope_type", "factor"}.
+// rope_parameters {"rope_type", "rope_theta", "factor", and llama3's "low_freq_factor",
+// "high_freq_factor", "original_max_position_embeddings"}, or the older rope_scaling {"type" or
+// "rope_type", ...}. llama3 needs all of its keys, as transformers does.
 void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view origin, std::string_view key) {
   if (rope.is_null()) return;
   if (!rope.is_object()) detail::config_fail(origin, std::string(key) + " must be an object or null");
@@ -51,14 +52,30 @@ void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view or
     if (!type->is_string()) detail::config_fail(origin, std::string(key) + ".rope_type must be a string");
     config.rope_type = type->as_string();
   }
-  if (const json::Value* theta = rope.find("rope_theta")) {
-    if (!theta->is_number()) detail::config_fail(origin, std::string(key) + ".rope_theta must be a number");
-    config.rope_theta = theta->as_double();
+  const auto number = [&](std::string_view name, double& field) {
+    const json::Value* value = rope.find(name);
+    if (!value) {
+      if (config.rope_type == "llama3" && name != "rope_theta") {
+        detail::config_fail(origin, std::string(key) + " has no \"" + std::string(name) + "\", which rope type llama3 needs");
+      }
+      return;
+    }
+    if (!value->is_number()) detail::config_fail(origin, std::string(key) + "." + std::string(name) + " must be a number");
+    field = value->as_double();
+  };
+  number("rope_theta", config.rope_theta);
+  number("factor", config.rope_factor);
+  if (config.rope_type != "llama3") return;
+  number("low_freq_factor", config.rope_low_freq_factor);
+  number("high_freq_factor", config.rope_high_freq_factor);
+  const json::Value* original = rope.find("original_max_position_embeddings");
+  if (!original) {
+    detail::config_fail(origin, std::string(key) + " has no \"original_max_position_embeddings\", which rope type llama3 needs");
   }
-  if (const json::Value* factor = rope.find("factor")) {
-    if (!factor->is_number()) detail::config_fail(origin, std::string(key) + ".factor must be a number");
-    config.rope_factor = factor->as_double();
+  if (!original->is_integer()) {
+    detail::config_fail(origin, std::string(key) + ".original_max_position_embeddings must be an integer");
   }
+  config.rope_original_max_position_embeddings = original->as_integer();
 }
 
 }  // namespace
@@ -87,12 +104,19 @@ void validate(const LlamaConfig& c, std::string_view origin) {
     config_fail(origin, "hidden_act \"" + c.hidden_act + "\" is not one of silu, gelu, gelu_new, gelu_pytorch_tanh, relu");
   }
   if (!(c.rope_theta > 0.0)) config_fail(origin, "rope_theta must be > 0");
-  if (c.rope_type != "default" && c.rope_type != "linear") {
-    config_fail(origin, "rope type \"" + c.rope_type + "\" is not supported (default and linear are)");
+  if (c.rope_type != "default" && c.rope_type != "linear" && c.rope_type != "llama3") {
+    config_fail(origin, "rope type \"" + c.rope_type + "\" is not supported (default, linear and llama3 are)");
   }
   if (c.rope_type == "linear" && !(c.rope_factor > 0.0)) config_fail(origin, "the linear rope factor must be > 0");
+  if (c.rope_type == "llama3") {
+    if (!(c.rope_factor >= 1.0)) config_fail(origin, "the llama3 rope factor must be >= 1");
+    if (!(c.rope_low_freq_factor > 0.0 && c.rope_high_freq_factor > c.rope_low_freq_factor)) {
+      config_fail(origin, "the llama3 rope needs 0 < low_freq_factor < high_freq_factor");
+    }
+    detail::require_positive(origin, "original_max_position_embeddings", c.rope_original_max_position_embeddings);
+  }
   detail::require_token_id(origin, "bos_token_id", c.bos_token_id, c.vocab_size);
-  detail::require_token_id(origin, "eos_token_id", c.eos_token_id, c.vocab_size);
+  detail::require_token_ids(origin, "eos_token_id", c.eos_token_id, c.vocab_size);
   detail::require_token_id(origin, "pad_token_id", c.pad_token_id, c.vocab_size);
   if (parameter_count(c) > kMaxParameters) config_fail(origin, describe_size(c) + ", more than any machine holds");
 }
@@ -141,7 +165,12 @@ void write_json(const LlamaConfig& config, json::Object& doc) {
   write_keys<LlamaConfig>(written, kKeys, doc);
   std::erase_if(doc, [](const auto& entry) { return entry.first == "rope_theta"; });
   json::Object rope{{"rope_theta", json::Value(config.rope_theta)}, {"rope_type", json::Value(config.rope_type)}};
-  if (config.rope_type == "linear") rope.emplace_back("factor", json::Value(config.rope_factor));
+  if (config.rope_type != "default") rope.emplace_back("factor", json::Value(config.rope_factor));
+  if (config.rope_type == "llama3") {
+    rope.emplace_back("low_freq_factor", json::Value(config.rope_low_freq_factor));
+    rope.emplace_back("high_freq_factor", json::Value(config.rope_high_freq_factor));
+    rope.emplace_back("original_max_position_embeddings", json::Value(config.rope_original_max_position_embeddings));
+  }
   doc.emplace_back("rope_parameters", json::Value(std::move(rope)));
 }
 
@@ -168,7 +197,7 @@ std::optional<LlamaConfig> llama_preset(std::string_view name) {
     c.max_position_embeddings = s.positions;
     c.tie_word_embeddings = s.tied;
     c.bos_token_id = s.bos;
-    c.eos_token_id = s.eos;
+    c.eos_token_id = {s.eos};
     c.rms_norm_eps = 1e-5;
     return c;
   }

@@ -48,8 +48,8 @@ std::int64_t ModelConfig::num_layers() const {
   return visit(Overloaded{[](const Gpt2Config& c) { return c.n_layer; }, [](const auto& c) { return c.num_hidden_layers; }});
 }
 
-std::int64_t ModelConfig::eos_token_id() const {
-  return visit([](const auto& c) { return c.eos_token_id; });
+const TokenIds& ModelConfig::eos_token_ids() const {
+  return visit([](const auto& c) -> const TokenIds& { return c.eos_token_id; });
 }
 
 bool ModelConfig::tie_word_embeddings() const {
@@ -59,7 +59,7 @@ bool ModelConfig::tie_word_embeddings() const {
 void ModelConfig::fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id, std::optional<std::int64_t> bos_id) {
   visit([&](auto& c) {
     c.vocab_size = vocab_size;
-    c.eos_token_id = eos_id;
+    c.eos_token_id = {eos_id};
     c.bos_token_id = bos_id.value_or(eos_id);
     if constexpr (!std::is_same_v<std::decay_t<decltype(c)>, Gpt2Config>) {
       if (c.pad_token_id && *c.pad_token_id >= vocab_size) c.pad_token_id.reset();

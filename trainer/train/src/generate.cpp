@@ -1,12 +1,15 @@
 // Sampling for `trainer generate`: the prompt runs once into a KV cache, then each new token alone.
 // Past n_positions the context is the last n_positions tokens: every position shifts, so from there
 // on each token re-runs that window. Temperature 0 is greedy; top_k keeps the k likeliest tokens.
+// Generation ends at the tokenizer's EOS or any of the model config's eos_token_id.
 #include "llmrdzv/train/generate.hpp"
 
 #include <torch/cuda.h>
 #include <torch/utils.h>
 
 #include <ATen/ATen.h>
+
+#include <algorithm>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "model_setup.hpp"
@@ -45,6 +48,12 @@ std::string generate_text(const GenerateOptions& o) {
   at::Generator generator = at::detail::createCPUGenerator(static_cast<std::uint64_t>(o.seed));
   const auto context = static_cast<std::size_t>(model->config().max_positions());
   const auto vocab = static_cast<std::int64_t>(tokenizer.vocab_size());
+  // HF's generate stops at the generation config's eos_token_id, which defaults to config.json's
+  // (one id or a list: Llama 3.1's <|eot_id|> among them); the tokenizer's EOS ends text too.
+  const model::TokenIds& model_eos = model->config().eos_token_ids();
+  const auto ends_text = [&](std::int64_t id) {
+    return static_cast<tokenizer::TokenId>(id) == tokenizer.eos_id() || std::ranges::find(model_eos, id) != model_eos.end();
+  };
   model::KvCache cache = model->new_cache(1);
   for (std::int64_t n = 0; n < o.max_new_tokens; ++n) {
     if (ids.size() > context) cache.length = 0;  // the window slides: nothing cached still applies
@@ -54,7 +63,7 @@ std::string generate_text(const GenerateOptions& o) {
     // Ids past the tokenizer's vocabulary (padded embeddings) are never sampled.
     const at::Tensor logits = model->decode(input, cache)[0].slice(0, 0, vocab).to(at::kCPU, at::kFloat);
     const std::int64_t next = sample_next_token(logits, o.temperature, o.top_k, generator);
-    if (static_cast<tokenizer::TokenId>(next) == tokenizer.eos_id()) break;
+    if (ends_text(next)) break;
     ids.push_back(static_cast<tokenizer::TokenId>(next));
   }
   return tokenizer::replace_invalid_utf8(

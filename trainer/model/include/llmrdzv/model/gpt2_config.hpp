@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "llmrdzv/model/config_error.hpp"
+#include "llmrdzv/model/token_ids.hpp"
 
 namespace llmrdzv::model {
 
@@ -30,7 +31,7 @@ struct Gpt2Config {
   bool scale_attn_by_inverse_layer_idx = false;
   bool tie_word_embeddings = true;
   std::int64_t bos_token_id = 50256;
-  std::int64_t eos_token_id = 50256;
+  TokenIds eos_token_id{50256};  // one id or several (generation stops at any)
 
   std::int64_t inner_dim() const { return n_inner ? *n_inner : 4 * n_embd; }
   std::int64_t head_dim() const { return n_embd / n_head; }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "llmrdzv/model/config_error.hpp"
+#include "llmrdzv/model/token_ids.hpp"
 
 namespace llmrdzv::model {
 
@@ -30,13 +31,18 @@ struct LlamaConfig {
   double attention_dropout = 0.0;
   std::optional<std::int64_t> pad_token_id;
   std::int64_t bos_token_id = 1;
-  std::int64_t eos_token_id = 2;
+  TokenIds eos_token_id{2};  // one id or several (generation stops at any)
   // Rotary embeddings (config.json's rope_parameters, or the older top-level rope_theta and
-  // rope_scaling): "default", or "linear" (positions divided by rope_factor). Other rope types
-  // (dynamic, yarn, longrope, llama3) are refused by name.
+  // rope_scaling): "default"; "linear" (positions divided by rope_factor); or "llama3" (Llama 3.1's:
+  // frequencies whose wavelength exceeds original_max_position_embeddings / low_freq_factor are
+  // divided by rope_factor, those under original / high_freq_factor kept, those between blended).
+  // Other rope types (dynamic, yarn, longrope) are refused by name.
   double rope_theta = 10000.0;
   std::string rope_type = "default";
   double rope_factor = 1.0;
+  double rope_low_freq_factor = 1.0;
+  double rope_high_freq_factor = 4.0;
+  std::int64_t rope_original_max_position_embeddings = 8192;
 
   std::int64_t kv_heads() const { return num_key_value_heads ? *num_key_value_heads : num_attention_heads; }
   std::int64_t head_size() const { return head_dim ? *head_dim : hidden_size / num_attention_heads; }

@@ -51,7 +51,8 @@ class ModelConfig {
   std::int64_t vocab_size() const;
   std::int64_t max_positions() const;  // the longest sequence the model takes
   std::int64_t num_layers() const;
-  std::int64_t eos_token_id() const;
+  // config.json's eos_token_id: one id, or several where the model ends text more than one way.
+  const TokenIds& eos_token_ids() const;
   bool tie_word_embeddings() const;
   // A fresh model sized to its tokenizer (as run_clm resizes embeddings to len(tokenizer)): the
   // vocabulary, the tokenizer's EOS, and its BOS where it prepends one (Llama's <s>, OPT's </s>),

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "llmrdzv/model/config_error.hpp"
+#include "llmrdzv/model/token_ids.hpp"
 
 namespace llmrdzv::model {
 
@@ -35,7 +36,7 @@ struct OptConfig {
   // The embedding row that gets no gradient (torch's padding_idx), as HF builds embed_tokens.
   std::optional<std::int64_t> pad_token_id = 1;
   std::int64_t bos_token_id = 2;
-  std::int64_t eos_token_id = 2;
+  TokenIds eos_token_id{2};  // one id or several (generation stops at any)
 
   std::int64_t embed_dim() const { return word_embed_proj_dim ? *word_embed_proj_dim : hidden_size; }
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }
