@@ -6,6 +6,7 @@
 
 #include "byte_map.hpp"
 #include "llmrdzv/io/utf8.hpp"
+#include "piece_cache.hpp"
 #include "pretokenizer.hpp"
 #include "sentencepiece_bpe.hpp"
 #include "tokenizer_config.hpp"
@@ -16,15 +17,6 @@
 namespace llmrdzv::tokenizer {
 
 namespace {
-
-// Pieces longer than this are not cached (long runs are rare and would crowd the cache out).
-constexpr std::size_t kMaxCachedPiece = 64;
-constexpr std::size_t kMaxCacheEntries = 1 << 18;
-
-struct StringHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 // The length of the well-formed UTF-8 run at the start of `text`.
 std::size_t valid_prefix(std::string_view text) {
@@ -40,12 +32,6 @@ std::size_t valid_prefix(std::string_view text) {
 }
 
 }  // namespace
-
-struct Tokenizer::PieceCache {
-  std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> pieces;
-  std::vector<TokenId> scratch;
-  std::string mapped;
-};
 
 Tokenizer::Tokenizer(std::shared_ptr<const Model> model)
     : model_(std::move(model)), cache_(std::make_unique<PieceCache>()) {}
@@ -164,8 +150,8 @@ void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, 
       out.push_back(model.byte_ids[static_cast<unsigned char>(piece[0])]);
       return;
     }
-    if (const auto it = cache.pieces.find(piece); it != cache.pieces.end()) {
-      out.insert(out.end(), it->second.begin(), it->second.end());
+    if (const std::vector<TokenId>* known = cache.find(piece)) {
+      out.insert(out.end(), known->begin(), known->end());
       return;
     }
     std::vector<TokenId>& ids = cache.scratch;
@@ -180,10 +166,7 @@ void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, 
       model.merge_table.apply(ids);
     }
     out.insert(out.end(), ids.begin(), ids.end());
-    if (piece.size() <= kMaxCachedPiece) {
-      if (cache.pieces.size() >= kMaxCacheEntries) cache.pieces.clear();
-      cache.pieces.emplace(std::string(piece), ids);
-    }
+    cache.remember(piece, ids);
   };
   // SentencePiece-style: runs of valid UTF-8 and invalid bytes, each run a text of its own.
   const auto sentencepiece_segment = [&](std::string_view segment, bool continues) {
@@ -202,7 +185,7 @@ void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, 
                           : model.prefix == SpacePrefix::always ? starts_text && !spaced
                           : model.prefix == SpacePrefix::first  ? starts_text && pos == 0 && !spaced
                                                                 : false;
-      encode_sentencepiece(model, run, prefix, out, cache.scratch);
+      encode_sentencepiece(model, run, prefix, out, cache);
       pos += len;
     }
   };
