@@ -41,8 +41,8 @@ void CausalLmImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t 
 
 torch::Tensor CausalLmImpl::embed_tokens(const torch::nn::Embedding& table, const torch::Tensor& input_ids) const {
   const torch::Tensor& weight = table->weight;
-  const bool sparse_gradient =
-      config_.tie_word_embeddings() && weight.is_cpu() && weight.requires_grad() && at::GradMode::is_enabled();
+  const bool sparse_gradient = config_.tie_word_embeddings() && weight.is_cpu() && weight.scalar_type() == at::kFloat &&
+                               weight.requires_grad() && at::GradMode::is_enabled();
   return at::embedding(weight, input_ids, table->options.padding_idx().value_or(-1), /*scale_grad_by_freq=*/false,
                        sparse_gradient);
 }

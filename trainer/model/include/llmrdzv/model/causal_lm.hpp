@@ -89,7 +89,7 @@ class CausalLmImpl : public torch::nn::Module {
 
   // input_ids at positions past.. -> the hidden states entering the first block, [B, T, C].
   virtual torch::Tensor embed(const torch::Tensor& input_ids, std::int64_t past) = 0;
-  // The token embedding's lookup, for embed(). Where the head is tied to it (on the CPU) the
+  // The token embedding's lookup, for embed(). Where the head is tied to it (fp32 on the CPU) the
   // lookup's own gradient is sparse, the batch's rows only, and autograd adds it in place into the
   // head's dense gradient of the same weight: a dense one is a zeroed [vocab, width] table and a
   // full add over it (109 ms of a 3.7 s OPT-125m step here). The weight's .grad stays dense.
