@@ -8,12 +8,14 @@
 #include <cmath>
 #include <utility>
 
+#include "fast_dropout.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model {
 namespace {
 
 using detail::activate;
+using detail::fast_dropout;
 using detail::fast_linear;
 
 torch::nn::Linear linear(std::int64_t in, std::int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out)); }
@@ -42,7 +44,7 @@ std::vector<torch::Tensor> Gpt2AttentionImpl::heads(const torch::Tensor& hidden)
 
 torch::Tensor Gpt2AttentionImpl::project_out(const torch::Tensor& attended) {
   const std::int64_t batch = attended.size(0), time = attended.size(2);
-  return resid_dropout_(fast_linear(c_proj, attended.transpose(1, 2).reshape({batch, time, -1})));
+  return fast_dropout(resid_dropout_, fast_linear(c_proj, attended.transpose(1, 2).reshape({batch, time, -1})));
 }
 
 torch::Tensor Gpt2AttentionImpl::forward(const torch::Tensor& hidden) {
@@ -70,7 +72,7 @@ Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Config& config) : activation_(config.activati
 }
 
 torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& hidden) {
-  return dropout_(fast_linear(c_proj, activate(activation_, fast_linear(c_fc, hidden))));
+  return fast_dropout(dropout_, fast_linear(c_proj, activate(activation_, fast_linear(c_fc, hidden))));
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {
@@ -111,7 +113,7 @@ Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(const Gpt2Config& config, WeightInit in
 
 torch::Tensor Gpt2LmHeadModelImpl::embed(const torch::Tensor& input_ids, std::int64_t past) {
   const torch::Tensor positions = at::arange(past, past + input_ids.size(1), input_ids.options().dtype(at::kLong));
-  return transformer->drop(embed_tokens(transformer->wte, input_ids) + transformer->wpe(positions));
+  return fast_dropout(transformer->drop, embed_tokens(transformer->wte, input_ids) + transformer->wpe(positions));
 }
 
 const torch::Tensor& Gpt2LmHeadModelImpl::head_weight() const {

@@ -7,12 +7,14 @@
 
 #include <cmath>
 
+#include "fast_dropout.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model {
 namespace {
 
 using detail::activate;
+using detail::fast_dropout;
 using detail::fast_linear;
 
 torch::nn::Linear linear(std::int64_t in, std::int64_t out, bool bias) {
@@ -78,10 +80,10 @@ torch::Tensor OptDecoderLayerImpl::attention_input(const torch::Tensor& hidden) 
 }
 
 torch::Tensor OptDecoderLayerImpl::after_attention(const torch::Tensor& hidden, const torch::Tensor& attended) {
-  torch::Tensor x = hidden + dropout_(attended);
+  torch::Tensor x = hidden + fast_dropout(dropout_, attended);
   if (!norm_before_) x = self_attn_layer_norm(x);
   const torch::Tensor mlp_input = norm_before_ ? final_layer_norm(x) : x;
-  x = x + dropout_(fast_linear(fc2, activate(activation_, fast_linear(fc1, mlp_input))));
+  x = x + fast_dropout(dropout_, fast_linear(fc2, activate(activation_, fast_linear(fc1, mlp_input))));
   return norm_before_ ? x : final_layer_norm(x);
 }
 
