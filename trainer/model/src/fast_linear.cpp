@@ -6,9 +6,9 @@
 #include <ATen/Version.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/linear.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/silu.h>
@@ -42,10 +42,15 @@ at::Tensor dnnl_linear_pointwise(const at::Tensor& input, const at::Tensor& weig
 }
 
 // dX = dY W: an inner product with W^T as the weight where the CPU has AVX-512 (torch's own CPU
-// capability, so ATEN_CPU_CAPABILITY moves both), else at::mm. dW stays on at::mm (the wheel's
-// BLAS, as at::linear's backward): as an inner product it needs dY^T and X^T copied contiguous, and
-// measured it is no faster overall (slower for K=256 and for the LM head's rows).
-// dW = dY^T X on at::mm. A vocabulary-sized weight (the LM head's 50k rows) is done in blocks of
+// capability, so ATEN_CPU_CAPABILITY moves both), else at::mm.
+bool dnnl_input_gradient() {
+  static const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
+  return avx512;
+}
+
+// dW = dY^T X on at::mm (the wheel's BLAS, as at::linear's backward): as an inner product it needs
+// dY^T and X^T copied contiguous, and measured it is no faster overall (slower for K=256 and for the
+// LM head's rows). A vocabulary-sized weight (the LM head's 50k rows) is done in blocks of
 // kWeightGradientRows rows: measured at 2 threads with 512 tokens, the wheel's MKL gives 98 GFLOP/s
 // for OPT-125m's head as one GEMM and 110-119 in 4096-16384-row blocks (SmolLM's: 85 and 94-104).
 // Each element is the same dot product over the tokens either way.
@@ -61,11 +66,6 @@ at::Tensor weight_gradient(const at::Tensor& grad, const at::Tensor& input) {
     at::mm_out(block, grad.slice(1, begin, end).t(), input);
   }
   return grad_weight;
-}
-
-bool dnnl_input_gradient() {
-  static const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
-  return avx512;
 }
 
 std::pair<at::Tensor, at::Tensor> dnnl_linear_backward(torch::autograd::AutogradContext* ctx, const at::Tensor& grad) {
