@@ -81,6 +81,7 @@ EnvList step_env(const StepSettings& settings, const StepLayout& layout, const S
       {"GROUP_RANK", std::to_string(layout.node_id)},
       {"NNODES", std::to_string(layout.nnodes)},
       {"LLM_RDZV_PORT_RANGE", rdzvd_ports},
+      {"LLM_RDZV_PORT_PROBES", std::to_string(site ? 1 : settings.port_probes)},
       {"LLM_RDZV_MIN_WORLD", std::to_string(world.min)},
       {"LLM_RDZV_MAX_WORLD", std::to_string(world.max)},
       {"LLM_RDZV_TIMEOUT", std::to_string(settings.timeout_s)},

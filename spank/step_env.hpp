@@ -1,4 +1,4 @@
-// The env contract of DESIGN.md for one step and its tasks, computed from the step layout and
+// The env contract (llm-rdzv(8), ENVIRONMENT) for one step and its tasks, computed from the step layout and
 // settings. Pure: the SPANK glue supplies the layout, the first node's address and the token.
 #pragma once
 

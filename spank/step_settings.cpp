@@ -14,6 +14,7 @@ StepSettings resolve_step_settings(const SiteConfig& site, const UserOptions& us
   if (user.ports) check_outside_ephemeral("port", *user.ports, ephemeral);
   settings.nodes = user.nodes;
   settings.timeout_s = user.timeout_s.value_or(site.timeout_s);
+  settings.port_probes = site.port_probes;
   settings.addr = user.addr.value_or(site.addr);
   settings.id = user.id;
   return settings;

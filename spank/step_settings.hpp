@@ -14,6 +14,7 @@ struct StepSettings {
   PortRange ports;
   std::optional<NodeBounds> nodes;
   std::uint32_t timeout_s = 0;
+  std::uint32_t port_probes = kDefaultPortProbes;  // the site's: how many candidate ports rdzvd and clients walk
   AddrPolicy addr;
   std::optional<std::string> id;
 };

@@ -18,6 +18,7 @@ Client connect(const CtlArgs& args) {
   client::Options options;
   options.endpoint = args.endpoint;
   options.port_range = args.port_range;
+  options.port_probes = args.port_probes;
   options.rdzv_id = args.rdzv_id;
   options.token = args.token;
   options.connect_timeout = args.timeout;
@@ -73,7 +74,7 @@ void list(const CtlArgs& args, std::ostream& out) {
       << " rendezvous=" << status.totals.rendezvous << " members=" << status.totals.members
       << " waiting=" << status.totals.waiting << " kv_bytes=" << status.totals.kv_bytes << "\n";
   if (status.mode == "site") {
-    out << "(site mode: the rendezvous themselves are shown only to their users: rdzvctl show --rdzv-id ID)\n";
+    out << "(site mode: the rendezvous themselves are shown only to their users: rdzvctl show ID --token TOKEN)\n";
     return;
   }
   print_rendezvous_table(status.rendezvous, out);

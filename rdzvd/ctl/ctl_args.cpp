@@ -103,6 +103,11 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
     const std::string range = env_or_empty("LLM_RDZV_PORT_RANGE");
     args.port_range = parse_port_range(range);
     if (!args.port_range) throw UsageError("LLM_RDZV_PORT_RANGE='" + range + "' is not LO-HI");
+    if (const char* probes = std::getenv("LLM_RDZV_PORT_PROBES")) {
+      const auto count = parse_signed(probes, 1, 64);
+      if (!count) throw UsageError("LLM_RDZV_PORT_PROBES='" + std::string(probes) + "' is not an integer in [1, 64]");
+      args.port_probes = std::uint32_t(*count);
+    }
   }
   if ((args.command == Command::show || args.command == Command::kv) && args.token.empty()) {
     throw UsageError(name + " needs the rendezvous token: --token, --token-file or RDZV_TOKEN");

@@ -17,14 +17,16 @@ inline constexpr const char* kUsage =
     "               [--timeout SECONDS] COMMAND\n"
     "commands:\n"
     "  ping                 check that rdzvd answers (version, mode, uptime, round trip)\n"
-    "  list                 every rendezvous with its counters (no secrets needed)\n"
+    "  list                 every rendezvous with its counters (no secrets needed; a site\n"
+    "                       rdzvd shows only the totals)\n"
     "  show [ID]            one rendezvous: state, current round and members (needs the token)\n"
     "  kv [ID] [--round N]  keys and values of round N's space (default 0, the\n"
     "                       rendezvous-wide space; needs the token)\n"
     "ID may also be given with --id, else $RDZV_ID; with ping, --id checks that the daemon\n"
     "serves it. Inside an llm-rdzv job step no option is needed.\n"
     "defaults: --endpoint $RDZV_ENDPOINT (and the step's other candidate ports in\n"
-    "          $LLM_RDZV_PORT_RANGE), --token $RDZV_TOKEN, --timeout 5\n"
+    "          $LLM_RDZV_PORT_RANGE, $LLM_RDZV_PORT_PROBES of them), --token $RDZV_TOKEN,\n"
+    "          --timeout 5\n"
     "The token never leaves rdzvctl: rdzvd first proves it holds it (exit status 4 when\n"
     "the peer cannot: a wrong token, or not the rendezvous daemon).\n"
     "exit status: 0 ok, 1 other error, 2 usage, 3 rdzvd unreachable, 4 permission denied,\n"
@@ -38,6 +40,7 @@ struct CtlArgs {
   // Inside a step (endpoint from RDZV_ENDPOINT, LLM_RDZV_PORT_RANGE set): the step's candidate
   // ports, walked as the ranks walk them, since rdzvd may have moved past a busy base port.
   std::optional<PortRange> port_range;
+  std::uint32_t port_probes = kDefaultPortProbes;
   std::string rdzv_id;
   std::string token;
   std::uint64_t round = 0;

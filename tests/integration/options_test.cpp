@@ -17,6 +17,7 @@ namespace {
 
 const char* const kContractVariables[] = {"RDZV_ENDPOINT", "RDZV_ID",           "RDZV_TOKEN",         "WORLD_SIZE",
                                           "SLURM_PROCID",  "RANK",              "LOCAL_RANK",         "LLM_RDZV_PORT_RANGE",
+                                          "LLM_RDZV_PORT_PROBES",
                                           "LLM_RDZV_MIN_WORLD", "LLM_RDZV_MAX_WORLD", "LLM_RDZV_TIMEOUT"};
 
 // Sets exactly the given contract variables (others unset) for the test's lifetime.
@@ -71,6 +72,7 @@ TEST_CASE("from_env reads the fixed-size contract") {
   values["LOCAL_RANK"] = "1";
   values["LLM_RDZV_TIMEOUT"] = "90";
   values["LLM_RDZV_PORT_RANGE"] = "29500-29599";
+  values["LLM_RDZV_PORT_PROBES"] = "12";
   ScopedEnv env(values);
   const Options options = Options::from_env();
   CHECK(options.endpoint == "node1:29500");
@@ -84,6 +86,7 @@ TEST_CASE("from_env reads the fixed-size contract") {
   REQUIRE(options.port_range);
   CHECK(options.port_range->lo == 29500);
   CHECK(options.port_range->hi == 29599);
+  CHECK(options.port_probes == 12);
   CHECK_NOTHROW(options.validate());
 }
 
@@ -99,6 +102,7 @@ TEST_CASE("from_env falls back to RANK and reads an elastic size") {
   CHECK(options.min_world == 2);
   CHECK(options.max_world == 6);
   CHECK_FALSE(options.port_range);
+  CHECK(options.port_probes == llmrdzv::kDefaultPortProbes);
 }
 
 TEST_CASE("from_env names each missing or malformed variable") {
@@ -117,6 +121,8 @@ TEST_CASE("from_env names each missing or malformed variable") {
   CHECK_THAT(from_env_error({{"LLM_RDZV_TIMEOUT", "0"}}), Catch::Contains("LLM_RDZV_TIMEOUT='0'"));
   CHECK_THAT(from_env_error({{"LLM_RDZV_PORT_RANGE", "30000-20000"}}),
              Catch::Contains("LLM_RDZV_PORT_RANGE='30000-20000' is not LO-HI"));
+  CHECK_THAT(from_env_error({{"LLM_RDZV_PORT_PROBES", "0"}}), Catch::Contains("LLM_RDZV_PORT_PROBES='0' is not an integer in [1, 64]"));
+  CHECK_THAT(from_env_error({{"LLM_RDZV_PORT_PROBES", "65"}}), Catch::Contains("LLM_RDZV_PORT_PROBES='65'"));
   CHECK_THAT(from_env_error({{"LLM_RDZV_MIN_WORLD", "2"}}),
              Catch::Contains("LLM_RDZV_MIN_WORLD is set but LLM_RDZV_MAX_WORLD is not"));
   CHECK_THAT(from_env_error({{"LLM_RDZV_MAX_WORLD", "2"}}),

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <future>
 
 #include "llmrdzv/client/client.hpp"
@@ -66,6 +67,37 @@ TEST_CASE("a foreign socket and another rendezvous' rdzvd are skipped by daemon 
   CHECK(line.at("rank") == std::to_string(1 - assignment.rank));
   CHECK(processes.front()->wait(30s) == 0);
   close(foreign);
+}
+
+TEST_CASE("a client walks as many candidate ports as LLM_RDZV_PORT_PROBES says, past the default 8") {
+  ScratchDir dir;
+  constexpr std::uint32_t kProbes = 12;
+  const auto range = free_port_range(kProbes);
+  std::vector<int> squatters;  // the first 9 candidates are busy: rdzvd binds the 10th
+  for (std::uint32_t k = 0; k < 9; ++k) squatters.push_back(listen_on(llmrdzv::probe_port(range, range.lo, k)));
+  REQUIRE(std::ranges::count(squatters, -1) == 0);
+  RdzvdProcess far(dir, RdzvdConfig{.rdzv_id = "far.0",
+                                    .listen = "127.0.0.1:" + std::to_string(range.lo),
+                                    .extra_args = {"--port-range", std::to_string(range.lo) + "-" + std::to_string(range.hi),
+                                                   "--port-probes", std::to_string(kProbes)}});
+  REQUIRE(far.port() == llmrdzv::probe_port(range, range.lo, 9));
+
+  // With the default 8 candidates the daemon is out of reach.
+  auto options = far.client_options(1);
+  options.endpoint = "127.0.0.1:" + std::to_string(range.lo);
+  options.port_range = range;
+  options.connect_timeout = 2s;
+  CHECK_THROWS(Client(options));
+  // A test-client process given LLM_RDZV_PORT_PROBES=12 reaches the 10th candidate and completes
+  // a one-member rendezvous.
+  auto processes = launch_test_clients(dir, far, 1, ClientLaunch{.processes = 1, .env_for = [&](int) {
+    return EnvChanges{{"RDZV_ENDPOINT", options.endpoint},
+                      {"LLM_RDZV_PORT_RANGE", std::to_string(range.lo) + "-" + std::to_string(range.hi)},
+                      {"LLM_RDZV_PORT_PROBES", std::to_string(kProbes)}};
+  }});
+  CHECK(collect_lines(processes, "rank=", 1, 30s).front().at("world") == "1");
+  CHECK(processes.front()->wait(30s) == 0);
+  for (int fd : squatters) close(fd);
 }
 
 TEST_CASE("a client that starts before rdzvd keeps probing until the daemon is up") {

@@ -46,7 +46,8 @@ TEST_CASE("step mode env follows the step layout") {
   CHECK(env.at("LLM_RDZV_MIN_WORLD") == "6");
   CHECK(env.at("LLM_RDZV_MAX_WORLD") == "6");
   CHECK(env.at("LLM_RDZV_TIMEOUT") == "120");
-  CHECK(env.size() == 14);
+  CHECK(env.at("LLM_RDZV_PORT_PROBES") == "8");
+  CHECK(env.size() == 15);
 
   const auto task = as_map(task_env(5, 1));
   CHECK(task.at("RANK") == "5");
@@ -159,5 +160,6 @@ TEST_CASE("site mode points tasks at the site's rdzvd") {
   const auto env = as_map(step_env(settings, {}, StepPorts{20000, 20001}, "node1", "rdzv.site:7000", "v1.1000.ab"));
   CHECK(env.at("RDZV_ENDPOINT") == "rdzv.site:7000");
   CHECK(env.at("LLM_RDZV_PORT_RANGE") == "7000");
+  CHECK(env.at("LLM_RDZV_PORT_PROBES") == "1");  // the site server's one port
   CHECK(env.at("MASTER_ADDR") == "node1");
 }

@@ -81,6 +81,8 @@ Options Options::from_env() {
     if (!options.port_range) invalid("LLM_RDZV_PORT_RANGE='" + *range + "' is not LO-HI with 1 <= LO <= HI <= 65535");
   }
 
+  if (auto probes = integer_env("LLM_RDZV_PORT_PROBES", 1, 64)) options.port_probes = std::uint32_t(*probes);
+
   const auto min_world = integer_env("LLM_RDZV_MIN_WORLD", 1, INT32_MAX);
   const auto max_world = integer_env("LLM_RDZV_MAX_WORLD", 1, INT32_MAX);
   if (min_world.has_value() != max_world.has_value()) {

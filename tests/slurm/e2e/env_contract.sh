@@ -19,6 +19,10 @@ done <<<"$out"
 [ "$(sort -u <<<"$(cut -d' ' -f2 <<<"$out")" | wc -l)" -eq 6 ] || fail "ranks not distinct"
 [ "$(cut -d' ' -f11-14,19 <<<"$out" | sort -u | wc -l)" -eq 1 ] || fail "tasks disagree on MASTER/endpoint/id/token length"
 
+# The site's port_probes reaches the tasks, so they walk as many candidate ports as rdzvd does.
+probes=$(as_user srun -N2 -n2 --llm-rdzv sh -c 'echo $LLM_RDZV_PORT_PROBES' | sort -u)
+[ "$probes" = 8 ] || fail "LLM_RDZV_PORT_PROBES: $probes (plugstack.conf sets no port_probes: 8)"
+
 # Tokens: the same in every task of a step, different between steps.
 t1=$(as_user srun -N2 -n2 --llm-rdzv sh -c 'echo $RDZV_TOKEN' | sort -u)
 t2=$(as_user srun -N2 -n2 --llm-rdzv sh -c 'echo $RDZV_TOKEN' | sort -u)

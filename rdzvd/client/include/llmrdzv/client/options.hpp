@@ -52,7 +52,7 @@ struct Options {
   std::chrono::milliseconds probe_deadline{1'000};
 
   // Reads RDZV_ENDPOINT, RDZV_ID, RDZV_TOKEN (required); LLM_RDZV_PORT_RANGE ("LO-HI", enables
-  // probing); SLURM_PROCID, else RANK (requested rank); LOCAL_RANK; LLM_RDZV_MIN_WORLD and
+  // probing) and LLM_RDZV_PORT_PROBES (candidates, 1..64, as rdzvd's --port-probes); SLURM_PROCID, else RANK (requested rank); LOCAL_RANK; LLM_RDZV_MIN_WORLD and
   // LLM_RDZV_MAX_WORLD (both or neither; elastic size in participants), else WORLD_SIZE (fixed,
   // then required); LLM_RDZV_TIMEOUT (join timeout, whole seconds > 0). A missing or malformed
   // variable throws RdzvError(invalid_argument) naming it.
