@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 
 namespace llmrdzv {
@@ -24,6 +25,31 @@ std::optional<T> parse_whole(std::string_view text, T min, T max) {
 }
 
 constexpr std::size_t kMaxSecretBytes = 64 * 1024;
+
+// Opens `path` (O_NONBLOCK: a FIFO planted there must not hold the reader in open()), requires a
+// regular file that passes `check`, and reads at most max_bytes of it.
+std::string read_checked(const std::string& path, std::size_t max_bytes, int flags,
+                         const std::function<void(const struct stat&)>& check) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
+  if (fd < 0) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) throw std::runtime_error("'" + path + "' is not a regular file");
+  check(info);
+  std::string content;
+  char buffer[4096];
+  ssize_t n = 0;
+  while (content.size() <= max_bytes && (n = read(fd, buffer, sizeof buffer)) > 0) content.append(buffer, std::size_t(n));
+  if (n < 0) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
+  if (content.size() > max_bytes) {
+    throw std::runtime_error("'" + path + "' is larger than " +
+                             (max_bytes % 1024 == 0 ? std::to_string(max_bytes / 1024) + " KiB" : std::to_string(max_bytes) + " bytes"));
+  }
+  return content;
+}
 
 }  // namespace
 
@@ -46,30 +72,19 @@ std::optional<HostPort> parse_host_port(std::string_view text, std::uint16_t min
 }
 
 std::string read_secret_file(const std::string& path, std::optional<unsigned> required_owner) {
-  // O_NONBLOCK: a FIFO planted at the path must not hold the reader in open().
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
-  struct stat info {};
-  const bool regular = fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
-  const bool owned = !required_owner || (info.st_uid == *required_owner && (info.st_mode & 077) == 0);
-  std::string secret;
-  if (regular && owned) {
-    char buffer[4096];
-    ssize_t n = 0;
-    while (secret.size() <= kMaxSecretBytes && (n = read(fd, buffer, sizeof buffer)) > 0) {
-      secret.append(buffer, std::size_t(n));
+  std::string secret = read_checked(path, kMaxSecretBytes, O_NOFOLLOW, [&](const struct stat& info) {
+    if (required_owner && (info.st_uid != *required_owner || (info.st_mode & 077) != 0)) {
+      throw std::runtime_error("'" + path + "' must be owned by uid " + std::to_string(*required_owner) +
+                               " with no group or other permissions (chmod 600)");
     }
-  }
-  close(fd);
-  if (!regular) throw std::runtime_error("'" + path + "' is not a regular file");
-  if (!owned) {
-    throw std::runtime_error("'" + path + "' must be owned by uid " + std::to_string(*required_owner) +
-                             " with no group or other permissions (chmod 600)");
-  }
-  if (secret.size() > kMaxSecretBytes) throw std::runtime_error("'" + path + "' is larger than 64 KiB");
+  });
   while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
   if (secret.empty()) throw std::runtime_error("'" + path + "' is empty");
   return secret;
+}
+
+std::string read_regular_file(const std::string& path, std::size_t max_bytes) {
+  return read_checked(path, max_bytes, 0, [](const struct stat&) {});
 }
 
 }  // namespace llmrdzv

@@ -15,6 +15,9 @@ std::string round_label(const Rendezvous& rdzv) {
 
 std::uint32_t as_ms(Millis value) { return std::uint32_t(value.count()); }
 
+// The shortest wait before an idle check looks again at a rendezvous kept alive by a blocked call.
+constexpr Millis kIdleRecheck{100};
+
 }  // namespace
 
 const char* code_name(Code code) {
@@ -64,10 +67,15 @@ Status Core::check_id(const char* what, const std::string& id, bool may_be_empty
   return Status::Ok();
 }
 
-Status Core::check_timeout(std::uint32_t timeout_ms) const {
+Result<HelloAnswer> Core::hello(const HelloRequest& request, std::uint16_t port) const {
+  if (auto status = check_id("rdzv_id", request.rdzv_id); !status.ok()) return status;
+  return auth_.hello(request, port);
+}
+
+Status Core::check_timeout(const char* what, std::uint32_t timeout_ms) const {
   if (timeout_ms > settings_.limits.max_timeout_ms)
     return limit_exceeded(counters_, "max_timeout_ms", settings_.limits.max_timeout_ms,
-                          "timeout_ms=" + std::to_string(timeout_ms));
+                          std::string(what) + "=" + std::to_string(timeout_ms));
   return Status::Ok();
 }
 
@@ -101,8 +109,8 @@ Result<Rendezvous*> Core::create_or_find(const JoinRequest& request) {
   if (request.requested_rank < -1 || request.requested_rank >= request.max_participants)
     return error(Code::invalid_argument, "requested_rank " + std::to_string(request.requested_rank) +
                                              " outside -1.." + std::to_string(request.max_participants - 1));
-  for (auto timeout : {request.timeout_ms, request.last_call_ms})
-    if (auto status = check_timeout(timeout); !status.ok()) return status;
+  for (auto [what, timeout] : {std::pair{"timeout_ms", request.timeout_ms}, std::pair{"last_call_ms", request.last_call_ms}})
+    if (auto status = check_timeout(what, timeout); !status.ok()) return status;
   auto key = auth_.authorize(request.scope);
   if (!key.ok()) return key.status();
   if (step_participants_ && (request.min_participants != step_participants_->min ||
@@ -488,8 +496,9 @@ void Core::check_idle(const std::string& rdzv_key) {
     collect(rdzv_key, error(Code::aborted, "rendezvous '" + rdzv.id + "' was idle and got collected"));
     return;
   }
-  // A blocked call is activity of a kind: look again a little later.
-  const TimePoint next = now < due ? due : now + settings_.rendezvous_idle_timeout / 10;
+  // A blocked call is activity of a kind: look again a little later (a tenth of the timeout, at
+  // least kIdleRecheck, so a tiny timeout cannot make the timer spin).
+  const TimePoint next = now < due ? due : now + std::max(settings_.rendezvous_idle_timeout / 10, kIdleRecheck);
   rdzv.idle_timer = timers_.schedule(next, [this, rdzv_key] { check_idle(rdzv_key); });
 }
 

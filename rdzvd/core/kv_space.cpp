@@ -38,12 +38,14 @@ KvSpace::~KvSpace() {
 
 void KvSpace::adjust_usage(std::int64_t keys, std::int64_t bytes) {
   ctx_.usage.keys += keys;
-  ctx_.usage.bytes += bytes;
-  if (ctx_.owner_usage) {
-    ctx_.owner_usage->keys += keys;
-    ctx_.owner_usage->bytes += bytes;
-  }
+  if (ctx_.owner_usage) ctx_.owner_usage->keys += keys;
+  charge(bytes);
   bytes_ += bytes;
+}
+
+void KvSpace::charge(std::int64_t bytes) {
+  ctx_.usage.bytes += bytes;
+  if (ctx_.owner_usage) ctx_.owner_usage->bytes += bytes;
 }
 
 Status KvSpace::check_bytes(std::int64_t growth, const std::string& what) const {
@@ -270,7 +272,7 @@ std::uint64_t KvSpace::barrier(const std::string& key, std::int64_t world_size, 
     return 0;
   }
   // A barrier that could not wait must not count as an arrival.
-  if (auto status = check_waiter_limits(timeout); !status.ok()) {
+  if (auto status = check_waiter_limits(timeout); !status.ok() || !(status = check_held({key})).ok()) {
     done(status, {});
     return 0;
   }
@@ -331,14 +333,35 @@ Status KvSpace::check_waiter_limits(Millis timeout) const {
   return Status::Ok();
 }
 
+std::int64_t KvSpace::held_bytes(const std::vector<std::string>& keys) {
+  std::int64_t bytes = 0;
+  for (const auto& key : keys) bytes += 2 * std::int64_t(key.size());
+  return bytes;
+}
+
+Status KvSpace::check_held(const std::vector<std::string>& keys) const {
+  const std::int64_t bytes = held_bytes(keys);
+  return check_bytes(bytes, "a blocked call holding " + std::to_string(keys.size()) + " key(s) (" +
+                                std::to_string(bytes) + " bytes)");
+}
+
+// A blocked call keeps its keys twice (its own list and the watch index) until it ends: they are
+// charged to max_bytes and max_bytes_per_user meanwhile, so waits on many large missing keys
+// cannot hold more memory than storing them would.
 std::uint64_t KvSpace::register_waiter(Waiter waiter, Millis timeout, const std::string& what) {
   if (auto status = check_waiter_limits(timeout); !status.ok()) {
+    waiter.done(status, {});
+    return 0;
+  }
+  waiter.held_bytes = held_bytes(waiter.keys);
+  if (auto status = check_held(waiter.keys); !status.ok()) {
     waiter.done(status, {});
     return 0;
   }
   const std::uint64_t id = ctx_.next_waiter_id++;
   Waiter& stored = waiters_.emplace(id, std::move(waiter)).first->second;
   ++ctx_.usage.waiters;
+  charge(stored.held_bytes);
   switch (stored.kind) {
     case WaitKind::values:
     case WaitKind::presence:
@@ -394,6 +417,7 @@ KvSpace::Waiter KvSpace::take(std::unordered_map<std::uint64_t, Waiter>::iterato
   Waiter waiter = std::move(it->second);
   waiters_.erase(it);
   --ctx_.usage.waiters;
+  charge(-waiter.held_bytes);
   ctx_.timers.cancel(waiter.timer);
   switch (waiter.kind) {
     case WaitKind::values:

@@ -164,7 +164,7 @@ class Daemon {
       log_.set_level(options_.log_level);
       if (changes.empty()) log_.info("SIGHUP: reloaded " + options_.config_file + ", nothing changed");
       for (const auto& change : changes) log_.info("SIGHUP: " + change);
-    } catch (const OptionsError& e) {
+    } catch (const std::exception& e) {  // OptionsError, or anything else: the daemon keeps serving
       log_.error(std::string("SIGHUP: reload failed, keeping the running config: ") + e.what());
     }
   }

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <set>
 #include <sstream>
 
 namespace llmrdzv::server {
@@ -200,31 +201,50 @@ const Setting* by_flag(const std::string& flag) {
   return nullptr;
 }
 
-void apply_yaml(DaemonOptions& options, const std::string& path) {
-  YAML::Node root;
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+
+// The config file as one YAML document: read as a regular file (a FIFO or directory is refused,
+// not waited on), and every yaml-cpp error turned into an OptionsError naming the file.
+YAML::Node load_config(const std::string& path) {
+  std::string text;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw OptionsError("--config: cannot read '" + path + "'");
+    text = read_regular_file(path, kMaxConfigBytes);
+  } catch (const std::runtime_error& e) {
+    throw OptionsError(std::string("--config: ") + e.what());
+  }
+  try {
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) throw OptionsError(path + ": holds " + std::to_string(documents.size()) + " YAML documents; give one");
+    return documents.empty() ? YAML::Node() : documents.front();
   } catch (const YAML::Exception& e) {
     throw OptionsError(path + ": not valid YAML: " + e.what());
   }
+}
+
+void apply_yaml(DaemonOptions& options, const std::string& path) {
+  const YAML::Node root = load_config(path);
   if (root.IsNull()) return;  // an empty file: all defaults
   if (!root.IsMap()) throw OptionsError(path + ": the top level must be a mapping of key: value");
+  std::set<std::string> seen;
   const std::function<void(const YAML::Node&, const std::string&)> walk = [&](const YAML::Node& map,
                                                                              const std::string& prefix) {
     for (const auto& item : map) {
-      const std::string key = prefix + item.first.as<std::string>();
+      if (!item.first.IsScalar()) {
+        throw OptionsError(path + ": a key " + (prefix.empty() ? "at the top level" : "under 'limits'") + " is not a plain name");
+      }
+      const std::string key = prefix + item.first.Scalar();
       const std::string where = path + ": key '" + key + "'";
-      if (key == "limits" && item.second.IsMap()) {
-        walk(item.second, "limits.");
+      if (!seen.insert(key).second) throw OptionsError(where + " appears twice");
+      if (key == "limits") {
+        if (!item.second.IsMap() && !item.second.IsNull()) throw OptionsError(where + ": expected a mapping of limit: value");
+        if (item.second.IsMap()) walk(item.second, "limits.");
         continue;
       }
       const Setting* setting = by_key(key);
       if (!setting) throw OptionsError(path + ": unknown key '" + key + "' (see etc/rdzvd.yaml)");
       if (item.second.IsNull()) continue;  // "key:" with no value keeps the default
       if (!item.second.IsScalar()) throw OptionsError(where + ": expected a single value");
-      setting->set(options, item.second.as<std::string>(), where);
+      setting->set(options, item.second.Scalar(), where);
     }
   };
   walk(root, "");
@@ -251,8 +271,14 @@ void validate(const DaemonOptions& o) {
   if (o.mode == core::Mode::site && o.participants)
     throw OptionsError("--participants is for step mode (in site mode each Join names its own range)");
   if (o.listen.rfind(':') == std::string::npos) throw OptionsError("--listen: '" + o.listen + "' is not HOST:PORT");
-  if (o.port_fd >= 0 && ::fcntl(o.port_fd, F_GETFD) == -1)
-    throw OptionsError("--port-fd: " + std::to_string(o.port_fd) + " is not an open file descriptor");
+  constexpr std::uint64_t kBytesMax = std::numeric_limits<std::int64_t>::max();
+  for (auto [name, value] : {std::pair{"limits.max_bytes", o.core.limits.max_bytes},
+                             std::pair{"limits.max_bytes_per_user", o.core.limits.max_bytes_per_user}}) {
+    if (value > kBytesMax) throw OptionsError(std::string(name) + ": " + std::to_string(value) + " is above 2^63-1");
+  }
+  if (o.rdzv_id.size() > o.core.limits.max_id_length)
+    throw OptionsError("--rdzv-id: " + std::to_string(o.rdzv_id.size()) + " bytes, longer than limits.max_id_length (" +
+                       std::to_string(o.core.limits.max_id_length) + "), so every Join would be refused");
 }
 
 std::string read_secret(const std::string& path, const std::string& what) {
@@ -324,6 +350,11 @@ DaemonOptions parse_options(const std::vector<std::string>& args) {
   }
   if (!options.help) validate(options);
   return options;
+}
+
+void check_startup_only(const DaemonOptions& o) {
+  if (o.port_fd >= 0 && ::fcntl(o.port_fd, F_GETFD) == -1)
+    throw OptionsError("--port-fd: " + std::to_string(o.port_fd) + " is not an open file descriptor");
 }
 
 std::vector<std::string> apply_reload(DaemonOptions& running, const DaemonOptions& reloaded) {

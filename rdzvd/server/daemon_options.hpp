@@ -45,6 +45,10 @@ struct DaemonOptions {
 // Parses argv (without argv[0]). Reads the --config file, if any, first, then applies the flags.
 DaemonOptions parse_options(const std::vector<std::string>& args);
 
+// Checks that hold only at startup (the --port-fd descriptor is open: it is closed once the port
+// is written, so a SIGHUP reload must not check it again). Throws OptionsError.
+void check_startup_only(const DaemonOptions& options);
+
 // The keys a SIGHUP reload applies; returns one "key: old -> new" line per change.
 std::vector<std::string> apply_reload(DaemonOptions& running, const DaemonOptions& reloaded);
 

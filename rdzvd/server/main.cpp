@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
+    check_startup_only(options);
     if (options.exit_with_parent) {
       // SIGTERM takes the graceful path. A parent that died before prctl leaves us re-parented.
       if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent || parent == 1) {

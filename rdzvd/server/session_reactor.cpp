@@ -65,26 +65,39 @@ class SessionReactor::Link final : public core::SessionSink, public std::enable_
   }
 
   // Runs the store operation a SessionCall carries; its CALL_DONE event goes out when it finishes.
+  // An id that is still outstanding is refused: the calls are tracked by id, and a second one
+  // would leave the first's waiter behind once either finished.
   void call(core::Core& core, const llmrdzv::v1::SessionCall& call) {
     const std::uint64_t id = call.id();
+    if (std::ranges::any_of(calls_, [id](const auto& entry) { return entry.first == id; })) {
+      answer_call(id, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                   "call id " + std::to_string(id) + " is still outstanding on this session"),
+                  {});
+      return;
+    }
     core::KvCallback done = [self = shared_from_this(), id, method = method_name(call),
                              started = RpcMetrics::Clock::now()](const core::Status& status,
                                                                  std::vector<std::string> values) {
       if (method) self->host_.rpcs().kv_call_took(method, RpcMetrics::Clock::now() - started);
       std::erase_if(self->calls_, [id](const auto& entry) { return entry.first == id; });
-      self->post([id, status = to_grpc(status), values = std::move(values)](SessionReactor& reactor) mutable {
-        llmrdzv::v1::SessionEvent event;
-        event.set_kind(llmrdzv::v1::SessionEvent::CALL_DONE);
-        event.set_rank(-1);
-        event.set_call_id(id);
-        event.set_code(status.error_code());
-        event.set_detail(status.error_message());
-        for (auto& value : values) event.add_values(std::move(value));
-        reactor.enqueue(std::move(event));
-      });
+      self->answer_call(id, to_grpc(status), std::move(values));
     };
     auto waiter = start(core, call, std::move(done));
     if (waiter.id != 0) calls_.emplace_back(id, std::move(waiter));
+  }
+
+  // Queues the CALL_DONE event of call `id`.
+  void answer_call(std::uint64_t id, grpc::Status status, std::vector<std::string> values) {
+    post([id, status = std::move(status), values = std::move(values)](SessionReactor& reactor) mutable {
+      llmrdzv::v1::SessionEvent event;
+      event.set_kind(llmrdzv::v1::SessionEvent::CALL_DONE);
+      event.set_rank(-1);
+      event.set_call_id(id);
+      event.set_code(status.error_code());
+      event.set_detail(status.error_message());
+      for (auto& value : values) event.add_values(std::move(value));
+      reactor.enqueue(std::move(event));
+    });
   }
 
   // Gives up the call `id` if it is still blocked; its callback then answers CANCELLED.

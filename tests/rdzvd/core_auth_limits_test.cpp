@@ -204,11 +204,13 @@ TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the lim
   expect(f.core.set(s, 1, "k5", ""), "max_keys");
   expect(f.core.append(s, 1, "k4", "vvvvv"), "max_bytes");
   expect(f.core.multi_set(s, 1, {{"a", "1"}, {"b", "1"}, {"c", "1"}, {"d", "1"}}), "max_keys_per_request");
-
+  // Blocked calls: their keys count as bytes too, so room is made first (5 bytes stay).
+  REQUIRE(f.core.delete_key(s, 1, "k1").ok());
+  REQUIRE(f.core.delete_key(s, 0, "k2").ok());
   std::vector<std::shared_ptr<KvOutcome>> waits;
   for (int i = 0; i < 4; ++i) {
     waits.push_back(std::make_shared<KvOutcome>());
-    f.core.get(s, 0, "missing", 5000, CoreFixture::record(waits.back()));
+    f.core.get(s, 0, "m", 5000, CoreFixture::record(waits.back()));
   }
   CHECK_FALSE(waits[2]->done);
   expect(waits[3]->status, "max_waiters");
@@ -242,6 +244,33 @@ TEST_CASE("site mode: one user's rendezvous together hold at most max_bytes_per_
   CHECK(f.core.set(r2, 1, "k", std::string(69, 'v')).ok());
 }
 
+TEST_CASE("the keys a blocked call holds count against max_bytes until it ends", "[core][limits]") {
+  CoreConfig config = site_config();
+  config.settings.limits.max_bytes = 100;
+  CoreFixture f(config);
+  REQUIRE(f.join(site_join("r1", 1, "a"))->status.ok());
+  const Scope s{"r1", site_ticket(1, "r1")};  // round 0: the rendezvous-wide space outlives the round
+  auto first = std::make_shared<KvOutcome>();
+  f.core.wait(s, 0, {std::string(30, 'a'), std::string(10, 'b')}, 5000, CoreFixture::record(first));  // holds 80
+  CHECK_FALSE(first->done);
+  auto second = std::make_shared<KvOutcome>();
+  f.core.get(s, 0, std::string(11, 'c'), 5000, CoreFixture::record(second));  // 22 more: 102
+  REQUIRE(second->done);
+  CHECK(second->status.code == Code::resource_exhausted);
+  CHECK_THAT(second->status.message, Catch::Contains("limit max_bytes (100)") &&
+                                         Catch::Contains("a blocked call holding 1 key(s) (22 bytes)"));
+  CHECK(f.core.set(s, 0, "k", std::string(20, 'v')).code == Code::resource_exhausted);  // 80 + 21
+  // A barrier that cannot hold its key is refused before it counts as an arrival.
+  auto barrier = std::make_shared<KvOutcome>();
+  f.core.barrier(s, 0, std::string(11, 'd'), 2, 5000, CoreFixture::record(barrier));
+  CHECK(barrier->status.code == Code::resource_exhausted);
+  CHECK_FALSE(f.core.check(s, 0, {std::string(11, 'd')}).value());
+  f.advance(Millis(5000));  // the wait times out and gives its bytes back
+  REQUIRE(first->done);
+  CHECK(first->status.code == Code::deadline_exceeded);
+  CHECK(f.core.set(s, 0, "k", std::string(98, 'v')).ok());  // 99 bytes
+}
+
 TEST_CASE("ids are checked for emptiness and length", "[core][limits]") {
   CoreFixture f;
   CHECK(f.core.set(Scope{"", "t"}, 0, "k", "v").code == Code::invalid_argument);
@@ -249,6 +278,12 @@ TEST_CASE("ids are checked for emptiness and length", "[core][limits]") {
   const Status status = f.core.set(Scope{huge, "t"}, 0, "k", "v");
   CHECK(status.code == Code::resource_exhausted);
   CHECK(status.message.size() < 200);  // the huge id is not echoed back
+  // Hello too: an id over max_id_length is refused before the foreign-rendezvous check quotes it.
+  const auto hello = f.core.hello({std::string(20000, 'x'), "", llmrdzv::random_bytes(llmrdzv::kNonceBytes)}, 4242);
+  REQUIRE_FALSE(hello.ok());
+  CHECK(hello.status().code == Code::resource_exhausted);
+  CHECK_THAT(hello.status().message, Catch::Contains("limit max_id_length"));
+  CHECK(hello.status().message.size() < 200);
 }
 
 TEST_CASE("site mode: the metrics snapshot names each rendezvous' owner uid", "[core][auth][metrics]") {

@@ -152,6 +152,21 @@ TEST_CASE("an idle rendezvous is collected after the idle timeout", "[core][live
   CHECK(f.core.rendezvous_count() == 0);
 }
 
+TEST_CASE("a tiny idle timeout with a blocked call rechecks at most every 100 ms", "[core][liveness]") {
+  auto config = step_config();
+  config.settings.rendezvous_idle_timeout = Millis(5);  // a tenth of it is 0 ms: the recheck used to spin
+  CoreFixture f(config);
+  f.join_all(1);
+  auto blocked = std::make_shared<KvOutcome>();
+  f.core.get(f.scope(), 0, "never", 60000, CoreFixture::record(blocked));
+  f.advance(Millis(1000));  // returns at all: the recheck at now + 0 ms kept the fake clock's timers running forever
+  const auto next = f.core.next_deadline();
+  REQUIRE(next);
+  CHECK(*next - f.clock.now() >= Millis(1));  // nothing is due at once
+  CHECK(f.core.rendezvous_count() == 1);      // the blocked call keeps it alive
+  CHECK_FALSE(blocked->done);
+}
+
 TEST_CASE("shutdown tells sessions and fails every blocked call with UNAVAILABLE", "[core][liveness]") {
   CoreFixture f;
   f.join_all(2);

@@ -8,7 +8,10 @@
 #include <sys/prctl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+
+#include <filesystem>
 
 #include <catch2/catch.hpp>
 
@@ -162,6 +165,15 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect({"--config", dir.write("range.yaml", "limits:\n  max_keys: 99999999999\n")}, "key 'limits.max_keys'");
   expect({"--config", dir.write("list.yaml", "- a\n- b\n")}, "the top level must be a mapping");
   expect({"--config", dir.write("metrics.yaml", "metrics_listen: 9464\n")}, "key 'metrics_listen': '9464' is not HOST:PORT");
+  expect({"--config", dir.write("complex-key.yaml", "? [a, b]\n: 1\n")}, "a key at the top level is not a plain name");
+  expect({"--config", dir.write("twice.yaml", "log_level: debug\nlog_level: error\n")}, "key 'log_level' appears twice");
+  expect({"--config", dir.write("two-docs.yaml", "log_level: debug\n---\nbogus: 1\n")}, "holds 2 YAML documents");
+  expect({"--config", dir.write("limits-scalar.yaml", "limits: 5\n")}, "key 'limits': expected a mapping of limit: value");
+  expect({"--config", dir.path()}, "is not a regular file");
+  REQUIRE(mkfifo(dir.file("fifo.yaml").c_str(), 0600) == 0);
+  expect({"--config", dir.file("fifo.yaml")}, "is not a regular file");  // refused, not waited on
+  expect(step_args(dir, {"--max-bytes", "18446744073709551615"}), "limits.max_bytes: 18446744073709551615 is above 2^63-1");
+  expect(step_args(dir, {"--rdzv-id", std::string(200, 'r')}), "--rdzv-id: 200 bytes, longer than limits.max_id_length (128)");
 }
 
 TEST_CASE("rdzvd writes its port file, takes the token from LLM_RDZV_TOKEN and stops on SIGTERM", "[daemon]") {
@@ -240,7 +252,16 @@ TEST_CASE("SIGHUP reloads the config file and reports what changed", "[daemon]")
   CHECK(response.heartbeat_timeout_ms() == 7000);
   dir.write("rdzvd.yaml", "heartbeat_timeout_ms: soon\n");
   rdzvd.signal(SIGHUP);
-  CHECK(rdzvd.log_contains("reload failed, keeping the running config", 5s));
+  CHECK(rdzvd.log_contains("reload failed, keeping the running config: " + config + ": key 'heartbeat_timeout_ms'", 5s));
+  // Whatever the file turns into, the daemon keeps serving on its running config.
+  dir.write("rdzvd.yaml", "? [a, b]\n: 1\n");
+  rdzvd.signal(SIGHUP);
+  CHECK(rdzvd.log_contains("reload failed, keeping the running config: " + config + ": a key at the top level", 5s));
+  std::filesystem::remove(config);
+  std::filesystem::create_directory(config);
+  rdzvd.signal(SIGHUP);
+  CHECK(rdzvd.log_contains("'" + config + "' is not a regular file", 5s));
+  CHECK(leave(port, "daemon-test-token").ok());
   rdzvd.signal(SIGTERM);
   CHECK(rdzvd.wait(10s) == 0);
 }

@@ -257,6 +257,39 @@ TEST_CASE("session calls: calls still blocked when the stream ends are cancelled
   finish(*stream);
 }
 
+TEST_CASE("session calls: an id still outstanding is refused, the first call goes on", "[server][session-calls]") {
+  auto config = server_test_config();
+  config.settings.limits.max_waiters = 2;
+  InProcessServer server(config);
+  auto a = start_join(server, server.join_request("a", 1));
+  const std::uint64_t round = opened_assignment(*a).round();
+  const auto get = [&](std::uint64_t id, const std::string& key, std::uint32_t timeout_ms) {
+    send_call(server, *a, id, [&](v1::SessionCall& call) {
+      call.mutable_get()->set_round(round);
+      call.mutable_get()->set_key(key);
+      call.mutable_get()->set_timeout_ms(timeout_ms);
+    });
+  };
+  get(1, "A", 60000);
+  get(1, "B", 60000);
+  const v1::SessionEvent refused = call_done(*a);
+  CHECK(refused.call_id() == 1);
+  CHECK(refused.code() == int(Code::INVALID_ARGUMENT));
+  CHECK_THAT(refused.detail(), Catch::Contains("call id 1 is still outstanding"));
+  set_key(server, round, "A", "a");
+  const v1::SessionEvent first = call_done(*a);
+  CHECK(first.call_id() == 1);
+  CHECK(values_of(first) == std::vector<std::string>{"a"});
+  // No waiter was left behind: both of max_waiters' slots are free for blocked calls again.
+  get(1, "C", 60000);  // the id is free once its call finished
+  get(2, "D", 50);
+  const v1::SessionEvent timed_out = call_done(*a);
+  CHECK(timed_out.call_id() == 2);
+  CHECK(timed_out.code() == int(Code::DEADLINE_EXCEEDED));  // not RESOURCE_EXHAUSTED
+  a->context.TryCancel();
+  finish(*a);
+}
+
 TEST_CASE("session calls: get, wait, multi_get and queue_pop answer on the stream with their values",
           "[server][session-calls]") {
   InProcessServer server;

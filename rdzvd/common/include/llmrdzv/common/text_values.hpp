@@ -32,4 +32,9 @@ std::optional<HostPort> parse_host_port(std::string_view text, std::uint16_t min
 // empty".
 std::string read_secret_file(const std::string& path, std::optional<unsigned> required_owner = std::nullopt);
 
+// A whole regular file of at most max_bytes (a config file), opened without blocking on a FIFO.
+// Throws std::runtime_error: "cannot read 'PATH': ...", "'PATH' is not a regular file", "'PATH' is
+// larger than N KiB".
+std::string read_regular_file(const std::string& path, std::size_t max_bytes);
+
 }  // namespace llmrdzv

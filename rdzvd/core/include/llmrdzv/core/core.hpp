@@ -101,7 +101,9 @@ class Core {
 
   // The handshake: the daemon's proof that it holds the token of the rendezvous the client names,
   // for a client that reached it on `port` (see llmrdzv/common/token.hpp).
-  Result<HelloAnswer> hello(const HelloRequest& request, std::uint16_t port) const { return auth_.hello(request, port); }
+  // The id's length is checked first, as for every other call: an id over max_id_length is
+  // refused without being quoted back.
+  Result<HelloAnswer> hello(const HelloRequest& request, std::uint16_t port) const;
 
   // Without a scope: every rendezvous' counters. With one (ticket checked): that rendezvous with
   // its members.
@@ -140,7 +142,7 @@ class Core {
   };
 
   Status check_id(const char* what, const std::string& id, bool may_be_empty = false) const;
-  Status check_timeout(std::uint32_t timeout_ms) const;
+  Status check_timeout(const char* what, std::uint32_t timeout_ms) const;
   Status check_serving() const;
   Result<Rendezvous*> find(const Scope& scope) const;
   Result<Rendezvous*> create_or_find(const JoinRequest& request);

@@ -24,7 +24,7 @@ namespace llmrdzv::core {
 // Resource use of one rendezvous, shared by its spaces so limits hold across them.
 struct Usage {
   std::int64_t keys = 0;   // keys plus non-empty queues
-  std::int64_t bytes = 0;  // key and value bytes
+  std::int64_t bytes = 0;  // key and value bytes, and the keys blocked calls hold
   std::uint32_t waiters = 0;
 };
 
@@ -85,6 +85,7 @@ class KvSpace {
     std::vector<std::string> keys;  // in request order (values/presence), or the one key
     std::size_t missing = 0;
     std::int64_t threshold = 0;
+    std::int64_t held_bytes = 0;  // charged to the byte limits while blocked (see register_waiter)
     KvCallback done;
     TimerQueue::Key timer{};
     std::multimap<std::int64_t, std::uint64_t>::iterator threshold_pos{};
@@ -100,6 +101,11 @@ class KvSpace {
   void store(const std::string& key, std::string value);
   void key_written(const std::string& key);
   void adjust_usage(std::int64_t keys, std::int64_t bytes);
+  // What a blocked call on `keys` is charged, and whether the byte limits have room for it.
+  static std::int64_t held_bytes(const std::vector<std::string>& keys);
+  Status check_held(const std::vector<std::string>& keys) const;
+  // The byte limits' count alone (bytes that are not stored values: a blocked call's keys).
+  void charge(std::int64_t bytes);
 
   std::uint64_t block_on_keys(WaitKind kind, const std::vector<std::string>& keys, Millis timeout,
                               KvCallback done);
