@@ -65,6 +65,20 @@ TEST_CASE("a folder is read recursively in path order, skipping hidden entries a
   CHECK(texts(read_all(sources)) == std::vector<std::string>{"first", "second", "third"});
 }
 
+TEST_CASE("symbolic links in a folder: a cycle is not followed, a file linked twice is read once") {
+  ScratchDir dir("corpus-links");
+  dir.write("a.txt", "alpha");
+  dir.write("sub/b.txt", "beta");
+  std::filesystem::create_directory_symlink(".", dir / "self");         // a cycle
+  std::filesystem::create_directory_symlink("..", dir / "sub" / "up");  // a cycle through the parent
+  std::filesystem::create_symlink("a.txt", dir / "z-link.txt");         // the same file again
+  const SourceList sources = list_sources(dir.path());
+  REQUIRE(sources.files.size() == 2);  // the cycle used to read a.txt once per level, ~40 times
+  CHECK(sources.files[0].path == dir / "a.txt");
+  CHECK(sources.files[1].path == dir / "sub" / "b.txt");
+  CHECK(texts(read_all(sources)) == std::vector<std::string>{"alpha", "beta"});
+}
+
 TEST_CASE("missing inputs and folders without text are errors naming the path") {
   ScratchDir dir("corpus");
   CHECK_THROWS_WITH(list_sources(dir / "nope.txt"), Catch::Contains("nope.txt") && Catch::Contains("no such file", Catch::CaseSensitive::No));

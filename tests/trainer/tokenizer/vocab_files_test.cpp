@@ -85,7 +85,11 @@ TEST_CASE("vocab.json problems name file and line", "[tokenizer][errors]") {
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":-1}", merges), Contains("out of range"));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":256}", merges), Contains("id 256 is given to both"));
   CHECK_THAT(load_error(scratch, "{" + entries + ",\n\"!\":257}", merges), Contains("v.json:2:") && Contains("duplicate key \"!\""));
-  CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":300}", merges), Contains("id 257 is missing"));
+  // 258 tokens: ids 0..257. A gap means an id past that, refused before anything is sized by it
+  // (a 20-byte file once made the reader allocate tens of GB).
+  CHECK_THAT(load_error(scratch, "{" + entries + ",\"ab\":300}", merges),
+             Contains("token \"ab\": id 300 is out of range 0..257 (ids run 0..N-1 for the vocabulary's 258 tokens)"));
+  CHECK_THAT(load_error(scratch, "{\"a\":1073741823}", merges), Contains("id 1073741823 is out of range 0..0"));
   CHECK_THAT(load_error(scratch, "{" + entries + "} trailing", merges), Contains("trailing characters"));
   CHECK_THAT(load_error(scratch, "{}", merges), Contains("the vocabulary is empty"));
   CHECK_THAT(load_error(scratch, "{\"a\":0,\"b\":1}", merges), Contains("not a byte-level vocabulary: byte 0"));
@@ -211,7 +215,7 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[\"ab\"]"}})),
              Contains("model.merges[0]: expected two tokens separated by one space"));
   CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"[[\"a\", \"b\"]]", "[[\"a\"]]"}})), Contains("model.merges[0]: expected"));
-  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"ab\": 257", "\"ab\": 300"}})), Contains("model.vocab: ids must be 0..300"));
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"ab\": 257", "\"ab\": 300"}})), Contains("model.vocab: token \"ab\": id 300 is out of range 0..257"));
   CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"vocab\": {", "\"vocab\": {\"ab\": 1, "}})), Contains("duplicate key \"ab\""));
   CHECK_THAT(json_error(scratch, "{\"model\": "), Contains("t/tokenizer.json:1: not valid JSON"));
   CHECK_THAT(json_error(scratch, "[]"), Contains("(top level): expected a JSON object"));

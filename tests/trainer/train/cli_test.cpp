@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -157,6 +158,13 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
                     Contains("--do_eval needs --validation_file"));
   CHECK_THROWS_WITH(parse({"generate", "--prompt", "x"}), "generate needs --model DIR");
   CHECK_THROWS_WITH(parse({"generate", "--model", "m", "--temperature", "-1"}), Contains("--temperature must not be negative"));
+  // Values that used to reach torch: a 1-token block (every loss NaN), 100000 threads (libgomp
+  // crashed), 1e300 epochs (the step count overflowed into 1 step).
+  CHECK_THROWS_WITH(parse(minimal_plus({"--block_size", "1"})), Contains("a block of one token has no next token"));
+  CHECK_NOTHROW(parse(minimal_plus({"--block_size", "2"})));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--threads", "100000"})), "--threads must be between 0 and 1024");
+  CHECK_THROWS_WITH(parse({"generate", "--model", "m", "--threads", "1025"}), "--threads must be between 0 and 1024");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--num_train_epochs", "1e300"})), "--num_train_epochs must be at most 1e6");
 }
 
 TEST_CASE("bad config files are usage errors naming file, line and key", "[cli][errors]") {
@@ -191,7 +199,23 @@ TEST_CASE("bad config files are usage errors naming file, line and key", "[cli][
     TempYaml yaml("config: other.yaml\n");
     CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("unknown key 'config'"));
   }
-  CHECK_THROWS_WITH(parse({"--config", "/nonexistent/x.yaml"}), "config file '/nonexistent/x.yaml' cannot be read");
+  {
+    TempYaml yaml("do_train: true\ndo_train: false\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains(":2: key 'do_train' appears twice"));
+  }
+  {
+    TempYaml yaml("do_train: true\n---\ndo_eval: true\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("holds 2 YAML documents"));
+  }
+  CHECK_THROWS_WITH(parse({"--config", "/nonexistent/x.yaml"}), Contains("config file '/nonexistent/x.yaml' cannot be read"));
+  // A directory or a FIFO is refused at once (a directory used to abort the trainer, a FIFO to hang it).
+  CHECK_THROWS_WITH(parse({"--config", "/tmp"}), Contains("config file '/tmp' cannot be read") && Contains("not a regular file"));
+  {
+    const std::string fifo = std::filesystem::temp_directory_path() / ("llmrdzv-cli-fifo-" + std::to_string(::getpid()));
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH(parse({"--config", fifo}), Contains("not a regular file"));
+    std::filesystem::remove(fifo);
+  }
   CHECK_THROWS_WITH(parse({"--config"}), "--config needs a file name");
 }
 

@@ -217,6 +217,47 @@ TEST_CASE("the final model is saved in shards when asked, and generate loads the
   const RunResult generated = run_trainer({"generate", "--model", out, "--prompt", "By", "--max_new_tokens", "4"});
   expect_ok(generated);
   CHECK(generated.out.starts_with("By"));
+
+  // A sharded model fine-tuned into its own directory is refused like a single-file one, and
+  // its shards stay (they used to be replaced by the new model.safetensors).
+  const std::string model = dir.file("sharded-model");
+  fs::create_directories(model);
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name != "metrics.jsonl" && name != "all_results.json") fs::copy_file(entry.path(), model + "/" + name);
+  }
+  const RunResult into_itself = run_trainer({"--do_train", "--model_name_or_path", model, "--train_file", dir.file("corpus.txt"),
+                                             "--output_dir", model, "--validation_split_percentage", "0", "--block_size",
+                                             "16", "--max_steps", "1", "--threads", "1"});
+  CHECK(into_itself.exit_code == 1);
+  CHECK_THAT(into_itself.err, Catch::Contains("already holds a training run (model"));
+  CHECK(fs::exists(model + "/model.safetensors.index.json"));
+  CHECK_FALSE(fs::exists(model + "/model.safetensors"));
+}
+
+TEST_CASE("a run whose loss goes NaN finishes, saves its checkpoints and reports the loss as null", "[train][errors]") {
+  ScratchDir dir("train-nan");
+  dir.write("corpus.txt", kMemorise);
+  const std::string out = dir.file("out");
+  // A learning rate of 1e30 without clipping blows the weights up after the first step.
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "3",
+                                     "--learning_rate", "1e30", "--max_grad_norm", "0", "--save_steps", "2",
+                                     "--logging_steps", "1", "--threads", "1", "--report_to", "none"});
+  expect_ok(run);  // it used to end with "JSON cannot represent NaN or infinity" and save nothing
+  CHECK(fs::exists(out + "/checkpoint-2"));
+  CHECK(fs::exists(out + "/model.safetensors"));
+  const auto results = llmrdzv::json::parse(read_file(out + "/all_results.json"));
+  REQUIRE(results.find("train_loss"));
+  CHECK(results.find("train_loss")->is_null());
+  // The checkpoint holds the NaN loss sum as null and resumes from it.
+  const RunResult resumed = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                                         "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                         "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "3",
+                                         "--learning_rate", "1e30", "--max_grad_norm", "0", "--threads", "1",
+                                         "--report_to", "none", "--resume_from_checkpoint", out + "/checkpoint-2"});
+  expect_ok(resumed);
 }
 
 // SIGPIPE is what killed a survivor in an elastic run when its Gloo write hit the socket of the
@@ -479,7 +520,7 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
 
   const RunResult no_model = run_trainer({"generate", "--model", dir.file("nowhere"), "--prompt", "x"});
   CHECK(no_model.exit_code == 1);
-  CHECK_THAT(no_model.err, Catch::Contains(dir.file("nowhere")));
+  CHECK_THAT(no_model.err, Catch::Contains("the model directory '" + dir.file("nowhere") + "' does not exist"));
 
   // A folder with a binary file: the text trains, and the user is told what was left out.
   dir.write("folder/notes.txt", word_salad());

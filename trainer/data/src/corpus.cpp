@@ -1,12 +1,15 @@
 // Corpus listing, fingerprinting and chunked document reading (see corpus.hpp for the rules).
 #include "llmrdzv/data/corpus.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <chrono>
 #include <optional>
+#include <map>
 #include <system_error>
 
 #include "llmrdzv/io/json.hpp"
@@ -47,25 +50,52 @@ SourceFile describe(const fs::path& p) {
   return file;
 }
 
-// The documents a folder holds, recursively, skipping hidden entries and binaries.
+// The device and inode a path leads to (through symbolic links), if it can be read.
+std::optional<std::pair<dev_t, ino_t>> identity(const fs::path& p) {
+  struct stat info {};
+  if (::stat(p.c_str(), &info) != 0) return std::nullopt;
+  return std::pair{info.st_dev, info.st_ino};
+}
+
+// The documents a folder holds, recursively, skipping hidden entries and binaries. Symbolic links
+// are followed, but a link back to a folder above (a cycle) is not entered, and a file reached
+// through several paths is read once, under the first of them in path order.
 SourceList list_folder(const fs::path& dir) {
   SourceList list;
-  std::vector<fs::path> found;
+  std::map<std::pair<dev_t, ino_t>, fs::path> found;
+  std::vector<std::pair<dev_t, ino_t>> ancestors;  // the folders above the current entry
+  if (const auto root = identity(dir)) ancestors.push_back(*root);
   std::error_code ec;
   fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
   if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
   for (const fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
     if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
     const fs::path& entry = it->path();
+    const bool directory = it->is_directory(ec);
     if (is_hidden(entry)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
+      if (directory) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file(ec)) found.push_back(entry);
+    if (!directory && !it->is_regular_file(ec)) continue;
+    const auto id = identity(entry);
+    if (!id) continue;  // vanished, or a link to nothing
+    if (directory) {
+      ancestors.resize(std::min(ancestors.size(), static_cast<std::size_t>(it.depth()) + 1));
+      if (std::ranges::find(ancestors, *id) != ancestors.end()) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      ancestors.push_back(*id);
+      continue;
+    }
+    const auto [at, added] = found.emplace(*id, entry);
+    if (!added && entry.native() < at->second.native()) at->second = entry;
   }
   if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
-  std::sort(found.begin(), found.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
-  for (const fs::path& p : found) {
+  std::vector<fs::path> paths;
+  for (auto& [id, path] : found) paths.push_back(std::move(path));
+  std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
+  for (const fs::path& p : paths) {
     if (has_nul_prefix(p)) {
       list.skipped.push_back(p);
     } else {

@@ -76,7 +76,9 @@ namespace {
 // the peak is the file's size, not the doubling a growing buffer goes through.
 template <class Buffer>
 Buffer read_whole(const std::filesystem::path& path) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO at the path is refused below instead of blocking open() (regular files
+  // read as usual).
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (fd.get() < 0) fail_errno("open", path, errno);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) fail_errno("stat", path, errno);

@@ -133,6 +133,11 @@ NamedTensors to_hf_state_dict(const model::CausalLm& model) {
   return out;
 }
 
+bool is_weight_file_name(std::string_view name) {
+  const bool shard = name.starts_with("model-") && name.ends_with(".safetensors");
+  return name == "model.safetensors" || name == "model.safetensors.index.json" || shard;
+}
+
 namespace {
 
 std::uint64_t byte_size(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
@@ -140,9 +145,7 @@ std::uint64_t byte_size(const at::Tensor& t) { return static_cast<std::uint64_t>
 // Weight files an earlier save may have left: a stale model.safetensors would shadow new shards.
 void remove_weight_files(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    const bool shard = name.starts_with("model-") && name.ends_with(".safetensors");
-    if (name == "model.safetensors" || name == "model.safetensors.index.json" || shard) fs::remove(entry.path());
+    if (is_weight_file_name(entry.path().filename().string())) fs::remove(entry.path());
   }
 }
 

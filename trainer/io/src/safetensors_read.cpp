@@ -54,7 +54,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path, Mode mo
     }
     return from_bytes(std::move(bytes), path.string());
   }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block: refused below
   if (fd < 0) throw SafetensorsError(path.string() + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

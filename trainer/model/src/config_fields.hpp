@@ -182,8 +182,12 @@ Config with_overrides(Config config, std::span<const ConfigKey<Config>> keys, st
   return config;
 }
 
-inline void require_positive(std::string_view origin, std::string_view name, std::int64_t v) {
+// A size (layers, widths, heads, positions, vocabulary): at least 1, and at most 2^31-1, so that
+// no product of two sizes overflows the int64 arithmetic that shapes tensors.
+inline void require_size(std::string_view origin, std::string_view name, std::int64_t v) {
   if (v < 1) config_fail(origin, std::string(name) + " must be >= 1, got " + std::to_string(v));
+  constexpr std::int64_t kMaxSize = (std::int64_t{1} << 31) - 1;
+  if (v > kMaxSize) config_fail(origin, std::string(name) + " must be at most " + std::to_string(kMaxSize) + ", got " + std::to_string(v));
 }
 
 inline void require_probability(std::string_view origin, std::string_view name, double p) {

@@ -38,12 +38,12 @@ bool known_activation(std::string_view name) {
 
 void validate(const Gpt2Config& c, std::string_view origin) {
   using detail::config_fail;
-  detail::require_positive(origin, "vocab_size", c.vocab_size);
-  detail::require_positive(origin, "n_positions", c.n_positions);
-  detail::require_positive(origin, "n_embd", c.n_embd);
-  detail::require_positive(origin, "n_layer", c.n_layer);
-  detail::require_positive(origin, "n_head", c.n_head);
-  if (c.n_inner) detail::require_positive(origin, "n_inner", *c.n_inner);
+  detail::require_size(origin, "vocab_size", c.vocab_size);
+  detail::require_size(origin, "n_positions", c.n_positions);
+  detail::require_size(origin, "n_embd", c.n_embd);
+  detail::require_size(origin, "n_layer", c.n_layer);
+  detail::require_size(origin, "n_head", c.n_head);
+  if (c.n_inner) detail::require_size(origin, "n_inner", *c.n_inner);
   if (c.n_embd % c.n_head != 0) {
     config_fail(origin, "n_embd (" + std::to_string(c.n_embd) + ") must be divisible by n_head (" + std::to_string(c.n_head) + ")");
   }

@@ -82,14 +82,14 @@ void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view or
 
 void validate(const LlamaConfig& c, std::string_view origin) {
   using detail::config_fail;
-  detail::require_positive(origin, "vocab_size", c.vocab_size);
-  detail::require_positive(origin, "hidden_size", c.hidden_size);
-  detail::require_positive(origin, "intermediate_size", c.intermediate_size);
-  detail::require_positive(origin, "num_hidden_layers", c.num_hidden_layers);
-  detail::require_positive(origin, "num_attention_heads", c.num_attention_heads);
-  detail::require_positive(origin, "max_position_embeddings", c.max_position_embeddings);
-  detail::require_positive(origin, "num_key_value_heads", c.kv_heads());
-  detail::require_positive(origin, "head_dim", c.head_size());
+  detail::require_size(origin, "vocab_size", c.vocab_size);
+  detail::require_size(origin, "hidden_size", c.hidden_size);
+  detail::require_size(origin, "intermediate_size", c.intermediate_size);
+  detail::require_size(origin, "num_hidden_layers", c.num_hidden_layers);
+  detail::require_size(origin, "num_attention_heads", c.num_attention_heads);
+  detail::require_size(origin, "max_position_embeddings", c.max_position_embeddings);
+  detail::require_size(origin, "num_key_value_heads", c.kv_heads());
+  detail::require_size(origin, "head_dim", c.head_size());
   if (c.num_attention_heads % c.kv_heads() != 0) {
     config_fail(origin, "num_attention_heads (" + std::to_string(c.num_attention_heads) +
                             ") must be a multiple of num_key_value_heads (" + std::to_string(c.kv_heads()) + ")");
@@ -113,7 +113,7 @@ void validate(const LlamaConfig& c, std::string_view origin) {
     if (!(c.rope_low_freq_factor > 0.0 && c.rope_high_freq_factor > c.rope_low_freq_factor)) {
       config_fail(origin, "the llama3 rope needs 0 < low_freq_factor < high_freq_factor");
     }
-    detail::require_positive(origin, "original_max_position_embeddings", c.rope_original_max_position_embeddings);
+    detail::require_size(origin, "original_max_position_embeddings", c.rope_original_max_position_embeddings);
   }
   detail::require_token_id(origin, "bos_token_id", c.bos_token_id, c.vocab_size);
   detail::require_token_ids(origin, "eos_token_id", c.eos_token_id, c.vocab_size);

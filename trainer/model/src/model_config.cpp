@@ -91,11 +91,12 @@ ModelConfig config_from_json(std::string_view text, std::string_view origin) {
     detail::config_fail(origin, std::string("not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) detail::config_fail(origin, "expected a JSON object, got " + std::string(doc.kind_name()));
-  std::string type = "gpt2";
-  if (const json::Value* given = doc.find("model_type")) {
-    if (!given->is_string()) detail::config_fail(origin, "model_type must be a string");
-    type = given->as_string();
-  }
+  // As transformers' AutoConfig: the family is named, never guessed (an OPT or Llama config
+  // without it would otherwise be read as GPT-2 with every key ignored).
+  const json::Value* given = doc.find("model_type");
+  if (!given) detail::config_fail(origin, "no model_type (gpt2, opt or llama): transformers' AutoConfig needs it too");
+  if (!given->is_string()) detail::config_fail(origin, "model_type must be a string");
+  const std::string type = given->as_string();
   ModelConfig config;
   if (type == "gpt2") config = detail::gpt2_from_json(doc, origin);
   else if (type == "opt") config = detail::opt_from_json(doc, origin);

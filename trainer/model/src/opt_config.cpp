@@ -41,13 +41,13 @@ bool known_activation(std::string_view name) {
 
 void validate(const OptConfig& c, std::string_view origin) {
   using detail::config_fail;
-  detail::require_positive(origin, "vocab_size", c.vocab_size);
-  detail::require_positive(origin, "hidden_size", c.hidden_size);
-  detail::require_positive(origin, "num_hidden_layers", c.num_hidden_layers);
-  detail::require_positive(origin, "num_attention_heads", c.num_attention_heads);
-  detail::require_positive(origin, "ffn_dim", c.ffn_dim);
-  detail::require_positive(origin, "max_position_embeddings", c.max_position_embeddings);
-  if (c.word_embed_proj_dim) detail::require_positive(origin, "word_embed_proj_dim", *c.word_embed_proj_dim);
+  detail::require_size(origin, "vocab_size", c.vocab_size);
+  detail::require_size(origin, "hidden_size", c.hidden_size);
+  detail::require_size(origin, "num_hidden_layers", c.num_hidden_layers);
+  detail::require_size(origin, "num_attention_heads", c.num_attention_heads);
+  detail::require_size(origin, "ffn_dim", c.ffn_dim);
+  detail::require_size(origin, "max_position_embeddings", c.max_position_embeddings);
+  if (c.word_embed_proj_dim) detail::require_size(origin, "word_embed_proj_dim", *c.word_embed_proj_dim);
   if (c.hidden_size % c.num_attention_heads != 0) {
     config_fail(origin, "hidden_size (" + std::to_string(c.hidden_size) + ") must be divisible by num_attention_heads (" +
                             std::to_string(c.num_attention_heads) + ")");

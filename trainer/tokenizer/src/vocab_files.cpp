@@ -47,29 +47,26 @@ std::vector<std::string> vocab_from_json(const json::Value& vocab, const std::st
   if (!vocab.is_object()) {
     throw TokenizerError(where + ": expected an object of token -> id, got " + std::string(vocab.kind_name()));
   }
-  std::vector<std::string> tokens;
+  // Ids are 0..N-1 for N tokens: a larger id is refused before anything is sized by it, and with
+  // no id given twice (below) none is missing either.
+  const auto count = static_cast<std::int64_t>(std::min<std::size_t>(vocab.as_object().size(), kMaxVocab));
+  std::vector<std::string> tokens(static_cast<std::size_t>(count));
   for (const auto& [token, id_value] : vocab.as_object()) {  // the reader refused duplicate tokens
     const std::string what = where + ": token \"" + token + "\"";
     if (!id_value.is_integer()) throw TokenizerError(what + ": its id is not a whole number");
     const std::int64_t id = id_value.as_integer();
-    if (id < 0 || id >= kMaxVocab) {
-      throw TokenizerError(what + ": id " + std::to_string(id) + " is out of range 0.." + std::to_string(kMaxVocab - 1));
+    if (id < 0 || id >= count) {
+      throw TokenizerError(what + ": id " + std::to_string(id) + " is out of range 0.." + std::to_string(count - 1) +
+                           " (ids run 0..N-1 for the vocabulary's " + std::to_string(vocab.as_object().size()) + " tokens)");
     }
     if (token.empty()) throw TokenizerError(where + ": empty token string (id " + std::to_string(id) + ")");
     const auto index = static_cast<std::size_t>(id);
-    if (index >= tokens.size()) tokens.resize(index + 1);
     if (!tokens[index].empty()) {
       throw TokenizerError(where + ": id " + std::to_string(id) + " is given to both \"" + tokens[index] + "\" and \"" + token + "\"");
     }
     tokens[index] = token;
   }
   if (tokens.empty()) throw TokenizerError(where + ": the vocabulary is empty");
-  for (std::size_t id = 0; id < tokens.size(); ++id) {
-    if (tokens[id].empty()) {
-      throw TokenizerError(where + ": ids must be 0.." + std::to_string(tokens.size() - 1) +
-                           " without gaps, but id " + std::to_string(id) + " is missing");
-    }
-  }
   return tokens;
 }
 

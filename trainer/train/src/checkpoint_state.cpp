@@ -7,11 +7,13 @@
 #include <deque>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/json.hpp"
+#include "llmrdzv/train/metrics_log.hpp"
 
 namespace llmrdzv::train {
 namespace {
@@ -67,7 +69,9 @@ SavedState parse_saved_state(const std::filesystem::path& dir, const std::string
     SavedState state;
     state.global_step = member("global_step").as_integer();
     state.data_state = member("data_state").as_string();
-    state.train_loss_sum = member("train_loss_sum").as_double();
+    // null: the run's losses had gone NaN or infinite (JSON has no such numbers).
+    const json::Value& loss_sum = member("train_loss_sum");
+    state.train_loss_sum = loss_sum.is_null() ? std::numeric_limits<double>::quiet_NaN() : loss_sum.as_double();
     state.rank = member("rank").as_integer();
     state.world = member("world_size").as_integer();
     if (const json::Value* scale = saved.find("loss_scale")) {
@@ -218,7 +222,7 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
   const json::Object trainer_state{
       {"global_step", state.global_step},
       {"data_state", state.data_state},
-      {"train_loss_sum", state.train_loss_sum},
+      {"train_loss_sum", metric(state.train_loss_sum)},  // null once a loss was NaN or infinite
       {"rank", std::int64_t{engine.rank()}},
       {"world_size", std::int64_t{engine.world_size()}},
       {"loss_scale", state.loss_scale},

@@ -18,7 +18,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
     {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt or llama), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b), for a fresh model; empty = GPT-2's defaults"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
-    {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (GPT-2 byte-level BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
+    {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
     {"train_file", &T::train_file, "training text: a text file, a .jsonl file (its \"text\" members) or a folder of them (recursive; hidden and binary files skipped)"},
@@ -71,7 +71,7 @@ const OptionSpec<T> kTrainTable[] = {
 using G = GenerateOptions;
 const OptionSpec<G> kGenerateTable[] = {
     {"model", &G::model, "HF model directory to sample from (e.g. a run's output_dir)"},
-    {"tokenizer_name", &G::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json (GPT-2 byte-level BPE); empty = the model directory's (refused if it has none, or only another tokenizer format)"},
+    {"tokenizer_name", &G::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json (byte-level BPE, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, or only another tokenizer format)"},
     {"prompt", &G::prompt, "text to continue; empty = start from the end-of-text token"},
     {"max_new_tokens", &G::max_new_tokens, "tokens to generate"},
     {"temperature", &G::temperature, "sampling temperature; 0 = greedy"},
@@ -81,10 +81,15 @@ const OptionSpec<G> kGenerateTable[] = {
     {"use_cpu", &G::use_cpu, "run on the CPU even when CUDA is available"},
 };
 
+// Upper bounds that keep absurd values from reaching torch (libgomp crashes on 100000 threads)
+// or overflowing the step count.
+constexpr std::int64_t kMaxThreads = 1024;
+constexpr double kMaxEpochs = 1e6;
+
 constexpr std::string_view kTrainUsage =
     "usage: trainer [train] [--config FILE] [--OPTION VALUE]...\n"
     "       trainer generate --model DIR --prompt TEXT [--OPTION VALUE]...\n"
-    "Train a GPT-2-family causal language model (run_clm.py's option names).\n";
+    "Train a causal language model of the GPT-2, OPT or Llama family (run_clm.py's option names).\n";
 constexpr std::string_view kGenerateUsage =
     "usage: trainer generate --model DIR --prompt TEXT [--OPTION VALUE]...\n"
     "Sample text from a saved model.\n";
@@ -246,13 +251,15 @@ void validate(const TrainOptions& o) {
   require(o.max_grad_norm >= 0, "--max_grad_norm must not be negative (0 turns clipping off)");
   require(o.max_steps == -1 || o.max_steps >= 1, "--max_steps must be -1 (use epochs) or at least 1");
   require(o.max_steps >= 1 || o.num_train_epochs > 0, "--num_train_epochs must be positive");
+  require(o.num_train_epochs <= kMaxEpochs, "--num_train_epochs must be at most 1e6");
   require(o.warmup_steps >= 0, "--warmup_steps must not be negative");
   require(o.warmup_ratio >= 0 && o.warmup_ratio <= 1, "--warmup_ratio must be in [0, 1]");
   require(o.validation_split_percentage >= 0 && o.validation_split_percentage < 100,
           "--validation_split_percentage must be in [0, 100)");
   require(!o.do_eval || !o.validation_file.empty() || o.validation_split_percentage > 0,
           "--do_eval needs --validation_file or a --validation_split_percentage above 0");
-  require(o.block_size >= 0, "--block_size must not be negative (0 = the model's n_positions)");
+  require(o.block_size == 0 || o.block_size >= 2,
+          "--block_size must be 0 (the model's n_positions) or at least 2 (a block of one token has no next token to predict)");
   require(!o.streaming || o.max_steps >= 1, "--streaming needs --max_steps (a stream's length is not known up front)");
   require(!o.streaming || o.max_train_samples == -1, "--max_train_samples cannot be combined with --streaming");
   require(o.max_train_samples == -1 || o.max_train_samples >= 1, "--max_train_samples must be -1 or at least 1");
@@ -265,7 +272,7 @@ void validate(const TrainOptions& o) {
   require(o.eval_steps >= 0, "--eval_steps must not be negative");
   require(o.save_steps >= 0, "--save_steps must not be negative");
   require(o.save_total_limit >= 0, "--save_total_limit must not be negative");
-  require(o.threads >= 0, "--threads must not be negative");
+  require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be between 0 and 1024");
   require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
   require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
@@ -278,7 +285,7 @@ void validate(const GenerateOptions& o) {
   require(o.temperature >= 0, "--temperature must not be negative (0 = greedy)");
   require(o.top_k >= 0, "--top_k must not be negative (0 = no cut)");
   require(o.seed >= 0, "--seed must not be negative");
-  require(o.threads >= 0, "--threads must not be negative");
+  require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be between 0 and 1024");
 }
 
 }  // namespace llmrdzv::train

@@ -3,18 +3,27 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
+#include <set>
 
+#include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/train/cli.hpp"
 
 namespace llmrdzv::train {
 
 std::vector<ConfigEntry> read_config_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("config file '" + path + "' cannot be read");
+  std::string text;
+  try {
+    text = io::read_file(path);  // a regular file: a directory or FIFO is refused, not waited on
+  } catch (const io::IoError& e) {
+    throw UsageError("config file '" + path + "' cannot be read: " + e.what());
+  }
   YAML::Node root;
   try {
-    root = YAML::Load(in);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1) {
+      throw UsageError("config file '" + path + "' holds " + std::to_string(documents.size()) + " YAML documents; give one");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     throw UsageError("config file '" + path + "' is not valid YAML: " + e.what());
   }
@@ -23,11 +32,13 @@ std::vector<ConfigEntry> read_config_file(const std::string& path) {
     throw UsageError("config file '" + path + "' must be a mapping of option names to values");
   }
   std::vector<ConfigEntry> entries;
+  std::set<std::string> seen;
   for (const auto& item : root) {
     const int line = item.first.Mark().line + 1;
     const std::string where = path + ":" + std::to_string(line);
     if (!item.first.IsScalar()) throw UsageError(where + ": option names must be plain words");
     const std::string key = item.first.Scalar();
+    if (!seen.insert(key).second) throw UsageError(where + ": key '" + key + "' appears twice");
     if (item.second.IsNull()) throw UsageError(where + ": key '" + key + "' has no value");
     if (!item.second.IsScalar()) {
       throw UsageError(where + ": key '" + key + "' must be a single value, not a list or mapping");

@@ -18,8 +18,14 @@ namespace llmrdzv::train {
 
 std::int64_t sample_next_token(const at::Tensor& logits, double temperature, std::int64_t top_k,
                                at::Generator& generator) {
+  if (!at::isfinite(logits).all().item<bool>()) {
+    throw std::runtime_error("the model's next-token logits are not finite (NaN or infinity): its weights are broken");
+  }
   if (temperature == 0) return logits.argmax().item<std::int64_t>();
   at::Tensor scaled = logits / temperature;
+  // A temperature so small that the division overflows: shifted by the maximum first, the top
+  // logits stay finite (and take all the probability).
+  if (!at::isfinite(scaled).all().item<bool>()) scaled = (logits - logits.max()) / temperature;
   if (top_k > 0 && top_k < scaled.size(0)) {
     const at::Tensor kth = std::get<0>(scaled.topk(top_k)).index({-1});
     scaled = scaled.masked_fill(scaled < kth, -INFINITY);

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/util/Exception.h>
+
 #include "checkpoint_state.hpp"
 #include "llmrdzv/engine/single_process_engine.hpp"
 #include "llmrdzv/engine/training_engine.hpp"
@@ -122,7 +124,9 @@ int main(int argc, char** argv) {
     llmrdzv::dist::yield_to_failure_watch();  // a peer failed: the watch reports it (exit 3 or restart)
 #endif
     std::fflush(stdout);
-    std::cerr << "\ntrainer: error: " << e.what() << '\n';
+    // torch's errors carry a C++ backtrace in what(): the one line without it says the problem.
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+    std::cerr << "\ntrainer: error: " << (torch_error ? torch_error->what_without_backtrace() : e.what()) << '\n';
     return 1;
   }
   return 0;

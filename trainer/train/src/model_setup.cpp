@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 
@@ -36,6 +37,9 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
   }
   const std::string& dir = named ? tokenizer_name : model_dir;
   const std::string what = named ? "--tokenizer_name '" + dir + "'" : "the model directory '" + dir + "'";
+  if (std::error_code ec; !std::filesystem::is_directory(dir, ec)) {
+    throw std::invalid_argument(what + (std::filesystem::exists(dir, ec) ? " is not a directory" : " does not exist"));
+  }
   if (const std::string files = Tokenizer::directory_tokenizer_files(dir); !files.empty()) {
     Tokenizer tokenizer = Tokenizer::from_directory(dir);
     return {tokenizer, kind_name(tokenizer.kind()) + " from " + what + " (" + files + ")"};

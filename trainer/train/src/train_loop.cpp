@@ -73,7 +73,7 @@ void prepare_output_dir(const TrainOptions& o) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (io::parse_checkpoint_step(name) || name.starts_with("rank-") || name == "metrics.jsonl" ||
-        name == "all_results.json" || name == "model.safetensors") {
+        name == "all_results.json" || io::is_weight_file_name(name)) {
       previous.push_back(entry.path());
     }
   }

@@ -1,7 +1,8 @@
 // The many-rank TrainingEngine (engine/training_engine.hpp): joins the rendezvous through rdzvd,
 // builds the process group over an RdzvStore, broadcasts rank 0's initial weights, synchronises
-// gradients in buckets overlapped with backward, and steps either torch's AdamW on every rank
-// (--offload none) or the sharded host AdamW (--offload optimizer). A rank that fails ends the
+// gradients in buckets overlapped with backward, and steps either the one-process engine's
+// optimizer on every rank (--offload none: the fused SIMD AdamW on CPUs, torch's on GPUs) or the
+// sharded host AdamW (--offload optimizer). A rank that fails ends the
 // others promptly with a clear message and exit code kPeerFailedExitCode, or, when the
 // rendezvous is elastic, restarts them into the next round (see ElasticRestart).
 #pragma once

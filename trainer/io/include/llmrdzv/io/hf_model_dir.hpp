@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 #include <vector>
 
 #include "llmrdzv/io/safetensors_torch.hpp"
@@ -39,6 +40,9 @@ void load_hf_weights(model::CausalLm& model, const std::filesystem::path& weight
 // The model's tensors in HF's layout and names ("transformer.h.0.attn.c_attn.weight" as [in, out]);
 // no lm_head when tied. CPU, contiguous, detached copies in the parameters' dtype.
 NamedTensors to_hf_state_dict(const model::CausalLm& model);
+
+// model.safetensors, model.safetensors.index.json or one of its model-*.safetensors shards.
+bool is_weight_file_name(std::string_view name);
 
 // transformers' default max_shard_size, "5GB".
 inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000;

@@ -1,7 +1,7 @@
 // Fused CPU AdamW on raw float arrays: one pass over parameters, gradients and both moments,
 // with bias correction and decoupled weight decay, the same update torch::optim::AdamW makes.
-// It is the optimizer of the ZeRO-Offload path (each rank updates its own host shard), so it
-// is torch-free, SIMD (AVX-512 / AVX2 picked at run time, scalar fallback) and multi-threaded.
+// It is the optimizer of the ZeRO-Offload path (each rank updates its own host shard) and of
+// every CPU run, so it is torch-free, SIMD (AVX-512 / AVX2 picked at run time, scalar fallback) and multi-threaded.
 #pragma once
 
 #include <cstddef>

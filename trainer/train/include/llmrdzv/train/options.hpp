@@ -36,7 +36,7 @@ struct TrainOptions {
   std::string model_name_or_path;  // HF directory to start from; empty = a fresh model
   std::string config_name;         // config.json (or its directory) for a fresh model
   std::string config_overrides;    // "n_embd=256,n_layer=4" applied to the config
-  std::string tokenizer_name;      // directory with vocab.json + merges.txt; empty = the model's, else bytes
+  std::string tokenizer_name;      // directory with vocab.json + merges.txt or tokenizer.json; empty = the model's (a fresh model: bytes)
   bool low_cpu_mem_usage = false;  // memory-map the model file instead of reading it
   bool gradient_checkpointing = false;
 
@@ -104,7 +104,7 @@ struct TrainOptions {
 // `trainer generate`: sample from a saved model.
 struct GenerateOptions {
   std::string model;           // HF directory (config.json, model.safetensors, tokenizer files)
-  std::string tokenizer_name;  // empty = the tokenizer files in `model`, else bytes
+  std::string tokenizer_name;  // empty = the tokenizer files in `model` (refused if it has none)
   std::string prompt;
   std::int64_t max_new_tokens = 100;
   double temperature = 1.0;  // 0 = greedy
