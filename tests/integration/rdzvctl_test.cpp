@@ -56,6 +56,11 @@ TEST_CASE("rdzvctl reports usage errors with exit status 2") {
   const auto missing_file = rdzvctl(dir, {"--endpoint", "127.0.0.1:1", "--token-file", dir.file("absent"), "show", "x"});
   CHECK(missing_file.exit_status == 2);
   CHECK_THAT(missing_file.err, Catch::Contains("--token-file: cannot read '" + dir.file("absent") + "'"));
+  const auto bad_probes = rdzvctl(dir, {"ping"}, {{"RDZV_ENDPOINT", "127.0.0.1:20000"},
+                                                  {"LLM_RDZV_PORT_RANGE", "20000-20099"},
+                                                  {"LLM_RDZV_PORT_PROBES", "0"}});
+  CHECK(bad_probes.exit_status == 2);
+  CHECK_THAT(bad_probes.err, Catch::Contains("LLM_RDZV_PORT_PROBES='0' is not an integer in [1, 64]"));
 }
 
 TEST_CASE("rdzvctl says when rdzvd is unreachable (exit status 3)") {

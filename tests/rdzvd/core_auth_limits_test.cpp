@@ -192,6 +192,10 @@ TEST_CASE("every client-controlled limit gives RESOURCE_EXHAUSTED naming the lim
   auto slow = site_join("r1", 1, "a");
   slow.timeout_ms = 10001;
   expect(f.join(slow)->status, "max_timeout_ms");
+  auto late_call = site_join("r1", 1, "a");
+  late_call.last_call_ms = 10001;
+  expect(f.join(late_call)->status, "max_timeout_ms");
+  CHECK_THAT(f.join(late_call)->status.message, Catch::Contains("last_call_ms=10001"));
 
   const Scope s{"r1", site_ticket(1, "r1")};
   expect(f.core.set(s, 1, "123456789", "v"), "max_key_length");

@@ -1,6 +1,8 @@
 // Our safetensors reader/writer: round trips through files (mapped and read), and every kind of
 // bad file (truncated, oversized header, bad JSON, unknown dtype, wrong shape, offsets outside the
 // data, overlaps, gaps, trailing bytes, non-string metadata) rejected with a message naming it.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -124,6 +126,12 @@ TEST_CASE("safetensors rejects truncated files", "[safetensors]") {
   CHECK_THROWS_WITH(SafetensorsFile::open(dir / "absent.safetensors"), Catch::Contains("absent.safetensors") &&
                                                                            Catch::Contains("No such file"));
   CHECK_THROWS_WITH(SafetensorsFile::open(dir.path()), Catch::Contains("not a regular file"));
+  // A FIFO is refused at once in both modes (open() used to block until a writer came).
+  const auto fifo = dir / "fifo.safetensors";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (auto mode : {SafetensorsFile::Mode::mmap, SafetensorsFile::Mode::read}) {
+    CHECK_THROWS_WITH(SafetensorsFile::open(fifo, mode), Catch::Contains("not a regular file"));
+  }
 }
 
 TEST_CASE("safetensors rejects an oversized header length before allocating", "[safetensors]") {

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
 
+#include <cmath>
 #include <filesystem>
 #include <set>
 
@@ -315,6 +316,14 @@ TEST_CASE("sampling: temperature 0 is greedy and top-k draws only among the k li
   CHECK(draws(5.0, 0) == std::set<std::int64_t>{0, 1, 2, 3, 4});  // no top-k: every id
   at::Generator a = at::detail::createCPUGenerator(11), b = at::detail::createCPUGenerator(11);
   for (int i = 0; i < 50; ++i) CHECK(sample_next_token(logits, 1.5, 3, a) == sample_next_token(logits, 1.5, 3, b));
+  // A temperature so small that logits / T overflows: the likeliest id takes all the probability.
+  for (int i = 0; i < 20; ++i) CHECK(sample_next_token(logits, 1e-45, 0, generator) == 1);
+  // Broken weights: NaN or infinite logits are named, not handed to multinomial.
+  for (const float bad : {std::nanf(""), INFINITY}) {
+    const torch::Tensor broken = torch::tensor({0.1f, bad, 2.0f});
+    CHECK_THROWS_WITH(sample_next_token(broken, 1.0, 0, generator), Catch::Contains("logits are not finite"));
+    CHECK_THROWS_WITH(sample_next_token(broken, 0.0, 0, generator), Catch::Contains("logits are not finite"));
+  }
 }
 
 TEST_CASE("biases and LayerNorm weights are not decayed, weights and embeddings are", "[checkpoint][decay]") {
