@@ -26,6 +26,13 @@ With --compare_trainer_args ARGS the other side is our trainer again, with ARGS 
 "--report_to none" to measure what TensorBoard logging costs): the figure is then each side's
 train_runtime (the whole step loop, logging included, from all_results.json) over its steps.
 
+With --device cuda both sides train on the GPU in bf16 mixed precision (ours: its default there,
+bf16 compute with fp32 master weights; HF: torch.autocast(bfloat16) over fp32 parameters, as the HF
+Trainer's --bf16 does), and HF runs twice, eager and under torch.compile (--hf_modes). The table adds
+each side's MFU (6 x parameters x tokens/s over --peak_tflops, 989 for an H100's dense bf16) and its
+peak GPU memory: the most nvidia-smi reported in use during the segment, less what was in use before
+it (the same measure for every side, the CUDA context included).
+
 The machine may be shared, so the sides alternate in --rounds segments (ours, HF, ours, HF, ...),
 each a fresh process running --warmup untimed then --steps timed steps; a side's figure is the
 median over all its timed steps, and the load average is recorded around every segment.
@@ -33,6 +40,7 @@ median over all its timed steps, and the load average is recorded around every s
 import argparse
 import json
 import os
+import random
 import statistics
 import struct
 import subprocess
@@ -40,6 +48,8 @@ import sys
 import tempfile
 import time
 
+# Our side's training text (byte-level tokenizer): Python's docs where the machine has them, else a
+# generated word corpus of the same size (a GPU host may have neither Debian's docs nor a network).
 CORPUS = "/usr/share/doc/python3.11/html/_sources"
 
 # name -> family (our preset of it, HF's config class), config.json keys (the same names on both
@@ -55,6 +65,9 @@ SHAPES = {
                     config=_gpt2(0.0, n_layer=4, n_head=4, n_embd=256, n_positions=128, vocab_size=257)),
     "gpt2": dict(family="gpt2", preset="gpt2", block=128, batch=4,
                  config=_gpt2(0.1, n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
+    # issue 14's speed shape: GPT-2 124M at batch 16 x block 1024, no dropout (for --device cuda).
+    "gpt2-16x1024": dict(family="gpt2", preset="gpt2", block=1024, batch=16,
+                         config=_gpt2(0.0, n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
     "opt-125m": dict(family="opt", preset="opt-125m", block=128, batch=4,
                      config=dict(num_hidden_layers=12, num_attention_heads=12, hidden_size=768, ffn_dim=3072,
                                  word_embed_proj_dim=768, max_position_embeddings=2048, vocab_size=50272,
@@ -89,6 +102,47 @@ def safetensors_numel(path):
     return total
 
 
+def corpus_path(workdir):
+    """CORPUS, or where it is missing a generated text of ~8 MB in workdir's parent."""
+    if os.path.isdir(CORPUS):
+        return CORPUS
+    path = os.path.join(os.path.dirname(workdir), "corpus.txt")
+    if not os.path.exists(path):
+        rng = random.Random(0)
+        words = ["".join(rng.choice("etaoinshrdlucmfwypvbgk") for _ in range(rng.randint(2, 9))) for _ in range(4000)]
+        with open(path, "w") as f:
+            for _ in range(20000):
+                f.write(" ".join(rng.choice(words) for _ in range(70)) + ".\n")
+    return path
+
+
+class GpuMemoryPeak:
+    """The most GPU memory in use (GiB, nvidia-smi, every 100 ms) during a `with` block, less the
+    amount in use when it began; None without CUDA."""
+
+    def __init__(self, device):
+        self.device, self.peak = device, None
+
+    def _used(self):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, check=True).stdout
+        return int(out.split()[0])
+
+    def __enter__(self):
+        if self.device == "cuda":
+            self.base = self._used()
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                                          "-i", "0", "-lms", "100"], stdout=subprocess.PIPE, text=True)
+        return self
+
+    def __exit__(self, *exc):
+        if self.device == "cuda":
+            self.proc.terminate()
+            samples = [int(x) for x in self.proc.communicate()[0].split()]
+            self.peak = (max(samples, default=self.base) - self.base) / 1024
+        return False
+
+
 def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     """Trains `steps` steps of `shape` (logging every step, no checkpoints) in workdir/out; returns
     metrics.jsonl's training records (one per step) and the output directory."""
@@ -96,7 +150,7 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     overrides = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in shape["config"].items())
     if activation:
         overrides += f",{ACTIVATION_KEY[shape['family']]}={activation}"
-    cmd = [trainer, "--do_train", "--train_file", CORPUS, "--validation_split_percentage", "0",
+    cmd = [trainer, "--do_train", "--train_file", corpus_path(workdir), "--validation_split_percentage", "0",
            "--cache_dir", os.path.join(workdir, "token-cache"), "--output_dir", out,
            "--overwrite_output_dir", "--config_name", shape["preset"], "--config_overrides", overrides,
            "--block_size", str(shape["block"]), "--per_device_train_batch_size", str(shape["batch"]),
@@ -148,6 +202,7 @@ def hf_worker(spec):
     from transformers import AutoModelForCausalLM
 
     shape = SHAPES[spec["shape"]]
+    device = spec["device"]
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
     config = hf_config(shape, spec["activation"])
@@ -155,7 +210,7 @@ def hf_worker(spec):
     tied = model.lm_head.weight is model.get_input_embeddings().weight
     assert tied == config.tie_word_embeddings, "HF's LM head is not tied as the config says"
     assert all(p.dtype == torch.float32 for p in model.parameters())
-    model.train()
+    model.to(device).train()
     named = list(model.named_parameters())
     # transformers Trainer's grouping: biases and LayerNorm / RMSNorm weights undecayed.
     no_decay_name = lambda n: n.endswith("bias") or ".ln_" in n or "norm" in n
@@ -163,20 +218,24 @@ def hf_worker(spec):
               {"params": [t for n, t in named if no_decay_name(n)], "weight_decay": 0.0}]
     optim_kind = {"fused": dict(fused=True), "foreach": dict(foreach=True), "for-loop": dict(foreach=False)}
     optimizer = torch.optim.AdamW(groups, lr=LEARNING_RATE, **optim_kind[spec["optim"]])
+    forward = torch.compile(model) if spec["mode"] == "compile" else model
+    # On the GPU: bf16 autocast over fp32 parameters (HF Trainer's --bf16); on the CPU: fp32.
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device == "cuda")
     steps = spec["steps"]
     # Byte-level ids, as our trainer's byte tokenizer produces (ids < 257 whatever vocab_size is).
-    batches = [torch.randint(0, 257, (shape["batch"], shape["block"])) for _ in range(steps)]
+    batches = [torch.randint(0, 257, (shape["batch"], shape["block"]), device=device) for _ in range(steps)]
     tokens = shape["batch"] * shape["block"]
     rates = []
     for i in range(steps):
         start = time.perf_counter()
         ids = batches[i]
-        loss = model(input_ids=ids, labels=ids).loss
+        with autocast:
+            loss = forward(input_ids=ids, labels=ids).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        loss.item()
+        loss.item()  # also waits for the GPU
         rates.append(tokens / (time.perf_counter() - start))
     print(json.dumps({"rates": rates, "params": sum(t.numel() for t in model.parameters()),
                       "torch_threads": torch.get_num_threads()}))
@@ -187,8 +246,9 @@ def hf_worker(spec):
 SAME_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**31 - 1), "MALLOC_TOP_PAD_": str(64 << 20)}
 
 
-def hf(shape_name, steps, threads, activation, optim, same_malloc):
-    spec = {"shape": shape_name, "steps": steps, "threads": threads, "activation": activation, "optim": optim}
+def hf(shape_name, steps, threads, activation, optim, same_malloc, device, mode):
+    spec = {"shape": shape_name, "steps": steps, "threads": threads, "activation": activation, "optim": optim,
+            "device": device, "mode": mode}
     env = dict(os.environ, TRANSFORMERS_VERBOSITY="error", TOKENIZERS_PARALLELISM="false")
     if same_malloc:
         env.update(SAME_MALLOC_ENV)
@@ -227,6 +287,13 @@ def main():
     parser.add_argument("--hf_same_malloc", action="store_true",
                         help="run HF with the glibc malloc policy our trainer sets for itself (freed memory kept, "
                              "no mmap'd blocks); default: Python's stock malloc, what HF users get")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where both sides train (cuda: bf16 mixed precision, the first GPU)")
+    parser.add_argument("--hf_modes", default=None,
+                        help="comma-separated HF sides, of eager,compile (torch.compile); default: eager on the CPU, "
+                             "eager,compile on cuda")
+    parser.add_argument("--peak_tflops", type=float, default=989.0,
+                        help="the device's peak for MFU (default 989: an H100's dense bf16)")
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
     parser.add_argument("--compare_trainer_args", default=None,
                         help="instead of HF, compare with our trainer run with these flags added; both sides timed "
@@ -242,6 +309,10 @@ def main():
     if args.compare_trainer_args is not None:
         return compare_trainer_args(args)
 
+    modes = (args.hf_modes or ("eager,compile" if args.device == "cuda" else "eager")).split(",")
+    if set(modes) - {"eager", "compile"}:
+        parser.error(f"--hf_modes: unknown mode in {args.hf_modes!r} (eager, compile)")
+    our_extra = args.trainer_args.split() + (["--use_cpu"] if args.device == "cpu" else [])
     results = {}
     rows = []
     with tempfile.TemporaryDirectory(prefix="trainer-bench-") as tmp:
@@ -250,43 +321,60 @@ def main():
             total = args.warmup + args.steps
             workdir = os.path.join(tmp, name)
             os.makedirs(workdir)
-            our_rates, hf_rates, loads = [], [], [loadavg()]
+            rates = {side: [] for side in ["ours"] + modes}
+            memory = {side: 0.0 for side in rates}
+            loads = [loadavg()]
             for _ in range(args.rounds):
-                rates, our_config, our_params = ours(args.trainer, shape, total, args.threads, workdir,
-                                                     args.activation, args.trainer_args.split())
-                our_rates += rates[args.warmup:]
-                loads.append(loadavg())
-                rates, hf_params = hf(name, total, args.threads, args.activation, args.hf_optim, args.hf_same_malloc)
-                hf_rates += rates[args.warmup:]
-                loads.append(loadavg())
+                for side in rates:
+                    with GpuMemoryPeak(args.device) as peak:
+                        if side == "ours":
+                            got, our_config, our_params = ours(args.trainer, shape, total, args.threads, workdir,
+                                                               args.activation, our_extra)
+                        else:
+                            got, hf_params = hf(name, total, args.threads, args.activation, args.hf_optim,
+                                                args.hf_same_malloc, args.device, side)
+                    rates[side] += got[args.warmup:]
+                    memory[side] = max(memory[side], peak.peak or 0.0)
+                    loads.append(loadavg())
                 check_same_model(shape, args.activation, our_config, our_params, hf_params)
-            ours_tps = statistics.median(our_rates)
-            hf_tps = statistics.median(hf_rates)
-            results[name] = {"params": hf_params, "block": shape["block"], "batch": shape["batch"],
-                             "ours_tokens_per_s": round(ours_tps, 1), "hf_tokens_per_s": round(hf_tps, 1),
-                             "ratio": round(ours_tps / hf_tps, 3),
-                             "ours_best": round(max(our_rates), 1), "hf_best": round(max(hf_rates), 1),
-                             "load_min": min(loads), "load_max": max(loads)}
-            rows.append((name, hf_params, shape["block"], shape["batch"], ours_tps, hf_tps, ours_tps / hf_tps,
-                         max(our_rates) / max(hf_rates), min(loads), max(loads)))
-    print(f"threads={args.threads} warmup={args.warmup} timed_steps={args.steps} rounds={args.rounds} "
-          f"activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} hf_same_malloc={args.hf_same_malloc} "
-          f"(median tokens/s over all timed steps; best = fastest step of each side)")
-    print(f"{'shape':<9} {'params':>12} {'block':>6} {'batch':>6} {'ours tok/s':>11} {'HF tok/s':>10} "
-          f"{'ours/HF':>8} {'best/best':>9} {'load 1m':>11}")
-    for name, params, block, batch, o, h, r, rb, lo, hi in rows:
-        print(f"{name:<9} {params:>12,} {block:>6} {batch:>6} {o:>11.1f} {h:>10.1f} {r:>8.3f} {rb:>9.3f} "
-              f"{lo:>5.2f}-{hi:<5.2f}")
-    summary = {"threads": args.threads, "activation": args.activation or "gelu_new", "hf_optim": args.hf_optim,
-               "hf_same_malloc": args.hf_same_malloc,
-               "target_ratio": 1.2, **results, "min_ratio": round(min(r[6] for r in rows), 3)}
+            tokens = {side: statistics.median(r) for side, r in rates.items()}
+            best_peer = max(modes, key=lambda m: tokens[m])
+            entry = {"params": hf_params, "block": shape["block"], "batch": shape["batch"],
+                     "ours_tokens_per_s": round(tokens["ours"], 1), "ours_best": round(max(rates["ours"]), 1),
+                     "ratio": round(tokens["ours"] / tokens[best_peer], 3), "ratio_to": best_peer,
+                     "load_min": min(loads), "load_max": max(loads)}
+            for side in rates:
+                entry[f"{side}_tokens_per_s"] = round(tokens[side], 1)
+                if args.device == "cuda":
+                    entry[f"{side}_mfu"] = round(6 * hf_params * tokens[side] / (args.peak_tflops * 1e12), 4)
+                    entry[f"{side}_peak_gib"] = round(memory[side], 2)
+            results[name] = entry
+            for side in rates:
+                rows.append((name, side, hf_params, shape["block"], shape["batch"], tokens[side],
+                             tokens["ours"] / tokens[side], max(rates["ours"]) / max(rates[side]), entry.get(f"{side}_mfu"),
+                             entry.get(f"{side}_peak_gib"), min(loads), max(loads)))
+    print(f"device={args.device} threads={args.threads} warmup={args.warmup} timed_steps={args.steps} "
+          f"rounds={args.rounds} activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} "
+          f"hf_same_malloc={args.hf_same_malloc} (median tokens/s over all timed steps; best = fastest step of each side)")
+    print(f"{'shape':<13} {'side':<11} {'params':>12} {'block':>6} {'batch':>6} {'tok/s':>11} {'ours/side':>9} "
+          f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'load 1m':>11}")
+    for name, side, params, block, batch, t, r, rb, mfu, mem, lo, hi in rows:
+        side_name = side if side == "ours" else f"hf-{side}"
+        mfu_text = f"{mfu * 100:5.1f}%" if mfu is not None else "     -"
+        mem_text = f"{mem:8.2f}" if mem is not None else "       -"
+        print(f"{name:<13} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
+              f"{mfu_text} {mem_text} {lo:>5.2f}-{hi:<5.2f}")
+    summary = {"device": args.device, "threads": args.threads, "activation": args.activation or "gelu_new",
+               "hf_optim": args.hf_optim, "hf_same_malloc": args.hf_same_malloc, "hf_modes": modes,
+               "target_ratio": 1.2 if args.device == "cpu" else None, **results,
+               "min_ratio": round(min(r["ratio"] for r in results.values()), 3)}
     print(json.dumps(summary))
     return 0
 
 
 def compare_trainer_args(args):
     """Our trainer against itself with extra flags, alternating A, B, A, B, ...; prints B/A."""
-    base = args.trainer_args.split()
+    base = args.trainer_args.split() + (["--use_cpu"] if args.device == "cpu" else [])
     other = base + args.compare_trainer_args.split()
     results = {}
     with tempfile.TemporaryDirectory(prefix="trainer-bench-") as tmp:
@@ -295,19 +383,25 @@ def compare_trainer_args(args):
             workdir = os.path.join(tmp, name)
             os.makedirs(workdir)
             rates = {"a": [], "b": []}
+            memory = {"a": 0.0, "b": 0.0}
             loads = [loadavg()]
             for _ in range(args.rounds):
                 for side, extra in (("a", base), ("b", other)):
-                    rates[side] += runtime_per_step(args.trainer, shape, args.warmup + args.steps, args.threads,
-                                                    workdir, args.activation, extra)
+                    with GpuMemoryPeak(args.device) as peak:
+                        rates[side] += runtime_per_step(args.trainer, shape, args.warmup + args.steps, args.threads,
+                                                        workdir, args.activation, extra)
+                    memory[side] = max(memory[side], peak.peak or 0.0)
                     loads.append(loadavg())
             a, b = statistics.median(rates["a"]), statistics.median(rates["b"])
             results[name] = {"a_tokens_per_s": round(a, 1), "b_tokens_per_s": round(b, 1), "b_over_a": round(b / a, 4),
                              "a_runs": [round(r, 1) for r in rates["a"]], "b_runs": [round(r, 1) for r in rates["b"]],
                              "load_min": min(loads), "load_max": max(loads)}
+            if args.device == "cuda":
+                results[name].update(a_peak_gib=round(memory["a"], 2), b_peak_gib=round(memory["b"], 2))
             print(f"{name}: A ({' '.join(base) or 'defaults'}) {a:.1f} tok/s, B (+ {args.compare_trainer_args}) "
                   f"{b:.1f} tok/s, B/A {b / a:.4f} (median of {args.rounds} runs each, train_runtime over "
-                  f"{args.warmup + args.steps} steps; load {min(loads)}-{max(loads)})")
+                  f"{args.warmup + args.steps} steps; load {min(loads)}-{max(loads)})"
+                  + (f"; peak GPU memory A {memory['a']:.2f} GiB, B {memory['b']:.2f} GiB" if args.device == "cuda" else ""))
     print(json.dumps({"a": args.trainer_args, "b_adds": args.compare_trainer_args, **results}))
     return 0
 
