@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -91,9 +92,13 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
   std::vector<char*> argv;
   for (auto& arg : argv_text) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  std::string token_env = "LLM_RDZV_TOKEN=" + spec.token;
-  std::string path_env = "PATH=/usr/local/bin:/usr/bin:/bin";
-  std::vector<char*> envp = {token_env.data(), path_env.data(), nullptr};
+  std::vector<std::string> env_text = {"LLM_RDZV_TOKEN=" + spec.token, "PATH=/usr/local/bin:/usr/bin:/bin"};
+  for (const std::string& name : spec.pass_environment) {
+    if (const char* value = std::getenv(name.c_str())) env_text.push_back(name + "=" + value);
+  }
+  std::vector<char*> envp;
+  for (auto& entry : env_text) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("rdzvd: pipe failed: ") + std::strerror(errno));
 

@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 #include "rdzvd_launch.hpp"
 #include "scratch_dir.hpp"
@@ -67,6 +70,27 @@ TEST_CASE("the daemon counts as started once it reports a port on descriptor 3")
   // directory handle shows as 4).
   const std::string log = read_file(dir / "daemon.log");
   CHECK(log == "token=secret-token\n0\n1\n2\n3\n4\n");
+}
+
+TEST_CASE("the daemon gets the token and a fixed PATH and only the variables the starter names") {
+  ScratchDir dir("spank-launch");
+  ::setenv("LLM_RDZV_TEST_NAMED", "lib/one:lib/two", 1);
+  ::setenv("LLM_RDZV_TEST_UNNAMED", "private", 1);
+  ::unsetenv("LLM_RDZV_TEST_NAMED_UNSET");
+  LaunchSpec spec = shell_daemon(dir, "env | LC_ALL=C sort > " + dir.file("env") + "; echo 20124 >&3; exec sleep 30");
+  spec.pass_environment = {"LLM_RDZV_TEST_NAMED", "LLM_RDZV_TEST_NAMED_UNSET"};
+  const RunningDaemon daemon = start_daemon(spec);
+  stop_daemon(daemon, std::chrono::milliseconds(2000));
+  ::unsetenv("LLM_RDZV_TEST_NAMED");
+  ::unsetenv("LLM_RDZV_TEST_UNNAMED");
+  // sh adds PWD (and may add SHLVL and _) itself; everything else came from the launcher.
+  std::string from_launcher;
+  std::istringstream lines(read_file(dir / "env"));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("PWD=") && !line.starts_with("SHLVL=") && !line.starts_with("_=")) from_launcher += line + "\n";
+  }
+  CHECK(from_launcher ==
+        "LLM_RDZV_TEST_NAMED=lib/one:lib/two\nLLM_RDZV_TOKEN=secret-token\nPATH=/usr/local/bin:/usr/bin:/bin\n");
 }
 
 TEST_CASE("the daemon runs as the job's user, not as root") {

@@ -2,7 +2,7 @@
 // 2 and 4 ranks give the 1-rank run's losses and gradient norms with the same global batch, with
 // and without optimizer offload (one process with offload is a world of one), and log sane
 // per-step timings; a killed rank stops the run with a clear message; --nproc refuses to run
-// inside an existing rendezvous.
+// inside an existing rendezvous; the private rdzvd finds the libraries the trainer found.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -180,4 +180,30 @@ TEST_CASE("trainer --nproc refuses to start inside an existing rendezvous", "[tr
                                           dir.file("n"), "--nproc", "-1"});
   CHECK(negative.exit_code == 2);
   CHECK_THAT(negative.err, Catch::Contains("--nproc must be between 0 and 1024"));
+}
+
+TEST_CASE("trainer --nproc gives its rdzvd the library path it was started with", "[train][distributed]") {
+  // On a GPU host whose gRPC lives in a private prefix (LD_LIBRARY_PATH), rdzvd started with the
+  // daemon's minimal environment could not load libgrpc++ and every --nproc run failed. A wrapper
+  // in rdzvd's place records what it gets, then runs the real daemon.
+  ScratchDir dir("train-run");
+  dir.write("corpus.txt", corpus());
+  const std::string rdzvd = (std::filesystem::path(TRAINER_BINARY).parent_path() / "rdzvd").string();
+  dir.write("rdzvd-wrapper", "#!/bin/sh\nprintf '%s|%s' \"${LD_LIBRARY_PATH-unset}\" \"${LLM_RDZV_TEST_OTHER-unset}\" > " +
+                                 dir.file("seen") + "\nexec " + rdzvd + " \"$@\"\n");
+  std::filesystem::permissions(dir.path() / "rdzvd-wrapper", std::filesystem::perms::owner_all);
+  const char* before = std::getenv("LD_LIBRARY_PATH");
+  const std::string saved = before ? before : "";
+  const std::string library_path = dir.file("private-prefix/lib") + (saved.empty() ? "" : ":" + saved);
+  ::setenv("LD_LIBRARY_PATH", library_path.c_str(), 1);
+  ::setenv("LLM_RDZV_TEST_OTHER", "not for the daemon", 1);
+  ::setenv("LLM_RDZV_RDZVD", dir.file("rdzvd-wrapper").c_str(), 1);
+  auto args = run_args(dir, dir.file("libpath"), 2, 1, "none");
+  args.insert(args.end(), {"--nproc", "1", "--max_steps", "2"});
+  const RunResult run = run_trainer(args);
+  ::unsetenv("LLM_RDZV_RDZVD");
+  ::unsetenv("LLM_RDZV_TEST_OTHER");
+  if (before) ::setenv("LD_LIBRARY_PATH", saved.c_str(), 1); else ::unsetenv("LD_LIBRARY_PATH");
+  expect_ok(run);
+  CHECK(read_file(dir.file("seen")) == library_path + "|unset");
 }

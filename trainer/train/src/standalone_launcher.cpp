@@ -102,6 +102,7 @@ launch::RunningDaemon start_rdzvd(const std::string& rdzv_id, const std::string&
   spec.args = {"--listen", "127.0.0.1:0", "--mode", "step", "--rdzv-id", rdzv_id, "--exit-with-parent",
                "--log-level", "warn"};
   spec.token = token;
+  spec.pass_environment = {"LD_LIBRARY_PATH"};  // the libraries the trainer found, rdzvd finds too
   spec.keep_stderr = true;
   spec.start_timeout = std::chrono::seconds(20);
   try {

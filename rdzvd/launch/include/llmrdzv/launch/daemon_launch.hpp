@@ -25,6 +25,12 @@ struct LaunchSpec {
   std::string program;
   std::vector<std::string> args;  // argv[1..]; start_daemon adds --port-fd
   std::string token;              // LLM_RDZV_TOKEN in the daemon's environment
+  // The daemon's environment is LLM_RDZV_TOKEN, PATH=/usr/local/bin:/usr/bin:/bin and these
+  // variables of the starter's own environment where set. `trainer --nproc` passes
+  // LD_LIBRARY_PATH: an rdzvd built against libraries outside the system's path (a module
+  // system, a private prefix) finds them as the trainer did. The SPANK plugin passes none
+  // (slurmstepd's environment is not the job's).
+  std::vector<std::string> pass_environment;
   // Who the daemon runs as; none: the caller's identity (only root can switch).
   std::optional<JobUser> user;
   // Where stdout and stderr go. Empty: /dev/null. Created by the daemon's user, never an existing
