@@ -20,5 +20,9 @@ function(llmrdzv_add_catch_test name)
   # One label: Catch2 v2's discovery flattens a label list and would keep only its first entry,
   # so "trainer unit" becomes "trainer-unit", which ctest -L unit and -L trainer both select.
   list(JOIN T_LABELS "-" _label)
-  catch_discover_tests(${name} TEST_PREFIX "${name}:" EXTRA_ARGS --warn NoTests PROPERTIES LABELS "${_label}")
+  # With no GPU visible: these are the CPU suite, and on a GPU host the trainers they start would
+  # otherwise train on CUDA in bf16 by default and miss their fp32 tolerances. The CUDA paths are
+  # the gpu label's (tests/trainer/gpu).
+  catch_discover_tests(${name} TEST_PREFIX "${name}:" EXTRA_ARGS --warn NoTests
+                       PROPERTIES LABELS "${_label}" ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
 endfunction()
