@@ -44,6 +44,15 @@ find_package(Torch REQUIRED)
 
 file(GLOB _nvidia_lib_dirs LIST_DIRECTORIES true "${_site_packages}/nvidia/*/lib")
 list(JOIN _nvidia_lib_dirs ":" _nvidia_path)
+# LibTorch as its CMake package gives it (llmrdzv_torch_as_packaged: only tests/trainer/link's
+# bad-link probe uses it directly), and llmrdzv::torch, which every binary links.
+add_library(llmrdzv_torch_as_packaged INTERFACE)
+target_link_libraries(llmrdzv_torch_as_packaged INTERFACE ${TORCH_LIBRARIES})
+target_include_directories(llmrdzv_torch_as_packaged SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+target_compile_options(llmrdzv_torch_as_packaged INTERFACE ${TORCH_CXX_FLAGS})
+if(_nvidia_path)
+  target_link_options(llmrdzv_torch_as_packaged INTERFACE "LINKER:-rpath-link,${_nvidia_path}" "LINKER:-rpath,${_nvidia_path}")
+endif()
 add_library(llmrdzv_torch INTERFACE)
 add_library(llmrdzv::torch ALIAS llmrdzv_torch)
 # libstdc++ is linked before LibTorch, always as a dependency: libtorch exports its own copies of
@@ -52,12 +61,7 @@ add_library(llmrdzv::torch ALIAS llmrdzv_torch)
 # DT_NEEDED, and std::filesystem::remove_all then crashes at run time. tests/trainer/link checks
 # every torch-linked binary for such bindings.
 target_link_libraries(llmrdzv_torch INTERFACE "-Wl,--push-state,--no-as-needed" stdc++ "-Wl,--pop-state"
-                      ${TORCH_LIBRARIES})
-target_include_directories(llmrdzv_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
-target_compile_options(llmrdzv_torch INTERFACE ${TORCH_CXX_FLAGS})
-if(_nvidia_path)
-  target_link_options(llmrdzv_torch INTERFACE "LINKER:-rpath-link,${_nvidia_path}" "LINKER:-rpath,${_nvidia_path}")
-endif()
+                      llmrdzv_torch_as_packaged)
 set(LLMRDZV_TORCH_SITE_PACKAGES "${_site_packages}" CACHE INTERNAL "")
 
 # c10d::Store's virtual barrier(key, world_size, timeout) is newer than torch 2.11; RdzvStore

@@ -31,6 +31,7 @@ BenchDaemon::BenchDaemon(const std::string& rdzvd_path, const std::string& rdzv_
   scratch_ = pattern;
   launch::LaunchSpec spec;
   spec.program = rdzvd_path;
+  spec.pass_environment = {"LD_LIBRARY_PATH"};  // gRPC may live outside the system's library path
   spec.args = {"--listen", "127.0.0.1:0", "--mode", "step", "--rdzv-id", rdzv_id, "--log-level", "warn",
                "--heartbeat-timeout", "120000"};
   if (!metrics_listen.empty()) spec.args.insert(spec.args.end(), {"--metrics-listen", metrics_listen});

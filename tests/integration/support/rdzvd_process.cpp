@@ -22,6 +22,7 @@ RdzvdProcess::RdzvdProcess(const ScratchDir& dir, RdzvdConfig config) : config_(
   const std::string stem = "rdzvd-" + config_.rdzv_id + "-" + std::to_string(++started);
   launch::LaunchSpec spec;
   spec.program = rdzvd_path();
+  spec.pass_environment = {"LD_LIBRARY_PATH"};  // gRPC may live outside the system's library path
   spec.args = {"--listen", config_.listen, "--mode", config_.mode};
   if (config_.mode == "site") {
     site_secret_ = make_random_token();
