@@ -1,7 +1,9 @@
 // The one-process TrainingEngine on the CPU: its fused AdamW follows torch::optim::AdamW with the
 // two parameter groups, clipping scales the global norm, its optimizer state round-trips exactly
 // (a restored engine continues bit for bit), and malformed state is refused with a message.
-// bf16/fp16 parameters go through fp32 master weights with gradients summed in fp32.
+// bf16/fp16 parameters go through fp32 master weights with gradients summed in fp32. The
+// multi-tensor AdamW that CUDA runs (at::_fused_adamw_) is checked here on CPU tensors: the same
+// reference, parameters without a gradient left alone, and its state round trip.
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 
@@ -10,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "llmrdzv/engine/adamw_updaters.hpp"
 #include "llmrdzv/engine/single_process_engine.hpp"
 
 using namespace llmrdzv::engine;
@@ -41,6 +44,24 @@ void set_gradients(const std::vector<NamedParameter>& parameters, int step) {
 const AdamWSettings kSettings{0.9, 0.95, 1e-8, 0.1};
 const EngineOptions kCpu{.use_cpu = true};
 
+// torch::optim::AdamW over the same parameters with kSettings: the first one decayed, the rest not.
+std::unique_ptr<torch::optim::AdamW> reference_adamw(const std::vector<NamedParameter>& reference) {
+  std::vector<torch::Tensor> decay{reference[0].tensor};
+  std::vector<torch::Tensor> no_decay{reference[1].tensor, reference[2].tensor};
+  auto options = torch::optim::AdamWOptions(0.0).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1);
+  auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
+  no_decay_options->weight_decay(0.0);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay);
+  groups.emplace_back(no_decay, std::move(no_decay_options));
+  return std::make_unique<torch::optim::AdamW>(groups, options);
+}
+
+void reference_step(torch::optim::AdamW& adamw, double lr) {
+  for (auto& group : adamw.param_groups()) group.options().set_lr(lr);
+  adamw.step();
+}
+
 }  // namespace
 
 TEST_CASE("fused CPU AdamW follows torch::optim::AdamW with decay and no-decay groups", "[engine]") {
@@ -50,15 +71,7 @@ TEST_CASE("fused CPU AdamW follows torch::optim::AdamW with decay and no-decay g
   REQUIRE(engine->device().is_cpu());
   engine->attach(ours, kSettings);
 
-  std::vector<torch::Tensor> decay{reference[0].tensor};
-  std::vector<torch::Tensor> no_decay{reference[1].tensor, reference[2].tensor};
-  auto options = torch::optim::AdamWOptions(0.0).betas({0.9, 0.95}).eps(1e-8).weight_decay(0.1);
-  auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
-  no_decay_options->weight_decay(0.0);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay);
-  groups.emplace_back(no_decay, std::move(no_decay_options));
-  torch::optim::AdamW adamw(groups, options);
+  const auto adamw = reference_adamw(reference);
 
   for (int step = 0; step < 20; ++step) {
     const double lr = 1e-2 * (step + 1) / 20.0;
@@ -66,8 +79,7 @@ TEST_CASE("fused CPU AdamW follows torch::optim::AdamW with decay and no-decay g
     set_gradients(reference, step);
     engine->finish_gradients(0);
     engine->optimizer_step(lr);
-    for (auto& group : adamw.param_groups()) group.options().set_lr(lr);
-    adamw.step();
+    reference_step(*adamw, lr);
     for (const auto& p : ours) CHECK_FALSE(p.tensor.grad().defined());  // zeroed (freed) after the step
   }
   for (std::size_t i = 0; i < ours.size(); ++i) {
@@ -257,4 +269,62 @@ TEST_CASE("bf16 master weights round-trip through the optimizer state", "[engine
   TensorMap wrong = engine->optimizer_state();
   wrong["master.w"] = torch::zeros({7, 13});
   CHECK_THROWS_WITH(restored->load_optimizer_state(wrong), "master weights for 'w' do not match the parameter's shape");
+}
+
+TEST_CASE("the multi-tensor fused AdamW (CUDA's) follows torch::optim::AdamW and skips parameters without a gradient",
+          "[engine]") {
+  const auto ours = make_parameters(5);
+  const auto reference = clone(ours);
+  const auto updater = make_multi_tensor_adamw(ours, kSettings);
+  const auto adamw = reference_adamw(reference);
+  for (int step = 0; step < 20; ++step) {
+    const double lr = 1e-2 * (step + 1) / 20.0;
+    set_gradients(ours, step);
+    set_gradients(reference, step);
+    if (step == 4) {  // the bias has no gradient this step: neither side may touch it or count it
+      ours[1].tensor.mutable_grad() = torch::Tensor();
+      reference[1].tensor.mutable_grad() = torch::Tensor();
+    }
+    updater->step(lr);
+    reference_step(*adamw, lr);
+  }
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    INFO(ours[i].name);
+    CHECK(torch::allclose(ours[i].tensor, reference[i].tensor, 1e-6, 1e-7));
+  }
+  CHECK(updater->get(ours[0])->step == 20);
+  CHECK(updater->get(ours[1])->step == 19);
+  const auto fresh = make_parameters(6);
+  CHECK_FALSE(make_multi_tensor_adamw(fresh, kSettings)->get(fresh[0]).has_value());
+}
+
+TEST_CASE("the multi-tensor fused AdamW and the CPU kernel agree, and a restored state continues bit for bit",
+          "[engine]") {
+  const auto multi = make_parameters(7);
+  const auto cpu = clone(multi);
+  const auto a = make_multi_tensor_adamw(multi, kSettings);
+  const auto b = make_cpu_adamw(cpu, kSettings);
+  for (int step = 0; step < 4; ++step) {
+    set_gradients(multi, step);
+    set_gradients(cpu, step);
+    a->step(3e-3);
+    b->step(3e-3);
+  }
+  for (std::size_t i = 0; i < multi.size(); ++i) CHECK(torch::allclose(multi[i].tensor, cpu[i].tensor, 1e-6, 1e-7));
+
+  // A second updater over copies, given the first one's state, continues exactly as it does.
+  const auto copies = clone(multi);
+  const auto restored = make_multi_tensor_adamw(copies, kSettings);
+  for (std::size_t i = 0; i < multi.size(); ++i) {
+    MomentState state = *a->get(multi[i]);
+    restored->set(copies[i], {state.exp_avg.clone(), state.exp_avg_sq.clone(), state.step});
+  }
+  for (int step = 4; step < 8; ++step) {
+    set_gradients(multi, step);
+    set_gradients(copies, step);
+    a->step(3e-3);
+    restored->step(3e-3);
+  }
+  for (std::size_t i = 0; i < multi.size(); ++i) CHECK(torch::equal(multi[i].tensor, copies[i].tensor));
+  CHECK(restored->get(copies[0])->step == 8);
 }

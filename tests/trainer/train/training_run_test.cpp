@@ -263,6 +263,45 @@ TEST_CASE("a run whose loss goes NaN finishes, saves its checkpoints and reports
 
 // SIGPIPE is what killed a survivor in an elastic run when its Gloo write hit the socket of the
 // peer just killed; a log pipe that went away raises the same signal, deterministically.
+TEST_CASE("an evaluation run into a training run's directory keeps its train results, as transformers' save_metrics does",
+          "[train][results]") {
+  ScratchDir dir("train-results");
+  dir.write("corpus.txt", kMemorise);
+  dir.write("valid.txt", kMemorise.substr(0, 200));
+  const std::string out = dir.file("out");
+  expect_ok(run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                         "--validation_split_percentage", "0", "--config_overrides", kTinyModel, "--block_size", "16",
+                         "--per_device_train_batch_size", "2", "--max_steps", "2", "--threads", "1", "--report_to", "none"}));
+  const auto train = llmrdzv::json::parse(read_file(out + "/train_results.json"));
+  CHECK(train.find("train_loss"));
+  CHECK(train.find("global_step")->as_integer() == 2);
+  CHECK_FALSE(train.find("eval_loss"));
+  CHECK_FALSE(fs::exists(out + "/eval_results.json"));
+
+  const std::vector<std::string> evaluate = {"--do_eval", "--model_name_or_path", out, "--validation_file",
+                                             dir.file("valid.txt"), "--output_dir", out, "--block_size", "16",
+                                             "--threads", "1", "--report_to", "none"};
+  expect_ok(run_trainer(evaluate));
+  const auto all = llmrdzv::json::parse(read_file(out + "/all_results.json"));
+  REQUIRE(all.find("train_loss"));
+  CHECK(all.find("train_loss")->as_double() == train.find("train_loss")->as_double());
+  REQUIRE(all.find("eval_loss"));
+  const auto eval = llmrdzv::json::parse(read_file(out + "/eval_results.json"));
+  CHECK(eval.find("eval_loss")->as_double() == all.find("eval_loss")->as_double());
+  CHECK(eval.find("perplexity"));
+  CHECK_FALSE(eval.find("train_loss"));
+  CHECK(llmrdzv::json::parse(read_file(out + "/train_results.json")).find("train_loss"));  // left alone
+
+  // An all_results.json that is not JSON is replaced, and the run says so.
+  dir.write("out/all_results.json", "{\"train_loss\": ");
+  const RunResult again = run_trainer(evaluate);
+  expect_ok(again);
+  CHECK_THAT(again.out, Catch::Contains("warning: replacing " + out + "/all_results.json, which cannot be read"));
+  const auto replaced = llmrdzv::json::parse(read_file(out + "/all_results.json"));
+  CHECK(replaced.find("eval_loss"));
+  CHECK_FALSE(replaced.find("train_loss"));
+}
+
 TEST_CASE("a run whose stdout pipe has no reader any more still trains to the end and saves", "[train][signals]") {
   ScratchDir dir("train-sigpipe");
   dir.write("corpus.txt", kMemorise);

@@ -1,42 +1,38 @@
-// The one-process TrainingEngine: no synchronisation; AdamW with a decay and a no-decay group.
-// On the CPU the update is the project's fused SIMD AdamW (llmrdzv::optim, one pass over p, g, m,
-// v; it matches torch::optim::AdamW to 1e-6, see tests/trainer/optim) because torch's AdamW makes
-// several passes and temporaries per parameter; on CUDA it is torch::optim::AdamW. Both keep the
-// same state per named parameter (exp_avg, exp_avg_sq, step), so checkpoints look the same.
-// bf16/fp16 parameters get fp32 master weights (MasterWeights): the optimizer works on those.
+// The one-process TrainingEngine: no synchronisation; AdamW with a decay and a no-decay group
+// (adamw_updaters.hpp: the fused SIMD kernel on the CPU, torch's multi-tensor fused AdamW on
+// CUDA). bf16/fp16 parameters get fp32 master weights (MasterWeights): the optimizer works on
+// those.
 #include "llmrdzv/engine/single_process_engine.hpp"
 
-#include <ATen/Parallel.h>
+#include <ATen/ops/_foreach_norm.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/stack.h>
 #include <torch/cuda.h>
-#include <torch/optim/adamw.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <limits>
 #include <optional>
 #include <stdexcept>
 
+#include "llmrdzv/engine/adamw_updaters.hpp"
 #include "llmrdzv/engine/master_weights.hpp"
-#include "llmrdzv/optim/fused_adamw.hpp"
 
 namespace llmrdzv::engine {
 namespace {
 
-// torch::nn::utils::clip_grad_norm_'s maths (per-parameter L2 norms, the norm of those, coefficient
-// max_norm / (norm + 1e-6) clamped to 1), except that a coefficient of exactly 1 skips multiplying
-// every gradient by it: a pass over all gradients that would change no bit.
+// torch::nn::utils::clip_grad_norm_'s maths (per-parameter L2 norms, in one multi-tensor call as
+// torch.nn.utils.clip_grad_norm_ takes them, the norm of those, coefficient max_norm / (norm +
+// 1e-6) clamped to 1), except that a coefficient of exactly 1 skips multiplying every gradient by
+// it: a pass over all gradients that would change no bit.
 double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
-  std::vector<at::Tensor> norms;
   for (const auto& p : parameters) {
-    const at::Tensor& grad = p.grad();
-    if (!grad.defined()) continue;
-    grads.push_back(grad);
-    norms.push_back(grad.norm(2));
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) return 0.0;
+  const std::vector<at::Tensor> norms = at::_foreach_norm(grads, 2);
   const at::Tensor total = norms.size() == 1 ? norms[0] : at::stack(norms).norm(2);
   const at::Tensor coef = at::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
   if (coef.item<double>() < 1.0) {
@@ -44,119 +40,6 @@ double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm
   }
   return total.item<double>();
 }
-
-// Adam moments and step count of one parameter, in the shape the checkpoint stores.
-struct MomentState {
-  at::Tensor exp_avg;
-  at::Tensor exp_avg_sq;
-  std::int64_t step = 0;
-};
-
-// Where the AdamW state lives and how it is applied: the fused CPU kernel or torch's AdamW.
-class Updater {
- public:
-  virtual ~Updater() = default;
-  virtual void step(double learning_rate) = 0;
-  // nullopt for a parameter not updated yet.
-  virtual std::optional<MomentState> get(const NamedParameter& p) const = 0;
-  virtual void set(const NamedParameter& p, MomentState state) = 0;
-};
-
-class FusedCpuUpdater final : public Updater {
- public:
-  FusedCpuUpdater(const std::vector<NamedParameter>& parameters, const AdamWSettings& s) : parameters_(parameters) {
-    for (const auto& p : parameters_) {
-      if (p.tensor.scalar_type() != at::kFloat || !p.tensor.is_contiguous()) {
-        throw std::invalid_argument("the fused CPU AdamW needs contiguous fp32 parameters ('" + p.name + "' is not)");
-      }
-      states_.push_back({at::zeros_like(p.tensor), at::zeros_like(p.tensor), 0});
-    }
-    decay_ = {0.0, s.beta1, s.beta2, s.epsilon, s.weight_decay};
-    no_decay_ = decay_;
-    no_decay_.weight_decay = 0;
-  }
-
-  void step(double learning_rate) override {
-    // As many threads as torch's intra-op pool (--threads), not one per hardware thread.
-    optim::KernelOptions kernel_options;
-    kernel_options.threads = static_cast<unsigned>(std::max(1, at::get_num_threads()));
-    for (std::size_t i = 0; i < parameters_.size(); ++i) {
-      const at::Tensor& param = parameters_[i].tensor;
-      const at::Tensor grad = param.grad();
-      if (!grad.defined()) continue;
-      const at::Tensor dense = grad.contiguous();
-      MomentState& state = states_[i];
-      optim::AdamWHyperparams hp = parameters_[i].decay ? decay_ : no_decay_;
-      hp.lr = learning_rate;
-      const auto n = static_cast<std::size_t>(param.numel());
-      optim::adamw_step({{param.data_ptr<float>(), n},
-                         {dense.data_ptr<float>(), n},
-                         {state.exp_avg.data_ptr<float>(), n},
-                         {state.exp_avg_sq.data_ptr<float>(), n}},
-                        hp, ++state.step, kernel_options);
-    }
-  }
-
-  std::optional<MomentState> get(const NamedParameter& p) const override {
-    const MomentState& state = states_[index_of(p)];
-    if (state.step == 0) return std::nullopt;
-    return state;
-  }
-
-  void set(const NamedParameter& p, MomentState state) override { states_[index_of(p)] = std::move(state); }
-
- private:
-  std::size_t index_of(const NamedParameter& p) const {
-    for (std::size_t i = 0; i < parameters_.size(); ++i) {
-      if (parameters_[i].tensor.is_same(p.tensor)) return i;
-    }
-    throw std::logic_error("unknown parameter " + p.name);
-  }
-
-  std::vector<NamedParameter> parameters_;
-  std::vector<MomentState> states_;
-  optim::AdamWHyperparams decay_;
-  optim::AdamWHyperparams no_decay_;
-};
-
-class TorchUpdater final : public Updater {
- public:
-  TorchUpdater(const std::vector<NamedParameter>& parameters, const AdamWSettings& s) {
-    std::vector<torch::Tensor> decay;
-    std::vector<torch::Tensor> no_decay;
-    for (const auto& p : parameters) (p.decay ? decay : no_decay).push_back(p.tensor);
-    auto options = torch::optim::AdamWOptions(0.0).betas({s.beta1, s.beta2}).eps(s.epsilon).weight_decay(s.weight_decay);
-    auto no_decay_options = std::make_unique<torch::optim::AdamWOptions>(options);
-    no_decay_options->weight_decay(0.0);
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay);
-    groups.emplace_back(no_decay, std::move(no_decay_options));
-    optimizer_ = std::make_unique<torch::optim::AdamW>(groups, options);
-  }
-
-  void step(double learning_rate) override {
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(learning_rate);
-    optimizer_->step();
-  }
-
-  std::optional<MomentState> get(const NamedParameter& p) const override {
-    const auto found = optimizer_->state().find(p.tensor.unsafeGetTensorImpl());
-    if (found == optimizer_->state().end()) return std::nullopt;
-    const auto& adam = static_cast<const torch::optim::AdamWParamState&>(*found->second);
-    return MomentState{adam.exp_avg(), adam.exp_avg_sq(), adam.step()};
-  }
-
-  void set(const NamedParameter& p, MomentState state) override {
-    auto adam = std::make_unique<torch::optim::AdamWParamState>();
-    adam->step(state.step);
-    adam->exp_avg(std::move(state.exp_avg));
-    adam->exp_avg_sq(std::move(state.exp_avg_sq));
-    optimizer_->state()[p.tensor.unsafeGetTensorImpl()] = std::move(adam);
-  }
-
- private:
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
-};
 
 class SingleProcessEngine final : public TrainingEngine {
  public:
@@ -170,11 +53,7 @@ class SingleProcessEngine final : public TrainingEngine {
     masters_.emplace(std::move(parameters));
     parameters_ = masters_->masters();
     tensors_ = masters_->master_tensors();
-    if (device_.is_cpu()) {
-      updater_ = std::make_unique<FusedCpuUpdater>(parameters_, settings);
-    } else {
-      updater_ = std::make_unique<TorchUpdater>(parameters_, settings);
-    }
+    updater_ = make_adamw(parameters_, settings);
   }
 
   void begin_micro_step(bool) override { masters_->fold_gradients(); }
@@ -249,7 +128,7 @@ class SingleProcessEngine final : public TrainingEngine {
   std::optional<MasterWeights> masters_;
   std::vector<NamedParameter> parameters_;  // the masters: what the optimizer updates
   std::vector<torch::Tensor> tensors_;
-  std::unique_ptr<Updater> updater_;
+  std::unique_ptr<AdamWUpdater> updater_;
 };
 
 }  // namespace

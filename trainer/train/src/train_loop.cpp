@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -73,7 +74,8 @@ void prepare_output_dir(const TrainOptions& o) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (io::parse_checkpoint_step(name) || name.starts_with("rank-") || name == "metrics.jsonl" ||
-        name == "all_results.json" || io::is_weight_file_name(name)) {
+        name == "all_results.json" || name == "train_results.json" || name == "eval_results.json" ||
+        io::is_weight_file_name(name)) {
       previous.push_back(entry.path());
     }
   }
@@ -326,6 +328,38 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
   }
 }
 
+// As transformers' Trainer.save_metrics: train_results.json and eval_results.json hold this run's
+// figures of each split, and all_results.json is updated rather than replaced, so an evaluation
+// run into a training run's directory keeps the train_* figures beside its new eval_* ones.
+void write_results_files(const fs::path& dir, const json::Object& results, Reporter& reporter) {
+  json::Object train, eval;
+  for (const auto& [key, value] : results) {
+    if (key == "global_step" || key.starts_with("train_")) train.emplace_back(key, value);
+    if (key.starts_with("eval_") || key == "perplexity") eval.emplace_back(key, value);
+  }
+  if (train.size() > 1) io::atomic_write(dir / "train_results.json", json::write(train, 2) + "\n");
+  if (!eval.empty()) io::atomic_write(dir / "eval_results.json", json::write(eval, 2) + "\n");
+  json::Object all;
+  const fs::path all_path = dir / "all_results.json";
+  if (fs::exists(all_path)) {
+    try {
+      all = json::parse(io::read_file(all_path)).as_object();
+    } catch (const std::exception& e) {
+      reporter.message("warning: replacing " + all_path.string() + ", which cannot be read: " + e.what());
+      all.clear();
+    }
+  }
+  for (const auto& [key, value] : results) {
+    const auto same = std::find_if(all.begin(), all.end(), [&](const auto& member) { return member.first == key; });
+    if (same != all.end()) {
+      same->second = value;
+    } else {
+      all.emplace_back(key, value);
+    }
+  }
+  io::atomic_write(all_path, json::write(all, 2) + "\n");
+}
+
 void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& reporter) {
   json::Object results{{"global_step", s.global_step}};
   if (o.do_train) {
@@ -339,7 +373,7 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
     results.emplace_back("perplexity", metric(*s.perplexity));
   }
   reporter.record(results);
-  io::atomic_write(fs::path(o.output_dir) / "all_results.json", json::write(results, 2) + "\n");
+  write_results_files(fs::path(o.output_dir), results, reporter);
   std::string text = "***** results *****";
   for (const auto& [key, value] : results) {
     char line[96];
