@@ -79,6 +79,23 @@ TEST_CASE("symbolic links in a folder: a cycle is not followed, a file linked tw
   CHECK(texts(read_all(sources)) == std::vector<std::string>{"alpha", "beta"});
 }
 
+TEST_CASE("a run's own folders inside a corpus folder are not read as text, however they are reached") {
+  ScratchDir dir("corpus-own");
+  dir.write("a.txt", "alpha");
+  dir.write("run/metrics.jsonl", "{\"step\": 1, \"loss\": 3.5}\n");  // would be a .jsonl without "text"
+  dir.write("run/token-cache/x.txt", "cached");
+  dir.write("cache/y.txt", "cache");
+  std::filesystem::create_directory_symlink("run", dir / "z-run-link");  // the output dir by another name
+  const SourceList sources = list_sources(dir.path(), {dir / "run", dir.path() / "cache", dir / "not-made-yet"});
+  REQUIRE(sources.files.size() == 1);
+  CHECK(sources.files[0].path == dir / "a.txt");
+  CHECK(sources.excluded == std::vector<std::filesystem::path>{dir / "cache", dir / "run", dir / "z-run-link"});
+  // Without them, all of it is read (the link's files once), and the metrics line would end the run.
+  CHECK(list_sources(dir.path()).files.size() == 4);
+  dir.write("not-made-yet/later.txt", "later");  // excluded by name as well
+  CHECK(list_sources(dir.path(), {dir / "not-made-yet"}).excluded == std::vector<std::filesystem::path>{dir / "not-made-yet"});
+}
+
 TEST_CASE("missing inputs and folders without text are errors naming the path") {
   ScratchDir dir("corpus");
   CHECK_THROWS_WITH(list_sources(dir / "nope.txt"), Catch::Contains("nope.txt") && Catch::Contains("no such file", Catch::CaseSensitive::No));

@@ -302,6 +302,27 @@ TEST_CASE("an evaluation run into a training run's directory keeps its train res
   CHECK_FALSE(replaced.find("train_loss"));
 }
 
+TEST_CASE("an output directory inside the --train_file folder is not read as training text", "[train][data]") {
+  ScratchDir dir("train-nested");
+  dir.write("data/a.txt", kMemorise);
+  const std::string out = dir.file("data/out");
+  const auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--do_train", "--train_file", dir.file("data"), "--output_dir", out,
+                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--save_steps", "1", "--logging_steps", "1",
+                                     "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_trainer(args);
+  };
+  expect_ok(run({"--max_steps", "2"}));
+  // The resumed run finds metrics.jsonl, checkpoints, event files and the token cache in the
+  // folder: read as text, the metrics lines (no "text" member) ended it.
+  const RunResult resumed = run({"--max_steps", "3", "--resume_from_checkpoint", "latest"});
+  expect_ok(resumed);
+  CHECK_THAT(resumed.err, Catch::Contains("not reading " + out + " (this run's output, token cache or logging directory)"));
+  CHECK(trainer_test::metric_series(out + "/metrics.jsonl", "loss").size() == 3);
+}
+
 TEST_CASE("a run whose stdout pipe has no reader any more still trains to the end and saves", "[train][signals]") {
   ScratchDir dir("train-sigpipe");
   dir.write("corpus.txt", kMemorise);

@@ -60,8 +60,15 @@ std::optional<std::pair<dev_t, ino_t>> identity(const fs::path& p) {
 // The documents a folder holds, recursively, skipping hidden entries and binaries. Symbolic links
 // are followed, but a link back to a folder above (a cycle) is not entered, and a file reached
 // through several paths is read once, under the first of them in path order.
-SourceList list_folder(const fs::path& dir) {
+SourceList list_folder(const fs::path& dir, const std::vector<fs::path>& not_corpus) {
   SourceList list;
+  std::vector<std::pair<dev_t, ino_t>> excluded_ids;
+  std::vector<fs::path> excluded_paths;  // also by name: a folder made after the listing began
+  for (const fs::path& p : not_corpus) {
+    if (p.empty()) continue;
+    if (const auto id = identity(p)) excluded_ids.push_back(*id);
+    excluded_paths.push_back(fs::absolute(p).lexically_normal());
+  }
   std::map<std::pair<dev_t, ino_t>, fs::path> found;
   std::vector<std::pair<dev_t, ino_t>> ancestors;  // the folders above the current entry
   if (const auto root = identity(dir)) ancestors.push_back(*root);
@@ -79,6 +86,12 @@ SourceList list_folder(const fs::path& dir) {
     if (!directory && !it->is_regular_file(ec)) continue;
     const auto id = identity(entry);
     if (!id) continue;  // vanished, or a link to nothing
+    if (directory && (std::ranges::find(excluded_ids, *id) != excluded_ids.end() ||
+                      std::ranges::find(excluded_paths, entry.lexically_normal()) != excluded_paths.end())) {
+      it.disable_recursion_pending();
+      list.excluded.push_back(entry);
+      continue;
+    }
     if (directory) {
       ancestors.resize(std::min(ancestors.size(), static_cast<std::size_t>(it.depth()) + 1));
       if (std::ranges::find(ancestors, *id) != ancestors.end()) {
@@ -92,6 +105,7 @@ SourceList list_folder(const fs::path& dir) {
     if (!added && entry.native() < at->second.native()) at->second = entry;
   }
   if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
+  std::sort(list.excluded.begin(), list.excluded.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
   std::vector<fs::path> paths;
   for (auto& [id, path] : found) paths.push_back(std::move(path));
   std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
@@ -121,7 +135,7 @@ constexpr std::size_t kForcedCutChunks = 64;
 
 }  // namespace
 
-SourceList list_sources(const fs::path& input) {
+SourceList list_sources(const fs::path& input, const std::vector<fs::path>& not_corpus) {
   if (input.empty()) throw DataError("no input file or folder given");
   std::error_code ec;
   const fs::file_status status = fs::status(input, ec);
@@ -129,7 +143,7 @@ SourceList list_sources(const fs::path& input) {
     throw DataError(input.string() + ": " + (ec ? ec.message() : "no such file or directory"));
   }
   const fs::path absolute = fs::absolute(input).lexically_normal();
-  if (fs::is_directory(status)) return list_folder(absolute);
+  if (fs::is_directory(status)) return list_folder(absolute, not_corpus);
   if (!fs::is_regular_file(status)) throw DataError(input.string() + ": not a regular file or folder");
   // Named directly, a binary file is an error, not a skip: training on it would "work" on bytes
   // that are no text at all.

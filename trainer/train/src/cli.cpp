@@ -21,7 +21,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
-    {"train_file", &T::train_file, "training text: a text file, a .jsonl file (its \"text\" members) or a folder of them (recursive; hidden and binary files skipped)"},
+    {"train_file", &T::train_file, "training text: a text file, a .jsonl file (its \"text\" members) or a folder of them (recursive; hidden and binary files skipped, and the run's own output, cache and logging folders)"},
     {"validation_file", &T::validation_file, "validation text; empty = split off --validation_split_percentage of the training text"},
     {"validation_split_percentage", &T::validation_split_percentage, "percent of the training documents (files, .jsonl lines) held out for evaluation when there is no --validation_file"},
     {"block_size", &T::block_size, "tokens per training sequence; 0 = the model's n_positions (at most 1024)"},

@@ -49,10 +49,20 @@ struct CachedBlocks {
   data::Blocks blocks;
 };
 
-// The documents of `input`; with `report`, one stderr line names the binary files a folder
-// listing left out (a NUL byte in their first 8 KiB), so a user sees what did not go in.
-data::SourceList sources_of(const std::string& input, bool report) {
-  data::SourceList sources = data::list_sources(input);
+// The documents of `input`, never the run's own output directory, token cache or logging
+// directory where the input folder holds them; with `report`, stderr lines name the binary files
+// a folder listing left out (a NUL byte in their first 8 KiB) and the run's folders it did not
+// enter, so a user sees what did not go in.
+data::SourceList sources_of(const TrainOptions& o, const std::string& input, bool report) {
+  std::vector<std::filesystem::path> own = {o.output_dir, cache_options(o, "").dir};
+  if (!o.logging_dir.empty()) own.emplace_back(o.logging_dir);
+  data::SourceList sources = data::list_sources(input, own);
+  if (report) {
+    for (const auto& dir : sources.excluded) {
+      std::cerr << "trainer: " << input << ": not reading " << dir.string()
+                << " (this run's output, token cache or logging directory) as text\n";
+    }
+  }
   if (report && !sources.skipped.empty()) {
     constexpr std::size_t kNamed = 5;
     std::string text = "trainer: " + input + ": skipped " + std::to_string(sources.skipped.size()) +
@@ -64,10 +74,11 @@ data::SourceList sources_of(const std::string& input, bool report) {
   return sources;
 }
 
-std::unique_ptr<CachedBlocks> open_cached(const std::string& input, bool report, const DocumentSelection& selection,
+std::unique_ptr<CachedBlocks> open_cached(const TrainOptions& o, const std::string& input, bool report,
+                                          const DocumentSelection& selection,
                                           const tokenizer::Tokenizer& tokenizer,
                                           const data::CacheOptions& cache, std::uint64_t block_size) {
-  const data::SourceList sources = sources_of(input, report);
+  const data::SourceList sources = sources_of(o, input, report);
   return std::make_unique<CachedBlocks>(data::TokenStore::open_or_build(sources, selection, tokenizer, cache),
                                         block_size);
 }
@@ -98,7 +109,7 @@ class StreamedBatches final : public TrainBatches {
   StreamedBatches(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer, const DataPlan& plan)
       : block_size_(static_cast<std::int64_t>(plan.block_size)),
         batch_(static_cast<std::int64_t>(plan.shape.per_device_batch)),
-        stream_(sources_of(o.train_file, plan.rank == 0), train_selection(o), tokenizer, plan.block_size, plan.shape,
+        stream_(sources_of(o, o.train_file, plan.rank == 0), train_selection(o), tokenizer, plan.block_size, plan.shape,
                 plan.rank) {}
 
   std::vector<at::Tensor> next_step() override {
@@ -149,7 +160,7 @@ std::uint64_t limit_of(std::int64_t max_samples) {
 std::unique_ptr<TrainBatches> open_train_batches(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer,
                                                  const DataPlan& plan) {
   if (o.streaming) return std::make_unique<StreamedBatches>(o, tokenizer, plan);
-  auto cached = open_cached(o.train_file, plan.rank == 0, train_selection(o), tokenizer, cache_options(o, "train"),
+  auto cached = open_cached(o, o.train_file, plan.rank == 0, train_selection(o), tokenizer, cache_options(o, "train"),
                             plan.block_size);
   const std::uint64_t blocks = std::min(cached->blocks.count(), limit_of(o.max_train_samples));
   return std::make_unique<CachedBatches>(std::move(cached), blocks, static_cast<std::uint64_t>(o.seed), plan);
@@ -159,9 +170,9 @@ std::unique_ptr<EvalBlocks> open_eval_blocks(const TrainOptions& o, const tokeni
                                              std::uint64_t block_size, bool report) {
   std::unique_ptr<CachedBlocks> cached;
   if (!o.validation_file.empty()) {
-    cached = open_cached(o.validation_file, report, {}, tokenizer, cache_options(o, "validation"), block_size);
+    cached = open_cached(o, o.validation_file, report, {}, tokenizer, cache_options(o, "validation"), block_size);
   } else if (o.validation_split_percentage > 0 && !o.train_file.empty()) {
-    cached = open_cached(o.train_file, /*report=*/false,  // the training data's listing says it
+    cached = open_cached(o, o.train_file, /*report=*/false,  // the training data's listing says it
                          {DocumentSelection::Part::validation, static_cast<unsigned>(o.validation_split_percentage)},
                          tokenizer, cache_options(o, "validation"), block_size);
   } else {

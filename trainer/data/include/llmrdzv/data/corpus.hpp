@@ -43,12 +43,14 @@ struct SourceFile {
 
 struct SourceList {
   std::vector<SourceFile> files;
-  std::vector<std::filesystem::path> skipped;  // binary files left out of a folder
+  std::vector<std::filesystem::path> skipped;   // binary files left out of a folder
+  std::vector<std::filesystem::path> excluded;  // folders of `not_corpus` found inside it
 };
 
 // Lists one input (file or folder). Throws DataError when it does not exist, cannot be read, or
-// yields no files.
-SourceList list_sources(const std::filesystem::path& input);
+// yields no files. Folders named in `not_corpus` (the run's own output directory and token cache,
+// which a folder input may contain) are not entered, wherever they are reached from.
+SourceList list_sources(const std::filesystem::path& input, const std::vector<std::filesystem::path>& not_corpus = {});
 
 // Which documents of a source list a reader yields.
 struct DocumentSelection {
