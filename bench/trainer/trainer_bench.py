@@ -68,6 +68,9 @@ SHAPES = {
     # issue 14's speed shape: GPT-2 124M at batch 16 x block 1024, no dropout (for --device cuda).
     "gpt2-16x1024": dict(family="gpt2", preset="gpt2", block=1024, batch=16,
                          config=_gpt2(0.0, n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
+    # and GPT-2 XL (1.5B) at batch 8 x block 1024, for the MFU target at that size.
+    "gpt2-xl-8x1024": dict(family="gpt2", preset="gpt2-xl", block=1024, batch=8,
+                           config=_gpt2(0.0, n_layer=48, n_head=25, n_embd=1600, n_positions=1024, vocab_size=50257)),
     "opt-125m": dict(family="opt", preset="opt-125m", block=128, batch=4,
                      config=dict(num_hidden_layers=12, num_attention_heads=12, hidden_size=768, ffn_dim=3072,
                                  word_embed_proj_dim=768, max_position_embeddings=2048, vocab_size=50272,

@@ -105,6 +105,49 @@ TEST_CASE("fp16 training on the CPU scales its loss and follows fp32 within 3% p
   }
 }
 
+TEST_CASE("an fp16 step skipped for overflow holds the learning-rate schedule, also across a resume",
+          "[train][precision][resume]") {
+  // This run (a learning rate of 2e-3 on a 128-wide model) overflows at loss scale 65536 on its
+  // 7th step (then at 32768 on its 8th), on the CPU as on an H200.
+  ScratchDir dir("precision-skip");
+  dir.write("corpus.txt", trainer_test::word_corpus({"kernel", "stream", "event", "tensor", "core", "warp", "block",
+                                                     "grid", "nccl"}, 29, 2000, 11));
+  const auto args = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> a = {
+        "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0", "--output_dir", out,
+        "--cache_dir", dir.file("cache"), "--use_cpu", "--fp16", "--config_overrides",
+        "n_layer=2,n_head=4,n_embd=128,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "64",
+        "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2", "--learning_rate", "2e-3",
+        "--weight_decay", "0.1", "--max_grad_norm", "1.0", "--warmup_steps", "3", "--max_steps", "10",
+        "--logging_steps", "1", "--save_steps", "8", "--threads", "2", "--seed", "8", "--report_to", "none"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const RunResult full = run_trainer(args(dir.file("full"), {}));
+  expect_ok(full);
+  REQUIRE_THAT(full.out, Catch::Contains("step 7: fp16 gradients overflowed at loss scale 65536; step skipped, scale halved"));
+  const auto lr = metric_series(dir.file("full/metrics.jsonl"), "learning_rate");
+  REQUIRE(lr.size() == 10);
+  // The step after a skipped one takes the skipped one's rate; every other step moves along the
+  // (warmup, then linear decay) schedule.
+  for (std::size_t step = 2; step <= lr.size(); ++step) {
+    const bool previous_skipped =
+        full.out.find("step " + std::to_string(step - 1) + ": fp16 gradients overflowed") != std::string::npos;
+    INFO("step " << step);
+    CHECK((lr[step - 1] == lr[step - 2]) == previous_skipped);
+  }
+  // A run resumed after the skip keeps the lag: the same rates and losses as the uninterrupted run.
+  expect_ok(run_trainer(args(dir.file("resumed"), {"--resume_from_checkpoint", dir.file("full/checkpoint-8")})));
+  const auto resumed_lr = metric_series(dir.file("resumed/metrics.jsonl"), "learning_rate");
+  REQUIRE(resumed_lr.size() == 2);
+  CHECK(resumed_lr[0] == lr[8]);
+  CHECK(resumed_lr[1] == lr[9]);
+  const auto losses = metric_series(dir.file("full/metrics.jsonl"), "loss");
+  const auto resumed_losses = metric_series(dir.file("resumed/metrics.jsonl"), "loss");
+  CHECK(resumed_losses[0] == losses[8]);
+  CHECK(resumed_losses[1] == losses[9]);
+}
+
 TEST_CASE("a bf16 run resumed from a checkpoint repeats the uninterrupted run exactly", "[train][precision][resume]") {
   ScratchDir dir("precision-run");
   dir.write("corpus.txt", corpus());

@@ -55,6 +55,7 @@ struct SavedState {
   std::int64_t world = 1;
   double loss_scale = 0;  // absent in checkpoints of runs without loss scaling
   std::int64_t loss_scale_good_steps = 0;
+  std::int64_t skipped_steps = 0;  // absent in checkpoints of runs before it was recorded
   std::string logging_dir;  // absent in checkpoints of runs before TensorBoard logging
 };
 
@@ -78,6 +79,7 @@ SavedState parse_saved_state(const std::filesystem::path& dir, const std::string
       state.loss_scale = scale->as_double();
       state.loss_scale_good_steps = member("loss_scale_good_steps").as_integer();
     }
+    if (const json::Value* skipped = saved.find("skipped_steps")) state.skipped_steps = skipped->as_integer();
     if (const json::Value* logging_dir = saved.find("logging_dir")) state.logging_dir = logging_dir->as_string();
     if (state.world < 1 || state.rank < 0 || state.rank >= state.world) {
       throw std::runtime_error("rank " + std::to_string(state.rank) + " of " + std::to_string(state.world));
@@ -165,6 +167,7 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
   state.data_state = rank0.data_state;
   state.loss_scale = rank0.loss_scale;  // every rank's scaler saw the same global gradients
   state.loss_scale_good_steps = rank0.loss_scale_good_steps;
+  state.skipped_steps = rank0.skipped_steps;
   state.logging_dir = rank0.logging_dir;
   double loss_sum = 0;
   engine::TensorMap optimizer;
@@ -227,6 +230,7 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
       {"world_size", std::int64_t{engine.world_size()}},
       {"loss_scale", state.loss_scale},
       {"loss_scale_good_steps", state.loss_scale_good_steps},
+      {"skipped_steps", state.skipped_steps},
       {"logging_dir", state.logging_dir},
   };
   data.blobs[kStateFile] = json::write(trainer_state, 2);
@@ -321,6 +325,7 @@ LoopState restore_state(const VerifiedCheckpoint& checkpoint, engine::TrainingEn
   state.train_loss_sum = saved.train_loss_sum;
   state.loss_scale = saved.loss_scale;
   state.loss_scale_good_steps = saved.loss_scale_good_steps;
+  state.skipped_steps = saved.skipped_steps;
   state.logging_dir = saved.logging_dir;
   engine::TensorMap optimizer;
   for (const auto& [name, tensor] : files.at(kOptimizerFile)) optimizer.emplace(name, tensor);

@@ -27,6 +27,7 @@ struct LoopState {
   double train_loss_sum = 0;    // sum over steps of this rank's step loss (for the final train_loss)
   double loss_scale = 0;        // fp16's LossScaler: its scale (0 = none yet) and good steps in a row
   std::int64_t loss_scale_good_steps = 0;
+  std::int64_t skipped_steps = 0;  // fp16 steps skipped for overflow: the LR schedule lags by them, as in transformers
   std::string logging_dir{};    // rank 0's TensorBoard directory, which a resumed run continues
 };
 

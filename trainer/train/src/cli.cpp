@@ -60,7 +60,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default, or with several ranks on a node an equal share of its cores (a task's own cores when Slurm binds tasks)"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
     {"bf16", &T::bf16, "mixed precision: bf16 parameters and gradients for compute, fp32 master weights and AdamW state in the optimizer; auto = on for CUDA GPUs with bf16 (compute capability 8.0 or newer, e.g. A100, H100), off on the CPU (where --bf16 works, slowly)"},
-    {"fp16", &T::fp16, "mixed precision in fp16: fp16 parameters and gradients, fp32 master weights, dynamic loss scaling (steps whose gradients overflow are skipped and the scale halved); for GPUs without bf16"},
+    {"fp16", &T::fp16, "mixed precision in fp16: fp16 parameters and gradients, fp32 master weights, dynamic loss scaling (steps whose gradients overflow are skipped, the scale halved and the learning-rate schedule held, as transformers does); for GPUs without bf16"},
     {"tf32", &T::tf32, "let fp32 matrix products and convolutions use TF32 tensor cores; auto = on for CUDA (compute capability 8.0 or newer), CUDA only"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (CPU, ZeRO-Offload style)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of the shard per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},

@@ -259,11 +259,14 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     step_loss /= static_cast<double>(micro_batches.size());
     const double loss_scale = scaler ? scaler->scale() : 1.0;
     const double grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
-    const double lr = schedule.at(step);
+    // A step skipped for overflow does not advance the schedule (transformers steps its scheduler
+    // only when the optimizer ran).
+    const double lr = schedule.at(step - state.skipped_steps);
     if (!scaler || scaler->update(std::isfinite(grad_norm))) {
       c.engine.optimizer_step(lr);
     } else {
       c.engine.skip_step();
+      ++state.skipped_steps;
       c.reporter.message("step " + std::to_string(step + 1) + ": fp16 gradients overflowed at loss scale " +
                          std::to_string(static_cast<long long>(loss_scale)) + "; step skipped, scale halved");
     }
