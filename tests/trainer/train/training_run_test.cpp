@@ -565,6 +565,28 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   const RunResult too_big = with({"--config_overrides", "n_layer=400,n_embd=4096,n_head=32"});  // 80B parameters
   CHECK(too_big.exit_code == 1);
   CHECK_THAT(too_big.err, Catch::Contains("n_layer=400, n_embd=4096") && Catch::Contains("of memory"));
+  // A saved model whose config.json says it is that big is refused the same way, before a weight
+  // is read (a model that big used to be read until the OOM killer ended the trainer silently).
+  expect_ok(with({"--output_dir", dir.file("small")}));
+  const std::string config_path = dir.file("small/config.json");
+  std::string config = read_file(config_path);
+  const auto layers = config.find("\"n_layer\": 2");
+  REQUIRE(layers != std::string::npos);
+  config.replace(layers, std::string("\"n_layer\": 2").size(), "\"n_layer\": 400");
+  for (const char* key : {"\"n_embd\": 32", "\"n_head\": 2"}) {
+    const auto at = config.find(key);
+    REQUIRE(at != std::string::npos);
+    config.replace(at, std::string(key).size(), std::string(key).starts_with("\"n_embd") ? "\"n_embd\": 4096" : "\"n_head\": 32");
+  }
+  dir.write("small/config.json", config);
+  const RunResult big_saved = run_trainer({"--do_train", "--model_name_or_path", dir.file("small"), "--train_file",
+                                           dir.file("corpus.txt"), "--output_dir", dir.file("o-big"), "--max_steps", "1"});
+  CHECK(big_saved.exit_code == 1);
+  CHECK_THAT(big_saved.err, Catch::Contains("the model in '" + dir.file("small") + "'") &&
+                                Catch::Contains("n_layer=400, n_embd=4096") && Catch::Contains("of memory"));
+  const RunResult big_generate = run_trainer({"generate", "--model", dir.file("small"), "--prompt", "x"});
+  CHECK(big_generate.exit_code == 1);
+  CHECK_THAT(big_generate.err, Catch::Contains("of memory"));
 
   // Named directly, a binary file is refused (inside a folder it is skipped, below).
   dir.write("blob.bin", std::string("\x7f" "ELF\0\0\0", 7) + word_salad());

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 
-#include "llmrdzv/io/hf_model_dir.hpp"
 #include "model_setup.hpp"
 
 namespace llmrdzv::train {
@@ -36,7 +35,7 @@ std::int64_t sample_next_token(const at::Tensor& logits, double temperature, std
 std::string generate_text(const GenerateOptions& o) {
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model).tokenizer;
-  model::CausalLm model = io::load_hf_model(o.model);
+  model::CausalLm model = load_model(o.model);
   if (model->config().vocab_size() < static_cast<std::int64_t>(tokenizer.vocab_size())) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                                 " ids but the model in '" + o.model + "' has vocab_size " +

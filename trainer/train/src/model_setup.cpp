@@ -83,16 +83,16 @@ void require_covers_vocab(const model::ModelConfig& config, const tokenizer::Tok
   }
 }
 
-// A fresh model is made in host memory first: one whose fp32 weights alone exceed it is refused
-// here, naming its size, rather than failing deep in the allocator.
-void require_fits_in_memory(const model::ModelConfig& config) {
+// A model is made or loaded in host memory first: one whose fp32 weights alone exceed it is
+// refused here, naming its size, rather than failing deep in the allocator or being OOM-killed.
+void require_fits_in_memory(const model::ModelConfig& config, const std::string& origin) {
   const double pages = static_cast<double>(::sysconf(_SC_PHYS_PAGES));
   const double memory = pages * static_cast<double>(::sysconf(_SC_PAGESIZE));
   if (pages > 0 && model::parameter_count(config) * 4 > memory) {
     char have[64];
     std::snprintf(have, sizeof have, "%.3g GiB", memory / (1024.0 * 1024.0 * 1024.0));
-    throw std::invalid_argument("the model config: " + model::describe_size(config) + ", more than this machine's " +
-                                have + " of memory");
+    throw std::invalid_argument(origin + ": " + model::describe_size(config) + ", more than this machine's " + have +
+                                " of memory");
   }
 }
 
@@ -102,12 +102,17 @@ model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenize
   if (source.model_name_or_path.empty()) {
     const model::ModelConfig config = fresh_config(source, tokenizer);
     require_covers_vocab(config, tokenizer, "the model config");
-    require_fits_in_memory(config);
+    require_fits_in_memory(config, "the model config");
     return model::make_causal_lm(config);
   }
-  auto model = io::load_hf_model(source.model_name_or_path, {.low_cpu_mem_usage = source.low_cpu_mem_usage});
+  auto model = load_model(source.model_name_or_path, source.low_cpu_mem_usage);
   require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
   return model;
+}
+
+model::CausalLm load_model(const std::string& dir, bool low_cpu_mem_usage) {
+  require_fits_in_memory(model::load_config(dir), "the model in '" + dir + "'");
+  return io::load_hf_model(dir, {.low_cpu_mem_usage = low_cpu_mem_usage});
 }
 
 std::vector<engine::NamedParameter> trainable_parameters(model::CausalLm& model) {

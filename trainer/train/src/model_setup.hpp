@@ -36,6 +36,11 @@ struct ModelSource {
 // global torch RNG (seed it first). Throws std::invalid_argument naming the problem.
 model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
 
+// A saved HF model directory (training and generate). One whose fp32 weights exceed this
+// machine's memory is refused from its config.json alone, before any weight is read, instead of
+// the kernel's OOM killer ending the process without a word.
+model::CausalLm load_model(const std::string& dir, bool low_cpu_mem_usage = false);
+
 // The model's parameters in model order under their HF names, as the optimizer takes them:
 // biases and LayerNorm / RMSNorm weights are not decayed (transformers Trainer's grouping),
 // everything else is, the embeddings included.
