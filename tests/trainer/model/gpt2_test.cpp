@@ -138,6 +138,13 @@ TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a
   CHECK_THROWS_WITH(m->decode(ids.slice(1, 3, 5), cache), Catch::Contains("one new position at a time"));
   model::KvCache single = m->new_cache(1);
   CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 2), single), Catch::Contains("another model, batch size"));
+  // A cache sized for fewer positions holds exactly those, and says so when full.
+  model::KvCache short_cache = m->new_cache(2, 6);
+  CHECK(short_cache.keys[0].size(2) == 6);
+  CHECK(m->new_cache(2, 1000).keys[0].size(2) == 24);  // capped at the model's positions
+  CHECK(at::allclose(m->decode(ids.slice(1, 0, 5), short_cache), full.select(1, 4), 1e-5, 1e-5));
+  CHECK(at::allclose(m->decode(ids.slice(1, 5, 6), short_cache), full.select(1, 5), 1e-5, 1e-5));
+  CHECK_THROWS_WITH(m->decode(ids.slice(1, 6, 7), short_cache), Catch::Contains("the KV cache holds 6 positions"));
   model::KvCache stale = m->new_cache(2);  // made before the model changed dtype
   m->to(at::kDouble);
   CHECK_THROWS_WITH(m->decode(ids.slice(1, 0, 2), stale), Catch::Contains("device or dtype"));

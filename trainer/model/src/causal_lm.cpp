@@ -9,7 +9,9 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "block_checkpoint.hpp"
 #include "fast_linear.hpp"
@@ -68,12 +70,13 @@ CausalLmOutput CausalLmImpl::forward(const torch::Tensor& input_ids, const torch
   return out;
 }
 
-KvCache CausalLmImpl::new_cache(std::int64_t batch) const {
+KvCache CausalLmImpl::new_cache(std::int64_t batch, std::int64_t positions) const {
   const at::Tensor& like = head_weight();
   const CacheShape shape = cache_shape();
+  const std::int64_t capacity = positions > 0 ? std::min(positions, config_.max_positions()) : config_.max_positions();
   KvCache cache;
   for (std::int64_t i = 0; i < config_.num_layers(); ++i) {
-    cache.keys.push_back(at::empty({batch, shape.kv_heads, config_.max_positions(), shape.head_dim}, like.options()));
+    cache.keys.push_back(at::empty({batch, shape.kv_heads, capacity, shape.head_dim}, like.options()));
     cache.values.push_back(at::empty_like(cache.keys.back()));
   }
   return cache;
@@ -89,6 +92,10 @@ torch::Tensor CausalLmImpl::decode(const torch::Tensor& input_ids, KvCache& cach
   if (cache.keys.size() != layers || cache.values.size() != layers || cache.keys[0].size(0) != input_ids.size(0) ||
       cache.keys[0].device() != weights.device() || cache.keys[0].scalar_type() != weights.scalar_type()) {
     throw std::invalid_argument("the KV cache was made for another model, batch size, device or dtype (new_cache)");
+  }
+  if (cache.length + input_ids.size(1) > cache.keys[0].size(2)) {
+    throw std::invalid_argument("the KV cache holds " + std::to_string(cache.keys[0].size(2)) + " positions; " +
+                                std::to_string(cache.length + input_ids.size(1)) + " do not fit (new_cache's positions)");
   }
   const std::int64_t past = cache.length;
   torch::Tensor hidden = embed(input_ids, past);

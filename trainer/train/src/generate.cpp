@@ -59,7 +59,8 @@ std::string generate_text(const GenerateOptions& o) {
   const auto ends_text = [&](std::int64_t id) {
     return static_cast<tokenizer::TokenId>(id) == tokenizer.eos_id() || std::ranges::find(model_eos, id) != model_eos.end();
   };
-  model::KvCache cache = model->new_cache(1);
+  // As many positions as the prompt and the new tokens take, at most the context.
+  model::KvCache cache = model->new_cache(1, static_cast<std::int64_t>(ids.size()) + o.max_new_tokens);
   for (std::int64_t n = 0; n < o.max_new_tokens; ++n) {
     if (ids.size() > context) cache.length = 0;  // the window slides: nothing cached still applies
     const std::size_t begin = ids.size() > context ? ids.size() - context : static_cast<std::size_t>(cache.length);

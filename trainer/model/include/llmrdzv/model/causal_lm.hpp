@@ -57,10 +57,13 @@ class CausalLmImpl : public torch::nn::Module {
   // at positions cache.length.., adds their keys and values to the cache, and returns the logits
   // of the last position only, [B, vocab_size]. The same numbers as forward() on the whole
   // sequence, without recomputing the cached positions. T > 1 only on an empty cache (the
-  // prompt); the cache holds at most max_positions (std::invalid_argument beyond).
+  // prompt); the cache holds at most the positions it was made for (std::invalid_argument beyond).
   torch::Tensor decode(const torch::Tensor& input_ids, KvCache& cache);
-  // An empty cache for `batch` sequences, on the model's device and dtype.
-  KvCache new_cache(std::int64_t batch) const;
+  // An empty cache for `batch` sequences of up to `positions` positions (capped at the model's
+  // max_positions; 0 = all of them), on the model's device and dtype. Its memory is
+  // layers x 2 x batch x positions x kv_heads x head_dim elements: size it to the prompt plus
+  // the tokens to generate, not the context (a 7B Llama-2's full 4096 positions take 2 GiB in bf16).
+  KvCache new_cache(std::int64_t batch, std::int64_t positions = 0) const;
 
   // The family's HF initialisation (normal(0, its std) for weights, zero biases, unit norms, ...).
   // Uses the global torch RNG.
