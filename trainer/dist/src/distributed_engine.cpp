@@ -1,6 +1,6 @@
 // DistributedEngine: the TrainingEngine for many ranks (see distributed_engine.hpp). Plain data
 // parallel delegates the optimizer to the one-process engine (the fused SIMD AdamW on CPUs,
-// torch's AdamW on GPUs) after the gradients are averaged, so one rank and many ranks step identically; --offload optimizer
+// torch's multi-tensor fused AdamW on GPUs) after the gradients are averaged, so one rank and many ranks step identically; --offload optimizer
 // uses OffloadAdamW on the flat gradient buffer. The failure watch ends or (elastic) restarts
 // the rank when another one fails.
 #include "llmrdzv/dist/distributed_engine.hpp"
