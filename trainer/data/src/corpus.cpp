@@ -105,10 +105,11 @@ SourceList list_folder(const fs::path& dir, const std::vector<fs::path>& not_cor
     if (!added && entry.native() < at->second.native()) at->second = entry;
   }
   if (ec) throw DataError(dir.string() + ": cannot list: " + ec.message());
-  std::sort(list.excluded.begin(), list.excluded.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
+  const auto in_path_order = [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); };
+  std::sort(list.excluded.begin(), list.excluded.end(), in_path_order);
   std::vector<fs::path> paths;
   for (auto& [id, path] : found) paths.push_back(std::move(path));
-  std::sort(paths.begin(), paths.end(), [](const fs::path& a, const fs::path& b) { return a.native() < b.native(); });
+  std::sort(paths.begin(), paths.end(), in_path_order);
   for (const fs::path& p : paths) {
     if (has_nul_prefix(p)) {
       list.skipped.push_back(p);
