@@ -213,8 +213,9 @@ struct BitsProblem {
       total += kSizes[k];
     }
   }
-  static at::Tensor gradient(int step, std::int64_t total) {
-    return torch::cos(torch::arange(total, torch::kFloat) * 0.013 + step) * 0.1;
+  // In the parameters' type, as the offload optimizer receives it.
+  at::Tensor gradient(int step) const {
+    return (torch::cos(torch::arange(total, torch::kFloat) * 0.013 + step) * 0.1).to(dtype);
   }
   static double learning_rate(int step) { return 1e-2 * step; }
   static double grad_scale(int step) { return step == 2 ? 0.5 : 1.0; }  // as clipping would
@@ -235,7 +236,7 @@ struct BitsProblem {
       v.push_back(torch::zeros({p.numel()}));
     }
     for (int step = 1; step <= kSteps; ++step) {
-      auto g = gradient(step, total);
+      auto g = gradient(step).to(torch::kFloat);
       if (grad_scale(step) != 1.0) g.mul_(grad_scale(step));
       for (std::size_t k = 0; k < params.size(); ++k) {
         auto hp = hyper();
@@ -254,7 +255,7 @@ struct BitsProblem {
 
   void offload_steps(dist::OffloadAdamW& optimizer, int first, int last) const {
     for (int step = first; step <= last; ++step) {
-      optimizer.step(gradient(step, total), learning_rate(step), grad_scale(step));
+      optimizer.step(gradient(step), learning_rate(step), grad_scale(step));
     }
   }
 };

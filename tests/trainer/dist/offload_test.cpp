@@ -54,8 +54,9 @@ TEST_CASE("chunk pipeline: downloads run one chunk ahead through alternating buf
               events.push_back("U" + std::to_string(chunk));
             },
         .start_upload =
-            [&](std::int64_t chunk) {
+            [&](std::int64_t chunk, int buffer) {
               CHECK(updated[chunk]);
+              CHECK(buffer == chunk % 2);
               events.push_back("H" + std::to_string(chunk));
             },
     };

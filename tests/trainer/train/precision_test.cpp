@@ -74,3 +74,36 @@ TEST_CASE("loss scaling halves on overflow, skips that step and doubles after a 
   CHECK_THROWS_WITH(scaler.restore(0.5, 0), Catch::Contains("is not a valid loss-scaler state"));
   CHECK_THROWS_AS(scaler.restore(std::numeric_limits<double>::quiet_NaN(), 0), std::invalid_argument);
 }
+
+TEST_CASE("a model whose weights, gradients and AdamW state exceed the GPU's free memory is refused before it moves there",
+          "[precision][memory]") {
+  // Mixed precision without offload: bf16 parameter and gradient, fp32 master and its gradient,
+  // two fp32 moments (20 bytes); offload leaves the bf16 parameter and gradient (4 bytes).
+  CHECK(device_bytes_per_parameter(ComputeDtype::bf16, false, 1) == 20);
+  CHECK(device_bytes_per_parameter(ComputeDtype::fp32, false, 1) == 16);
+  CHECK(device_bytes_per_parameter(ComputeDtype::fp32, false, 2) == 20);
+  CHECK(device_bytes_per_parameter(ComputeDtype::bf16, true, 4) == 4);
+  CHECK(device_bytes_per_parameter(ComputeDtype::fp32, true, 1) == 8);
+
+  DeviceTraits h100 = gpu(9);
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.free_memory_bytes = 79.0 * (1 << 30);
+  const std::int64_t gpt2_6_7b = 6'650'000'000;
+  const auto refused = device_memory_shortfall(gpt2_6_7b, ComputeDtype::bf16, false, 1, h100);
+  REQUIRE(refused);
+  CHECK_THAT(*refused, Catch::Contains("6.65 billion parameters need 123.9 GiB"));
+  CHECK_THAT(*refused, Catch::Contains("20 bytes each in bf16"));
+  CHECK_THAT(*refused, Catch::Contains("NVIDIA H100 80GB HBM3 has 79.0 GiB free"));
+  CHECK_THAT(*refused, Catch::Contains("--offload optimizer keeps 4 bytes per parameter there (24.8 GiB)"));
+  CHECK_FALSE(device_memory_shortfall(gpt2_6_7b, ComputeDtype::bf16, true, 1, h100));
+  // GPT-2 124M fits either way; the CPU is never refused here.
+  CHECK_FALSE(device_memory_shortfall(124'439'808, ComputeDtype::fp32, false, 1, h100));
+  CHECK_FALSE(device_memory_shortfall(gpt2_6_7b, ComputeDtype::fp32, false, 1, DeviceTraits{}));
+  // Too large even offloaded: said so.
+  const auto huge = device_memory_shortfall(40'000'000'000, ComputeDtype::bf16, false, 1, h100);
+  REQUIRE(huge);
+  CHECK_THAT(*huge, Catch::Contains("still too much"));
+  const auto huge_offloaded = device_memory_shortfall(40'000'000'000, ComputeDtype::bf16, true, 1, h100);
+  REQUIRE(huge_offloaded);
+  CHECK_THAT(*huge_offloaded, Catch::Contains("4 bytes each in bf16 with --offload optimizer"));
+}

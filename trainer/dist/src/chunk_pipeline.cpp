@@ -21,7 +21,7 @@ void run_chunk_pipeline(std::int64_t chunks, const ChunkStages& stages) {
     if (i + 1 < chunks) stages.start_download(i + 1, 1 - buffer);
     stages.wait_download(buffer);
     stages.update(i, buffer);
-    stages.start_upload(i);
+    stages.start_upload(i, buffer);
   }
 }
 

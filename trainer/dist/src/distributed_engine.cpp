@@ -313,9 +313,15 @@ class DistributedEngine final : public engine::TrainingEngine {
       tensors.push_back(p.tensor);
       low_precision_ = low_precision_ || p.tensor.scalar_type() != at::kFloat;
     }
+    if (parameters.empty()) throw std::invalid_argument("the model has no trainable parameters");
+    const bool offload = options_.offload == engine::Offload::optimizer;
+    // Offloaded, the device keeps gradients only in the parameters' type (see GradientBufferOptions).
+    const GradientBufferOptions buffer =
+        offload ? GradientBufferOptions{parameters.front().tensor.scalar_type(), /*release_parameter_gradients=*/true}
+                : GradientBufferOptions{};
     buckets_ = std::make_unique<GradientBuckets>(
-        tensors, backend_, static_cast<std::size_t>(options_.ddp_bucket_cap_mb) << 20);
-    if (options_.offload == engine::Offload::optimizer) {
+        tensors, backend_, static_cast<std::size_t>(options_.ddp_bucket_cap_mb) << 20, buffer);
+    if (offload) {
       const bool reduce = options_.offload_gradient_sync == engine::OffloadGradientSync::reduce ||
                           (options_.offload_gradient_sync == engine::OffloadGradientSync::automatic && device_.is_cuda());
       if (reduce) buckets_->reduce_to_owners();
@@ -351,12 +357,15 @@ class DistributedEngine final : public engine::TrainingEngine {
     // that is below 1.
     const ShardLayout shards = buckets_->shards();
     const at::Tensor own = buckets_->flat().narrow(0, shards.begin(rank()), shards.end(rank()) - shards.begin(rank()));
-    double own_squares = 0;  // in double, a chunk at a time: no float rounding of the sum
-    constexpr std::int64_t kChunk = std::int64_t{1} << 20;
+    // In double, a chunk at a time (no float rounding of the sum), summed where the gradient is:
+    // one read of the result, not one per chunk.
+    at::Tensor sum = at::zeros({}, own.options().dtype(at::kDouble));
+    constexpr std::int64_t kChunk = std::int64_t{1} << 22;
     for (std::int64_t from = 0; from < own.numel(); from += kChunk) {
       const at::Tensor part = own.narrow(0, from, std::min(kChunk, own.numel() - from)).to(at::kDouble);
-      own_squares += at::dot(part, part).item<double>();
+      sum += at::dot(part, part);
     }
+    const double own_squares = sum.item<double>();
     const double norm = std::sqrt(all_reduce_sum({own_squares})[0]) * gradient_multiplier;
     grad_scale_ = gradient_multiplier;
     if (max_norm > 0 && std::isfinite(norm)) grad_scale_ *= std::min(1.0, max_norm / (norm + 1e-6));

@@ -28,8 +28,12 @@ class ReadyHook final : public torch::autograd::PostAccumulateGradHook {
 
 GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
                                  c10::intrusive_ptr<c10d::Backend> backend,
-                                 std::size_t bucket_cap_bytes)
-    : parameters_(std::move(parameters)), backend_(std::move(backend)) {
+                                 std::size_t bucket_cap_bytes, GradientBufferOptions buffer)
+    : parameters_(std::move(parameters)), backend_(std::move(backend)), release_(buffer.release_parameter_gradients) {
+  if (buffer.type != at::kFloat && buffer.type != at::kBFloat16 && buffer.type != at::kHalf) {
+    throw std::invalid_argument("gradient buckets: the buffer must be float32, bfloat16 or float16");
+  }
+  const std::size_t element_bytes = c10::elementSize(buffer.type);
   if (parameters_.empty()) throw std::invalid_argument("gradient buckets: no parameters");
   slots_.resize(parameters_.size());
   bucket_of_.resize(parameters_.size());
@@ -42,9 +46,9 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
       throw std::invalid_argument("gradient buckets: parameters must be float32, bfloat16 or float16");
     }
     const std::int64_t numel = p.numel();
-    const auto bytes = static_cast<std::size_t>(numel) * sizeof(float);
+    const auto bytes = static_cast<std::size_t>(numel) * element_bytes;
     if (buckets_.empty() ||
-        (static_cast<std::size_t>(offset - buckets_.back().begin) * sizeof(float) + bytes >
+        (static_cast<std::size_t>(offset - buckets_.back().begin) * element_bytes + bytes >
              bucket_cap_bytes &&
          !buckets_.back().parameters.empty())) {
       buckets_.push_back(Bucket{.begin = offset, .end = offset});
@@ -55,7 +59,7 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
     offset += numel;
     buckets_.back().end = offset;
   }
-  flat_ = at::zeros({offset}, parameters_.front().options().dtype(at::kFloat).requires_grad(false));
+  flat_ = at::zeros({offset}, parameters_.front().options().dtype(buffer.type).requires_grad(false));
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     torch::autograd::impl::set_post_acc_grad_hooks(parameters_[k],
                                                    std::make_unique<ReadyHook>(*this, k));
@@ -84,12 +88,24 @@ void GradientBuckets::begin_micro_step(bool last_micro_step) {
   if (last_micro_step) launched_by_hooks_ = 0;
 }
 
+void GradientBuckets::add_to_flat(std::size_t index, const at::Tensor& grad) {
+  auto slice = flat_.narrow(0, slots_[index].offset, slots_[index].numel);
+  folded_[index] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
+  folded_[index] = true;
+}
+
 void GradientBuckets::on_gradient_ready(std::size_t index, const at::Tensor& grad) {
   std::lock_guard lock(mutex_);
-  if (!armed_ || ready_[index]) return;
-  const FlatSlot& slot = slots_[index];
-  auto slice = flat_.narrow(0, slot.offset, slot.numel);
-  folded_[index] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
+  if (ready_[index]) return;
+  if (!armed_) {  // an earlier micro-step: only a releasing buffer takes the gradient now
+    if (release_) {
+      add_to_flat(index, grad);
+      parameters_[index].mutable_grad().reset();
+    }
+    return;
+  }
+  add_to_flat(index, grad);
+  if (release_) parameters_[index].mutable_grad().reset();
   ready_[index] = true;
   ++buckets_[bucket_of_[index]].ready;
   const std::size_t before = next_to_launch_;
@@ -130,12 +146,11 @@ void GradientBuckets::finish() {
   // Parameters whose hook did not fire this step: their accumulated gradient, or zero.
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     if (ready_[k]) continue;
-    auto slice = flat_.narrow(0, slots_[k].offset, slots_[k].numel);
     const auto& grad = parameters_[k].grad();
     if (grad.defined()) {
-      folded_[k] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
+      add_to_flat(k, grad);
     } else if (!folded_[k]) {
-      slice.zero_();
+      flat_.narrow(0, slots_[k].offset, slots_[k].numel).zero_();
     }
     ready_[k] = true;
     ++buckets_[bucket_of_[k]].ready;
@@ -159,9 +174,7 @@ void GradientBuckets::fold() {
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     at::Tensor& grad = parameters_[k].mutable_grad();
     if (!grad.defined()) continue;
-    auto slice = flat_.narrow(0, slots_[k].offset, slots_[k].numel);
-    folded_[k] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
-    folded_[k] = true;
+    add_to_flat(k, grad);
     grad.reset();
   }
 }

@@ -15,9 +15,10 @@ class HostCopies final : public OffloadCopies {
     host_dst.copy_(device_src);
   }
   void wait_download(int) override {}
-  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
+  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst, int) override {
     if (host_src.data_ptr() != device_dst.data_ptr()) device_dst.copy_(host_src);
   }
+  void wait_upload(int) override {}
   void end_step() override {}
 };
 

@@ -22,9 +22,13 @@ class OffloadCopies {
   virtual void start_download(const at::Tensor& device_src, const at::Tensor& host_dst, int buffer) = 0;
   // Returns once the last download into `buffer` has landed.
   virtual void wait_download(int buffer) = 0;
-  // Starts copying host `host_src` to `device_dst`; `host_src` stays untouched until the step's
-  // next download has landed.
-  virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) = 0;
+  // Starts copying host `host_src` to `device_dst` as upload `buffer` (0 or 1). `host_src` is
+  // either one of two upload staging buffers, which the host refills only after wait_upload() of
+  // the same `buffer`, or the master weights, which stay untouched until the step's next download
+  // has landed.
+  virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst, int buffer) = 0;
+  // Returns once the last upload started as `buffer` has read its source.
+  virtual void wait_upload(int buffer) = 0;
   // After a step's last upload: device work queued from now on sees every upload.
   virtual void end_step() = 0;
   // Downloads since begin_step() that had already landed when wait_download() was called for

@@ -1,8 +1,9 @@
 // OffloadCopies on CUDA: every copy runs on one dedicated stream from the pool, so downloads of
-// gradients (into pinned staging buffers) and uploads of new weights (from the pinned master
-// weights) overlap the host's AdamW and the compute stream. Events order it all: the copy stream
-// waits for the compute stream's gradient at the start of a step, the host waits for each
-// download before updating its chunk, and the compute stream waits for the last upload before
+// gradients (into pinned staging buffers) and uploads of new weights (from pinned staging
+// buffers, or from the pinned master weights of an fp32 model) overlap the host's AdamW and the
+// compute stream. Events order it all: the copy stream waits for the compute stream's gradient at
+// the start of a step, the host waits for each download before updating its chunk and for each
+// upload before refilling its buffer, and the compute stream waits for the last upload before
 // the all-gather. Because the copy stream runs in order, a step's first download lands only after
 // the previous step's uploads have read the master weights, so the host never overwrites weights
 // still being uploaded. Compiled and linked against the CUDA LibTorch on every build; it can
@@ -41,10 +42,13 @@ class CudaCopies final : public OffloadCopies {
     downloaded_[buffer].synchronize();
   }
 
-  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
+  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst, int buffer) override {
     c10::cuda::CUDAStreamGuard on_copy_stream(copy_stream_);
     device_dst.copy_(host_src, /*non_blocking=*/true);
+    uploaded_from_[buffer].record(copy_stream_);
   }
+
+  void wait_upload(int buffer) override { uploaded_from_[buffer].synchronize(); }
 
   void end_step() override {
     uploaded_.record(copy_stream_);
@@ -57,7 +61,7 @@ class CudaCopies final : public OffloadCopies {
   c10::DeviceIndex device_index_;
   c10::cuda::CUDAStream copy_stream_;
   at::cuda::CUDAEvent gradient_ready_, uploaded_;
-  std::array<at::cuda::CUDAEvent, 2> downloaded_;
+  std::array<at::cuda::CUDAEvent, 2> downloaded_, uploaded_from_;
   std::int64_t landed_before_wait_ = 0;
 };
 

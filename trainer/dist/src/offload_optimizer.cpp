@@ -16,8 +16,8 @@
 namespace llmrdzv::dist {
 namespace {
 
-at::Tensor host_floats(std::int64_t n, bool pinned) {
-  return at::zeros({n}, at::TensorOptions().dtype(at::kFloat).pinned_memory(pinned));
+at::Tensor host_tensor(std::int64_t n, at::ScalarType type, bool pinned) {
+  return at::zeros({n}, at::TensorOptions().dtype(type).pinned_memory(pinned));
 }
 
 std::span<float> span_of(const at::Tensor& t, std::int64_t begin, std::int64_t end) {
@@ -42,6 +42,16 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
     throw std::invalid_argument("offload optimizer: one flat slot per parameter needed");
   }
   if (chunk_ <= 0) throw std::invalid_argument("offload optimizer: the chunk size must be positive");
+  const auto device = parameters_.front().tensor.device();
+  type_ = parameters_.front().tensor.scalar_type();
+  if (type_ != at::kFloat && type_ != at::kBFloat16 && type_ != at::kHalf) {
+    throw std::invalid_argument("offload optimizer: parameters must be float32, bfloat16 or float16");
+  }
+  for (const auto& p : parameters_) {
+    if (p.tensor.scalar_type() != type_ || p.tensor.device() != device) {
+      throw std::invalid_argument("offload optimizer: every parameter must have the same type and device");
+    }
+  }
   for (const auto& slot : slots_) total_ = std::max(total_, slot.offset + slot.numel);
   const ShardLayout layout = ShardLayout::of(total_, world_);  // GradientBuckets reduces to these
   shard_size_ = layout.size;
@@ -49,29 +59,37 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
   const std::int64_t shard_end = layout.end(rank_);
   owned_ = shard_end - shard_begin_;
 
-  const auto device = parameters_.front().tensor.device();
   copies_ = make_offload_copies(device);
   const bool pinned = device.is_cuda();
-  master_ = host_floats(shard_size_, pinned);
-  exp_avg_ = host_floats(shard_size_, false);
-  exp_avg_sq_ = host_floats(shard_size_, false);
-  for (auto& buffer : staging_) buffer = host_floats(std::min(chunk_, owned_), pinned);
+  const bool rounds = type_ != at::kFloat;
+  // An fp32 model's weights upload straight from the master weights, which are then pinned.
+  master_ = host_tensor(shard_size_, at::kFloat, pinned && !rounds);
+  exp_avg_ = host_tensor(shard_size_, at::kFloat, false);
+  exp_avg_sq_ = host_tensor(shard_size_, at::kFloat, false);
+  const std::int64_t staged = std::min(chunk_, owned_);
+  for (auto& buffer : download_) buffer = host_tensor(staged, type_, pinned);
+  if (rounds) {
+    for (auto& buffer : upload_) buffer = host_tensor(staged, type_, pinned);
+    gradient32_ = host_tensor(staged, at::kFloat, false);
+  }
 
-  // Master weights from the (already identical) parameters; decay runs over the shard.
+  // The flat parameters (padding zero), the parameters made views into them, and the master
+  // weights from this rank's part; decay runs over the shard.
+  at::NoGradGuard no_grad;
+  flat_params_ = at::zeros({shard_size_ * world_}, at::TensorOptions().dtype(type_).device(device));
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
+    at::Tensor& p = parameters_[k].tensor;
+    const at::Tensor view = flat_params_.narrow(0, slots_[k].offset, slots_[k].numel).view(p.sizes());
+    view.copy_(p.detach());
+    p.set_data(view);
     const std::int64_t begin = std::max(slots_[k].offset, shard_begin_);
     const std::int64_t end = std::min(slots_[k].offset + slots_[k].numel, shard_end);
     if (begin >= end) continue;
-    const auto values = parameters_[k].tensor.detach().reshape({-1}).to(at::kFloat).to(at::kCPU);
     master_.narrow(0, begin - shard_begin_, end - begin)
-        .copy_(values.narrow(0, begin - slots_[k].offset, end - begin));
+        .copy_(flat_params_.narrow(0, begin, end - begin).to(at::kCPU).to(at::kFloat));
     runs_.push_back(Run{begin - shard_begin_, end - shard_begin_, parameters_[k].decay});
   }
   std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
-  // The all-gather's input: on the CPU the master weights themselves, on a GPU their device copy
-  // (the padding past the owned elements stays zero, as in master_).
-  gather_input_ = device.is_cpu() ? master_
-                                  : at::zeros({shard_size_}, at::TensorOptions().dtype(at::kFloat).device(device));
 }
 
 OffloadAdamW::~OffloadAdamW() = default;
@@ -81,6 +99,9 @@ OffloadAdamW::PipelineStats OffloadAdamW::last_pipeline_stats() const {
 }
 
 void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
+  if (flat_grad.scalar_type() != type_ || flat_grad.numel() < total_) {
+    throw std::invalid_argument("offload optimizer: the flat gradient must hold every parameter's gradient in their type");
+  }
   ++step_;
   const auto range = [&](std::int64_t chunk) { return chunk_range(chunk, chunk_, owned_); };
   copies_->begin_step();
@@ -90,42 +111,44 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
              copies_->start_download(flat_grad.narrow(0, shard_begin_ + r.begin, r.size()),
-                                     staging_[buffer].narrow(0, 0, r.size()), buffer);
+                                     download_[buffer].narrow(0, 0, r.size()), buffer);
            },
        .wait_download = [&](int buffer) { copies_->wait_download(buffer); },
        .update =
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
-             update_range(r.begin, r.end, staging_[buffer], learning_rate, grad_scale);
+             update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale);
            },
-       .start_upload =
-           [&](std::int64_t chunk) {
-             const ChunkRange r = range(chunk);
-             copies_->start_upload(master_.narrow(0, r.begin, r.size()), gather_input_.narrow(0, r.begin, r.size()));
-           }});
+       .start_upload = [&](std::int64_t chunk, int buffer) { start_upload(range(chunk).begin, range(chunk).end, buffer); }});
   copies_->end_step();
+  all_gather();
+}
 
-  const auto device = parameters_.front().tensor.device();
-  if (!gathered_.defined()) {  // the all-gather target is not optimizer state: made on first use
-    gathered_ = at::empty({shard_size_ * world_}, at::TensorOptions().dtype(at::kFloat).device(device));
-  }
-  std::vector<at::Tensor> inputs{gather_input_};
-  std::vector<std::vector<at::Tensor>> outputs(1);
-  for (int r = 0; r < world_; ++r) outputs[0].push_back(gathered_.narrow(0, std::int64_t{r} * shard_size_, shard_size_));
+void OffloadAdamW::start_upload(std::int64_t begin, std::int64_t end, int buffer) {
+  const at::Tensor target = flat_params_.narrow(0, shard_begin_ + begin, end - begin);
+  const at::Tensor master = master_.narrow(0, begin, end - begin);
+  if (!upload_[buffer].defined()) return copies_->start_upload(master, target, buffer);
+  copies_->wait_upload(buffer);  // its previous chunk has left
+  const at::Tensor rounded = upload_[buffer].narrow(0, 0, end - begin);
+  rounded.copy_(master);
+  copies_->start_upload(rounded, target, buffer);
+}
+
+void OffloadAdamW::all_gather() {
+  last_gather_wait_seconds_ = 0;
+  if (world_ == 1) return;
+  at::Tensor own = flat_params_.narrow(0, std::int64_t{rank_} * shard_size_, shard_size_);
+  // NCCL gathers in place; Gloo is given its own input.
+  at::Tensor input = flat_params_.is_cuda() ? own : own.clone();
   const auto gather_start = std::chrono::steady_clock::now();
-  backend_->allgather(outputs, inputs)->wait();
+  backend_->_allgather_base(flat_params_, input)->wait();
   last_gather_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - gather_start).count();
-
-  at::NoGradGuard no_grad;
-  for (std::size_t k = 0; k < parameters_.size(); ++k) {
-    auto& p = parameters_[k].tensor;
-    p.copy_(gathered_.narrow(0, slots_[k].offset, slots_[k].numel).view(p.sizes()));
-  }
 }
 
 void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad,
                                 double learning_rate, double grad_scale) {
-  auto gradient = grad.narrow(0, 0, end - begin);
+  at::Tensor gradient = grad.narrow(0, 0, end - begin);
+  if (gradient32_.defined()) gradient = gradient32_.narrow(0, 0, end - begin).copy_(gradient);
   if (grad_scale != 1.0) gradient.mul_(grad_scale);
   for (const Run& run : runs_) {
     const std::int64_t from = std::max(begin, run.begin), to = std::min(end, run.end);
@@ -258,8 +281,11 @@ void OffloadAdamW::load_resharded(const std::map<std::string, at::Tensor>& state
 }
 
 std::size_t OffloadAdamW::state_bytes() const {
-  return static_cast<std::size_t>(master_.nbytes() + exp_avg_.nbytes() + exp_avg_sq_.nbytes() +
-                                  staging_[0].nbytes() + staging_[1].nbytes());
+  std::size_t bytes = master_.nbytes() + exp_avg_.nbytes() + exp_avg_sq_.nbytes();
+  for (const auto* buffers : {&download_, &upload_}) {
+    for (const at::Tensor& buffer : *buffers) bytes += buffer.defined() ? buffer.nbytes() : 0;
+  }
+  return bytes + (gradient32_.defined() ? gradient32_.nbytes() : 0);
 }
 
 }  // namespace llmrdzv::dist

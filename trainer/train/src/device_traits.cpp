@@ -1,8 +1,10 @@
-// DeviceTraits (precision.hpp) of the training device, from the CUDA driver's properties.
+// DeviceTraits (precision.hpp) of the training device, from the CUDA driver's properties and its
+// free memory now.
 #include "device_traits.hpp"
 
 #include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
 
 namespace llmrdzv::train {
 
@@ -13,6 +15,9 @@ DeviceTraits device_traits(const c10::Device& device) {
   traits.cuda = true;
   traits.name = properties->name;
   traits.compute_capability_major = properties->major;
+  const c10::cuda::CUDAGuard on_device(device.index() < 0 ? 0 : device.index());
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) == cudaSuccess) traits.free_memory_bytes = static_cast<double>(free);
   return traits;
 }
 

@@ -2,6 +2,7 @@
 // local ranks. Usage errors exit 2, a rank stopped by another rank's failure (or that could not
 // re-join an elastic rendezvous after one) exits 3, every other failure (bad corpus, model,
 // checkpoint, I/O) exits 1; each prints one "trainer: error: ..." line naming the problem.
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -119,6 +120,15 @@ int main(int argc, char** argv) {
     std::cerr << "\ntrainer: error: " << e.what() << '\n';
     return llmrdzv::dist::kPeerFailedExitCode;
 #endif
+  } catch (const c10::OutOfMemoryError& e) {
+    std::fflush(stdout);
+    // torch's message goes on about its allocator; what it ran out of is in the first sentences.
+    std::string what = e.what_without_backtrace();
+    what = what.substr(0, std::min(what.find(". Including"), what.find('\n')));
+    std::cerr << "\ntrainer: error: the GPU ran out of memory (" << what
+              << ")\n  use a smaller --per_device_train_batch_size (with more --gradient_accumulation_steps to keep the "
+                 "batch) or --block_size, --gradient_checkpointing, or --offload optimizer\n";
+    return 1;
   } catch (const std::exception& e) {
 #if LLMRDZV_TRAINER_DISTRIBUTED
     llmrdzv::dist::yield_to_failure_watch();  // a peer failed: the watch reports it (exit 3 or restart)

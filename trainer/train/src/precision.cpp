@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 
 namespace llmrdzv::train {
@@ -26,6 +27,41 @@ Precision resolve_precision(const TrainOptions& o, const DeviceTraits& device) {
   }
   p.tf32 = o.tf32.value_or(device.supports_tf32());
   return p;
+}
+
+double device_bytes_per_parameter(ComputeDtype dtype, bool offload, int world_size) {
+  const double type = dtype == ComputeDtype::fp32 ? 4 : 2;
+  if (offload) return 2 * type;  // parameter + gradient; masters and moments are on the host
+  const double masters = dtype == ComputeDtype::fp32 ? 0 : 4 + 4;  // fp32 copy and its gradient
+  const double sync_buffer = world_size > 1 ? 4 : 0;
+  return 2 * type + masters + 4 + 4 + sync_buffer;
+}
+
+std::optional<std::string> device_memory_shortfall(std::int64_t parameters, ComputeDtype dtype, bool offload,
+                                                   int world_size, const DeviceTraits& device) {
+  if (!device.cuda || device.free_memory_bytes <= 0) return std::nullopt;
+  const double per_parameter = device_bytes_per_parameter(dtype, offload, world_size);
+  const double need = per_parameter * static_cast<double>(parameters);
+  if (need <= device.free_memory_bytes) return std::nullopt;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "the GPU is too small for this model: its %.3g billion parameters need %.1f GiB on the GPU for weights, "
+                "gradients%s alone (%g bytes each in %s%s), and %s has %.1f GiB free",
+                static_cast<double>(parameters) / 1e9, need / kGiB, offload ? "" : " and AdamW state", per_parameter,
+                dtype_name(dtype), offload ? " with --offload optimizer" : "", device.name.c_str(),
+                device.free_memory_bytes / kGiB);
+  std::string message = text;
+  if (!offload) {
+    const double offloaded = device_bytes_per_parameter(dtype, true, world_size) * static_cast<double>(parameters);
+    std::snprintf(text, sizeof text, "; --offload optimizer keeps %g bytes per parameter there (%.1f GiB), the rest in host memory",
+                  device_bytes_per_parameter(dtype, true, world_size), offloaded / kGiB);
+    message += text;
+    if (offloaded > device.free_memory_bytes) message += ", which is still too much: use a smaller model";
+  } else {
+    message += ": use a smaller model";
+  }
+  return message;
 }
 
 const char* dtype_name(ComputeDtype dtype) {

@@ -245,18 +245,32 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
   double interval_comm_start = comm_start;
   double interval_loss = 0;
   std::int64_t interval_steps = 0;
+  // Step losses are summed where they are computed and read only when logged or saved: reading a
+  // GPU's loss every micro-batch would make the host wait for each backward to finish.
+  at::Tensor unread_losses;
+  const auto read_losses = [&] {
+    if (!unread_losses.defined()) return;
+    const double sum = unread_losses.item<double>();
+    interval_loss += sum;
+    state.train_loss_sum += sum;
+    unread_losses = at::Tensor();
+  };
   c.model->train();
   for (std::int64_t step = first_step; step < total_steps;) {
     const std::vector<at::Tensor> micro_batches = batches->next_step();
-    double step_loss = 0;
+    const double micro_steps = static_cast<double>(micro_batches.size());
     for (std::size_t m = 0; m < micro_batches.size(); ++m) {
       c.engine.begin_micro_step(m + 1 == micro_batches.size());
-      const at::Tensor ids = micro_batches[m].to(c.engine.device());
+      // To a GPU from pinned memory, so the upload does not hold the host up.
+      const at::Tensor& batch = micro_batches[m];
+      const at::Tensor ids = c.engine.device().is_cuda() ? batch.pin_memory().to(c.engine.device(), /*non_blocking=*/true)
+                                                         : batch;
       const at::Tensor loss = c.model->forward(ids, ids).loss;
-      (loss * (scaler ? scaler->scale() : 1.0) / static_cast<double>(micro_batches.size())).backward();
-      step_loss += loss.item<double>();
+      (loss * (scaler ? scaler->scale() : 1.0) / micro_steps).backward();
+      // The step's loss is the micro-batches' mean, summed in double.
+      const at::Tensor share = loss.detach().to(at::kDouble) / micro_steps;
+      unread_losses = unread_losses.defined() ? unread_losses + share : share;
     }
-    step_loss /= static_cast<double>(micro_batches.size());
     const double loss_scale = scaler ? scaler->scale() : 1.0;
     const double grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
     // A step skipped for overflow does not advance the schedule (transformers steps its scheduler
@@ -275,11 +289,12 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
       state.loss_scale_good_steps = scaler->good_steps();
     }
     state.global_step = ++step;
-    state.train_loss_sum += step_loss;
-    interval_loss += step_loss;
     ++interval_steps;
 
     const bool logging_step = step % o.logging_steps == 0 || step == total_steps;
+    const bool saving_step = step == total_steps || (o.save_steps > 0 && step % o.save_steps == 0);
+    // A terminal's progress line shows every step's loss: rank 0 reads it each step there.
+    if (logging_step || saving_step || (c.reporter.main && c.reporter.progress.live())) read_losses();
     const double steps_in_interval = static_cast<double>(interval_steps);
     double loss = interval_loss / steps_in_interval;
     // Before the interval is timed, so its step time includes this collective too.
@@ -411,10 +426,17 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
     resume = open_training_checkpoint(resolve_checkpoint(o.resume_from_checkpoint, o.output_dir, engine.rank()));
     if (engine.is_main()) restore_model(*resume, model);
   }
-  model->to(engine.device());
-  const Precision precision = resolve_precision(o, device_traits(engine.device()));
+  const DeviceTraits device = device_traits(engine.device());
+  const Precision precision = resolve_precision(o, device);
+  std::int64_t parameter_count = 0;
+  for (const auto& p : model->parameters()) parameter_count += p.numel();
+  if (const auto shortfall = device_memory_shortfall(parameter_count, precision.dtype, o.offload == Offload::optimizer,
+                                                     engine.world_size(), device)) {
+    throw std::runtime_error(*shortfall);
+  }
   apply_math_modes(precision);
-  if (precision.dtype != ComputeDtype::fp32) model->to(scalar_type(precision.dtype));
+  // In one move: a bf16 model never exists in fp32 on the GPU.
+  model->to(engine.device(), scalar_type(precision.dtype));
   engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
   LoopState state;
   if (resume) state = restore_state(*resume, engine);

@@ -29,12 +29,12 @@ struct ChunkStages {
   std::function<void(int buffer)> wait_download;
   // Updates chunk's master weights and moments on the host from staging buffer `buffer`.
   std::function<void(std::int64_t chunk, int buffer)> update;
-  // Starts moving chunk's new weights to the device.
-  std::function<void(std::int64_t chunk)> start_upload;
+  // Starts moving chunk's new weights to the device, through upload buffer `buffer`.
+  std::function<void(std::int64_t chunk, int buffer)> start_upload;
 };
 
-// Runs chunks [0, chunks) through download, update and upload with two staging buffers: chunk i
-// uses buffer i % 2, and chunk i+1's download starts before chunk i's update (its buffer was
+// Runs chunks [0, chunks) through download, update and upload with two staging buffers each way:
+// chunk i uses download and upload buffer i % 2, and chunk i+1's download starts before chunk i's update (its buffer was
 // freed by chunk i-1's update, which has returned). Uploads are started, never awaited: the
 // caller orders the device's later work after them.
 void run_chunk_pipeline(std::int64_t chunks, const ChunkStages& stages);

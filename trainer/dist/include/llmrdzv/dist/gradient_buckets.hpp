@@ -1,5 +1,6 @@
 // Data-parallel gradient synchronisation, as DDP does it (LibTorch C++ has no DDP module):
-// the buffer is fp32 whatever the parameters' type (bf16/fp16 gradients are summed in fp32);
+// the buffer is fp32 whatever the parameters' type (bf16/fp16 gradients are summed in fp32),
+// unless a sharded offload asks for one in the parameters' own type (GradientBufferOptions);
 // parameters are grouped into buckets of a configurable size in reverse model order (backward
 // produces the last layers' gradients first); a post-accumulate-grad hook on every parameter
 // copies its gradient into the bucket's slice of one flat buffer, and when a bucket is complete
@@ -42,12 +43,22 @@ struct ShardLayout {
   std::int64_t end(int rank) const { return std::min(total, (std::int64_t{rank} + 1) * size); }
 };
 
+// How the flat buffer is kept. The default is DDP's for mixed precision: an fp32 buffer, the
+// parameters' own gradients kept until the step ends. ZeRO-Offload's GPU keeps only the
+// parameters' type: a buffer of that type, into which every gradient moves as soon as autograd
+// has accumulated it (on every micro-step; it then accumulates in that type), the parameter's own
+// gradient released at once, so the device holds one gradient's worth, not two.
+struct GradientBufferOptions {
+  at::ScalarType type = at::kFloat;
+  bool release_parameter_gradients = false;
+};
+
 class GradientBuckets {
  public:
   // `parameters` in model order (the same on every rank). Buckets hold up to bucket_cap_bytes of
   // gradients (at least one parameter each).
   GradientBuckets(std::vector<at::Tensor> parameters, c10::intrusive_ptr<c10d::Backend> backend,
-                  std::size_t bucket_cap_bytes);
+                  std::size_t bucket_cap_bytes, GradientBufferOptions buffer = {});
   ~GradientBuckets();  // removes the hooks
   GradientBuckets(const GradientBuckets&) = delete;
   GradientBuckets& operator=(const GradientBuckets&) = delete;
@@ -96,6 +107,7 @@ class GradientBuckets {
 
   void launch_ready_in_order();  // with mutex_ held
   void launch(Bucket& bucket);
+  void add_to_flat(std::size_t index, const at::Tensor& grad);  // with mutex_ held
 
   std::vector<at::Tensor> parameters_;
   c10::intrusive_ptr<c10d::Backend> backend_;
@@ -108,6 +120,7 @@ class GradientBuckets {
   std::size_t next_to_launch_ = 0;
   std::size_t launched_by_hooks_ = 0;
   std::optional<ShardLayout> owners_;
+  bool release_ = false;  // GradientBufferOptions::release_parameter_gradients
   bool armed_ = false;
   double last_wait_seconds_ = 0;
   std::mutex mutex_;

@@ -1,10 +1,15 @@
 // ZeRO-Offload-style AdamW: the fp32 master weights and both Adam moments live in host memory,
-// sharded across ranks (each keeps 1/world of them). Each step takes this rank's slice of the
-// synchronised flat gradient (GradientBuckets' layout), updates its shard with the fused SIMD
-// AdamW (llmrdzv::optim), all-gathers the shards and writes the new values into the model's
-// parameters (CPU or GPU, any float type). The shard moves in chunks through two staging
-// buffers (chunk_pipeline.hpp), so on CUDA the gradient download and weight upload of
-// neighbouring chunks overlap the host's update (copy stream, events, pinned host buffers).
+// sharded across ranks (each keeps 1/world of them); the device keeps only the parameters and
+// their gradient, both in the parameters' type (bf16 in mixed precision: 4 bytes per parameter
+// on the GPU instead of the 16 of AdamW there).
+//
+// The parameters become views into one flat buffer in GradientBuckets' layout, padded to whole
+// shards. Each step takes this rank's slice of the synchronised flat gradient, updates its shard
+// with the fused SIMD AdamW (llmrdzv::optim), writes the new values, rounded to the parameters'
+// type on the host, into its slice of the flat parameters, and all-gathers the slices in place
+// (nothing is gathered with one rank). The shard moves in chunks through two download and two
+// upload staging buffers (chunk_pipeline.hpp), so on CUDA the gradient download and weight upload
+// of neighbouring chunks overlap the host's update (copy stream, events, pinned host buffers).
 // With the device being the CPU the same chunked path runs, with synchronous copies.
 #pragma once
 
@@ -35,9 +40,11 @@ class OffloadAdamW {
   // Elements per pipeline chunk when none is given: 4 MiB of floats.
   static constexpr std::int64_t kDefaultChunkElements = std::int64_t{1} << 20;
 
-  // `slots` place each parameter in the flat gradient buffer (GradientBuckets::slots()).
-  // `chunk_elements` (> 0) sets how much of the shard moves through a staging buffer at once;
-  // the result does not depend on it, only the overlap and the staging memory do.
+  // `slots` place each parameter in the flat gradient buffer (GradientBuckets::slots()). The
+  // parameters (one float type, one device) are made views into the flat parameter buffer: their
+  // values stay, their storage moves. `chunk_elements` (> 0) sets how much of the shard moves
+  // through a staging buffer at once; the result does not depend on it, only the overlap and the
+  // staging memory do.
   OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector<FlatSlot> slots,
                c10::intrusive_ptr<c10d::Backend> backend, optim::AdamWHyperparams hyper,
                optim::KernelOptions kernel = {}, std::int64_t chunk_elements = kDefaultChunkElements);
@@ -45,8 +52,9 @@ class OffloadAdamW {
   OffloadAdamW(const OffloadAdamW&) = delete;
   OffloadAdamW& operator=(const OffloadAdamW&) = delete;
 
-  // One AdamW step at `learning_rate` from the mean gradient `flat_grad`, scaled by
-  // `grad_scale` (gradient clipping); then the parameters hold the new weights on every rank.
+  // One AdamW step at `learning_rate` from the mean gradient `flat_grad` (of the parameters'
+  // type, on their device), scaled by `grad_scale` (gradient clipping); then the parameters hold
+  // the new weights on every rank.
   void step(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
 
   // This rank's shard and what a resume needs to check it: layout, world size, rank, step.
@@ -58,8 +66,8 @@ class OffloadAdamW {
   // model, shards of different steps, a missing entry).
   void load_state(const std::map<std::string, at::Tensor>& state);
 
-  // Host bytes this rank holds for the optimizer: master weights, two moments and the two
-  // gradient staging buffers (one chunk each, or the owned shard when that is smaller).
+  // Host bytes this rank holds for the optimizer: master weights, two moments and the staging
+  // buffers (one chunk each, or the owned shard when that is smaller).
   std::size_t state_bytes() const;
   std::int64_t shard_begin() const { return shard_begin_; }
   std::int64_t shard_size() const { return shard_size_; }
@@ -78,9 +86,13 @@ class OffloadAdamW {
 
  private:
   void load_resharded(const std::map<std::string, at::Tensor>& state);
-  // AdamW on shard elements [begin, end) from their gradient in `grad` (end - begin values).
+  // AdamW on shard elements [begin, end) from their gradient in `grad` (end - begin values of the
+  // parameters' type).
   void update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad, double learning_rate,
                     double grad_scale);
+  // Starts moving the updated master weights [begin, end) of the shard into the flat parameters.
+  void start_upload(std::int64_t begin, std::int64_t end, int buffer);
+  void all_gather();
 
   struct Run {  // a stretch of the shard with one weight-decay setting
     std::int64_t begin = 0, end = 0;  // relative to the shard
@@ -99,10 +111,12 @@ class OffloadAdamW {
   std::int64_t owned_ = 0;        // real (unpadded) elements of this rank's shard
   std::int64_t chunk_ = 0;        // elements per pipeline chunk
   std::vector<Run> runs_;
+  at::ScalarType type_ = at::kFloat;          // the parameters' (and their gradient's) type
+  at::Tensor flat_params_;                     // world * shard_size_ of type_, on the device
   at::Tensor master_, exp_avg_, exp_avg_sq_;  // shard_size_ floats each, host
-  std::array<at::Tensor, 2> staging_;                   // host gradient chunks, min(chunk, owned) floats each
-  at::Tensor gather_input_;                    // shard_size_ floats on the device (master_ on the CPU)
-  at::Tensor gathered_;                        // world * shard_size_ floats, on the device
+  std::array<at::Tensor, 2> download_;         // host gradient chunks of type_, min(chunk, owned) each
+  std::array<at::Tensor, 2> upload_;           // host rounded-weight chunks of type_ (none for fp32)
+  at::Tensor gradient32_;                      // one fp32 host chunk (none for fp32)
   std::unique_ptr<OffloadCopies> copies_;
   std::int64_t step_ = 0;
   double last_gather_wait_seconds_ = 0;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "llmrdzv/train/options.hpp"
@@ -25,6 +26,7 @@ struct DeviceTraits {
   bool cuda = false;
   std::string name = "cpu";  // e.g. "NVIDIA H100 80GB HBM3"
   int compute_capability_major = 0;
+  double free_memory_bytes = 0;  // a GPU's free memory when it was asked (0 on the CPU)
   bool supports_bf16() const { return !cuda || compute_capability_major >= 8; }
   bool supports_tf32() const { return cuda && compute_capability_major >= 8; }
 };
@@ -32,6 +34,17 @@ struct DeviceTraits {
 // --bf16/--fp16/--tf32 with their auto defaults: bf16 and TF32 on for CUDA GPUs that have them,
 // fp32 on the CPU. Throws std::invalid_argument naming the flag when the device lacks what it asks.
 Precision resolve_precision(const TrainOptions& options, const DeviceTraits& device);
+
+// Bytes per parameter that training keeps on the device before any activation: the parameters
+// and their gradients, plus, without offload, the fp32 master weights with their gradient (mixed
+// precision) and both AdamW moments; an fp32 gradient buffer for synchronisation with several
+// ranks. --offload optimizer leaves the parameters and one gradient in their type.
+double device_bytes_per_parameter(ComputeDtype dtype, bool offload, int world_size);
+// The refusal, before the model reaches a GPU, of a run whose parameters, gradients and
+// optimizer state alone exceed the GPU's free memory: a message naming the need, what the GPU has,
+// and what to do; nullopt when it may fit (activations come on top and may still not fit).
+std::optional<std::string> device_memory_shortfall(std::int64_t parameters, ComputeDtype dtype, bool offload,
+                                                   int world_size, const DeviceTraits& device);
 
 // "bf16 (fp32 master weights), TF32 on" for the log.
 std::string describe(const Precision& precision);

@@ -34,6 +34,8 @@ class ProgressDisplay {
   void step(const StepReport& report, bool logging_step);
   // A message of its own (evaluation results, checkpoint saved): clears the live line first.
   void message(const std::string& text);
+  // Whether every step redraws a line (a terminal), not only logging steps.
+  bool live() const { return live_; }
 
  private:
   void clear_live_line();
