@@ -119,6 +119,9 @@ TEST_CASE("offload optimizer on the GPU follows no offload (1e-4 in fp32, 1% in 
 TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA events)", "[gpu][offload]") {
   // 64 chunks of 1M floats: while the host updates chunk i, chunk i+1's gradient download must
   // already have landed when the host comes for it (its event complete), i.e. it ran meanwhile.
+  // The worker updates on one thread, so an update outlasts a chunk's copies by an order of
+  // magnitude; with 16 threads on an H200 host the two take about as long (0.2 ms), and whether a
+  // download had landed was a race (8 of 64 did).
   const auto run = llmrdzv::testing::run_workers(
       1, {"--mode", "offload-overlap", "--params", std::to_string(64 << 20), "--chunk", std::to_string(1 << 20),
           "--steps", "3"});

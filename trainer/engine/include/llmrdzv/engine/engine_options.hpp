@@ -32,7 +32,7 @@ struct EngineOptions {
   // engine gives each rank its share of the node's cores.
   std::int64_t threads = 0;
   Offload offload = Offload::none;
-  std::int64_t offload_chunk_mb = 4;  // --offload optimizer: host<->device pipeline chunk, MiB
+  std::int64_t offload_chunk_mb = 64;  // --offload optimizer: host<->device pipeline chunk, MiB
   // --offload optimizer: how each rank gets its shard's gradient: reduce (each shard's part of a
   // bucket reduced to its owner, ZeRO's reduce-scatter), all_reduce (then sliced), auto (reduce
   // on GPUs, all_reduce on the CPU).
