@@ -15,6 +15,7 @@
 
 #include "block_checkpoint.hpp"
 #include "fast_linear.hpp"
+#include "linear_cross_entropy.hpp"
 #include "llmrdzv/model/gpt2.hpp"
 #include "llmrdzv/model/llama.hpp"
 #include "llmrdzv/model/opt.hpp"
@@ -70,6 +71,16 @@ CausalLmOutput CausalLmImpl::forward(const torch::Tensor& input_ids, const torch
   return out;
 }
 
+torch::Tensor CausalLmImpl::loss(const torch::Tensor& input_ids, const torch::Tensor& labels) {
+  check_input_ids(input_ids, 0);
+  if (!labels.defined() || labels.sizes() != input_ids.sizes()) {
+    throw std::invalid_argument("labels must have input_ids' shape");
+  }
+  const torch::Tensor hidden = finish(run_blocks(embed(input_ids, 0)));
+  return detail::linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), head_weight(),
+                                      shifted_labels(labels).to(hidden.device()));
+}
+
 KvCache CausalLmImpl::new_cache(std::int64_t batch, std::int64_t positions) const {
   const at::Tensor& like = head_weight();
   const CacheShape shape = cache_shape();
@@ -121,12 +132,13 @@ CausalLm make_causal_lm(const ModelConfig& config, WeightInit init) {
 // As transformers' ForCausalLMLoss: the labels move one left with -100 padded in at the end, so the
 // logits are used in place ([B*T, V] view) instead of copying logits[:, :-1] (and copying the
 // gradient back in backward); the last position of each row is ignored, the mean is the same.
+torch::Tensor shifted_labels(const torch::Tensor& labels) {
+  return at::constant_pad_nd(labels.slice(1, 1, labels.size(1)), {0, 1}, -100).reshape({-1});
+}
+
 torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels) {
-  const std::int64_t time = logits.size(1), vocab = logits.size(2);
-  const torch::Tensor shift_labels =
-      at::constant_pad_nd(labels.slice(1, 1, time), {0, 1}, -100).reshape({-1}).to(logits.device());
-  return at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shift_labels, std::nullopt,
-                                at::Reduction::Mean, /*ignore_index=*/-100);
+  return at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, logits.size(2)}), shifted_labels(labels).to(logits.device()),
+                                std::nullopt, at::Reduction::Mean, /*ignore_index=*/-100);
 }
 
 }  // namespace llmrdzv::model

@@ -110,7 +110,7 @@ double evaluate(model::CausalLm& model, const EvalBlocks& blocks, engine::Traini
   for (std::uint64_t first = range.begin; first < range.end; first += batch_size) {
     const std::uint64_t n = std::min(batch_size, range.end - first);
     const at::Tensor ids = blocks.read(first, n).to(engine.device());
-    loss_sum += model->forward(ids, ids).loss.item<double>() * static_cast<double>(n);
+    loss_sum += model->loss(ids, ids).item<double>() * static_cast<double>(n);
     count += static_cast<double>(n);
   }
   const std::vector<double> totals = engine.all_reduce_sum({loss_sum, count});
@@ -265,7 +265,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
       const at::Tensor& batch = micro_batches[m];
       const at::Tensor ids = c.engine.device().is_cuda() ? batch.pin_memory().to(c.engine.device(), /*non_blocking=*/true)
                                                          : batch;
-      const at::Tensor loss = c.model->forward(ids, ids).loss;
+      const at::Tensor loss = c.model->loss(ids, ids);
       (loss * (scaler ? scaler->scale() : 1.0) / micro_steps).backward();
       // The step's loss is the micro-batches' mean, summed in double.
       const at::Tensor share = loss.detach().to(at::kDouble) / micro_steps;

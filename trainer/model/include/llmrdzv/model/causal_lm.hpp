@@ -52,6 +52,10 @@ class CausalLmImpl : public torch::nn::Module {
   // logits[:, :-1] against labels[:, 1:], mean cross-entropy over the positions whose label is
   // not -100.
   CausalLmOutput forward(const torch::Tensor& input_ids, const torch::Tensor& labels = {});
+  // forward()'s loss without the logits, for training and evaluation: the LM head and the
+  // cross-entropy run fused a chunk of positions at a time, so the [B, T, vocab] logits never
+  // exist at once, and backward reuses the gradients forward already made.
+  torch::Tensor loss(const torch::Tensor& input_ids, const torch::Tensor& labels);
 
   // Incremental decoding (for generation; use under no_grad in eval mode): runs input_ids [B, T]
   // at positions cache.length.., adds their keys and values to the cache, and returns the logits
@@ -133,5 +137,8 @@ CausalLm make_causal_lm(const ModelConfig& config, WeightInit init = WeightInit:
 
 // HF's loss on already computed logits (exposed for evaluation code and tests).
 torch::Tensor causal_lm_loss(const torch::Tensor& logits, const torch::Tensor& labels);
+// labels [B, T] moved one left with -100 padded in at the end, flattened to [B*T]: the targets of
+// every position (the last one of each row ignored).
+torch::Tensor shifted_labels(const torch::Tensor& labels);
 
 }  // namespace llmrdzv::model

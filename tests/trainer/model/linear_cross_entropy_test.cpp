@@ -1,0 +1,120 @@
+// The fused, chunked LM head + cross-entropy against the plain one (the full logits, torch's
+// cross_entropy over logits.float()): the same loss and the same gradients of the hidden states
+// and the head, for one chunk and for chunks that cut the positions unevenly, with ignored
+// targets, in fp32 and bf16, scaled by the loss's own gradient; and a model's loss() against
+// forward()'s loss.
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/ops/randint.h>
+#include <torch/autograd.h>
+#include <torch/utils.h>
+
+#include "linear_cross_entropy.hpp"
+#include "llmrdzv/model/gpt2.hpp"
+
+// Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
+#include <catch2/catch.hpp>
+
+using namespace llmrdzv;
+
+namespace {
+
+struct Problem {
+  at::Tensor hidden, weight, targets;
+  Problem(at::ScalarType type, std::int64_t rows = 37, std::int64_t width = 24, std::int64_t vocab = 101) {
+    torch::manual_seed(7);
+    hidden = torch::randn({rows, width}).to(type).requires_grad_(true);
+    weight = (torch::randn({vocab, width}) * 0.3).to(type).requires_grad_(true);
+    targets = at::randint(vocab, {rows}, at::TensorOptions().dtype(at::kLong));
+    targets.index_put_({torch::arange(0, rows, 5)}, -100);  // every fifth position ignored
+  }
+};
+
+struct Outcome {
+  at::Tensor loss, grad_hidden, grad_weight;
+};
+
+// `scale` stands for what multiplies the loss before backward (fp16's scale / micro-batches).
+Outcome run(const Problem& p, bool fused, std::int64_t chunk_elements, double scale) {
+  const at::Tensor h = p.hidden.detach().clone().requires_grad_(true);
+  const at::Tensor w = p.weight.detach().clone().requires_grad_(true);
+  const at::Tensor loss = fused ? model::detail::linear_cross_entropy(h, w, p.targets, chunk_elements)
+                                : at::cross_entropy_loss(at::mm(h, w.t()).to(at::kFloat), p.targets, std::nullopt,
+                                                         at::Reduction::Mean, -100);
+  (loss * scale).backward();
+  return {loss.detach(), h.grad(), w.grad()};
+}
+
+void require_close(const Outcome& a, const Outcome& b, double rtol, double atol) {
+  CHECK(a.loss.scalar_type() == at::kFloat);
+  CHECK(at::allclose(a.loss, b.loss, rtol, atol));
+  CHECK(a.grad_hidden.scalar_type() == b.grad_hidden.scalar_type());
+  CHECK(a.grad_weight.scalar_type() == b.grad_weight.scalar_type());
+  CHECK(at::allclose(a.grad_hidden.to(at::kFloat), b.grad_hidden.to(at::kFloat), rtol, atol));
+  CHECK(at::allclose(a.grad_weight.to(at::kFloat), b.grad_weight.to(at::kFloat), rtol, atol));
+}
+
+}  // namespace
+
+TEST_CASE("the fused LM head + cross-entropy equals the plain one in fp32, in one chunk or many", "[model][loss]") {
+  const Problem p(at::kFloat);
+  const Outcome plain = run(p, false, 0, 3.0);
+  // 101 * 37 logits in one chunk; 8 rows per chunk (37 = 4 x 8 + 5); one row per chunk.
+  for (const std::int64_t chunk : {std::int64_t{1} << 26, std::int64_t{8 * 101}, std::int64_t{1}}) {
+    INFO("chunk of " << chunk << " logits");
+    require_close(run(p, true, chunk, 3.0), plain, 1e-5, 1e-7);
+  }
+}
+
+TEST_CASE("the fused LM head + cross-entropy follows the plain one in bf16 (softmax in fp32)", "[model][loss]") {
+  const Problem p(at::kBFloat16);
+  const Outcome plain = run(p, false, 0, 0.25);
+  for (const std::int64_t chunk : {std::int64_t{1} << 26, std::int64_t{10 * 101}}) {
+    INFO("chunk of " << chunk << " logits");
+    // The loss is the same fp32 arithmetic on the same bf16 logits; the gradients round to bf16
+    // at the same points (several chunks sum the head's gradient in fp32 and round once).
+    require_close(run(p, true, chunk, 0.25), plain, 1e-2, 1e-3);
+  }
+}
+
+TEST_CASE("the fused loss without gradients is the loss, and bad shapes are refused", "[model][loss]") {
+  const Problem p(at::kFloat);
+  torch::NoGradGuard no_grad;
+  const at::Tensor expected =
+      at::cross_entropy_loss(at::mm(p.hidden, p.weight.t()), p.targets, std::nullopt, at::Reduction::Mean, -100);
+  CHECK(at::allclose(model::detail::linear_cross_entropy(p.hidden, p.weight, p.targets, 303), expected, 1e-6, 1e-7));
+  CHECK_THROWS_AS(model::detail::linear_cross_entropy(p.hidden, p.weight.t(), p.targets), std::invalid_argument);
+  CHECK_THROWS_AS(model::detail::linear_cross_entropy(p.hidden, p.weight, p.targets.narrow(0, 0, 3)), std::invalid_argument);
+}
+
+TEST_CASE("a model's loss() is forward()'s loss, with the same gradients", "[model][loss]") {
+  model::Gpt2Config c;
+  c.vocab_size = 67;
+  c.n_positions = 24;
+  c.n_embd = 32;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.bos_token_id = 66;
+  c.eos_token_id = {66};
+  c.resid_pdrop = c.embd_pdrop = c.attn_pdrop = 0.0;
+  torch::manual_seed(3);
+  model::Gpt2LmHeadModel m(c);
+  const at::Tensor ids = at::randint(67, {3, 20}, at::TensorOptions().dtype(at::kLong));
+  const auto grads = [&](const at::Tensor& loss) {
+    for (auto& p : m->parameters()) p.mutable_grad().reset();
+    loss.backward();
+    std::vector<at::Tensor> out;
+    for (auto& p : m->parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const at::Tensor plain = m->forward(ids, ids).loss;
+  const std::vector<at::Tensor> plain_grads = grads(plain);
+  const at::Tensor fused = m->loss(ids, ids);
+  const std::vector<at::Tensor> fused_grads = grads(fused);
+  CHECK(at::allclose(fused, plain, 1e-6, 1e-7));
+  REQUIRE(fused_grads.size() == plain_grads.size());
+  for (std::size_t k = 0; k < plain_grads.size(); ++k) {
+    INFO("parameter " << k);
+    CHECK(at::allclose(fused_grads[k], plain_grads[k], 1e-5, 1e-7));
+  }
+}

@@ -1,0 +1,104 @@
+// The chunked LM head + cross-entropy of linear_cross_entropy.hpp, as an autograd function whose
+// forward computes the gradients and whose backward scales them.
+#include "linear_cross_entropy.hpp"
+
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/logsumexp.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/zeros.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "fast_linear.hpp"
+
+namespace llmrdzv::model::detail {
+namespace {
+
+constexpr std::int64_t kIgnored = -100;
+
+struct Result {
+  at::Tensor loss;                       // fp32 scalar
+  at::Tensor grad_hidden, grad_weight;  // undefined unless asked for
+};
+
+Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, std::int64_t chunk_elements,
+               bool gradients) {
+  const std::int64_t rows = hidden.size(0), vocab = weight.size(0);
+  const std::int64_t chunk_rows = std::max<std::int64_t>(1, chunk_elements / std::max<std::int64_t>(1, vocab));
+  const at::Tensor valid = targets != kIgnored;
+  // 1 / counted positions, kept on the device: no host read inside the step.
+  const at::Tensor inverse_count = valid.sum().to(at::kFloat).reciprocal();
+  at::Tensor loss_sum = at::zeros({}, hidden.options().dtype(at::kFloat));
+  Result r;
+  at::Tensor grad_weight_sum;  // fp32 over several chunks
+  if (gradients) r.grad_hidden = at::empty_like(hidden);
+  const bool several = chunk_rows < rows;
+  for (std::int64_t first = 0; first < rows; first += chunk_rows) {
+    const std::int64_t n = std::min(chunk_rows, rows - first);
+    const at::Tensor h = hidden.narrow(0, first, n);
+    const at::Tensor counted = valid.narrow(0, first, n);
+    const at::Tensor target = targets.narrow(0, first, n).clamp_min(0).unsqueeze(1);
+    at::Tensor p = fast_linear(h, weight).to(at::kFloat);  // [n, V], fp32 (a fresh tensor either way)
+    const at::Tensor lse = at::logsumexp(p, {1});
+    loss_sum += ((lse - p.gather(1, target).squeeze(1)) * counted).sum();
+    if (!gradients) continue;
+    p.sub_(lse.unsqueeze(1)).exp_();  // softmax
+    p.scatter_add_(1, target, -counted.to(at::kFloat).unsqueeze(1));
+    p.mul_((counted.to(at::kFloat) * inverse_count).unsqueeze(1));  // ignored rows: 0
+    const at::Tensor g = p.to(weight.scalar_type());
+    r.grad_hidden.narrow(0, first, n).copy_(at::mm(g, weight));
+    const at::Tensor gw = at::mm(g.t(), h);
+    if (!several) {
+      r.grad_weight = gw;
+    } else if (grad_weight_sum.defined()) {
+      grad_weight_sum.add_(gw);
+    } else {
+      grad_weight_sum = gw.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+    }
+  }
+  if (gradients && several) r.grad_weight = grad_weight_sum;  // rounded once, in backward
+  r.loss = loss_sum * inverse_count;
+  return r;
+}
+
+class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
+                            const at::Tensor& targets, std::int64_t chunk_elements) {
+    Result r = compute(hidden, weight, targets, chunk_elements, /*gradients=*/true);
+    ctx->saved_data["grad_hidden"] = r.grad_hidden;
+    ctx->saved_data["grad_weight"] = r.grad_weight;
+    ctx->saved_data["hidden_type"] = hidden.scalar_type();
+    ctx->saved_data["weight_type"] = weight.scalar_type();
+    return r.loss;
+  }
+
+  // The loss's gradient (fp16's loss scale over the micro-batches, say) multiplies the saved
+  // gradients in fp32, as it would have multiplied the fp32 softmax gradient.
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const at::Tensor scale = grad_outputs[0].to(at::kFloat);
+    const auto scaled = [&](const char* name, at::ScalarType type) {
+      return (ctx->saved_data[name].toTensor().to(at::kFloat) * scale).to(type);
+    };
+    return {scaled("grad_hidden", ctx->saved_data["hidden_type"].toScalarType()),
+            scaled("grad_weight", ctx->saved_data["weight_type"].toScalarType()), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
+                                   std::int64_t chunk_elements) {
+  if (hidden.dim() != 2 || weight.dim() != 2 || hidden.size(1) != weight.size(1) || targets.dim() != 1 ||
+      targets.size(0) != hidden.size(0) || targets.scalar_type() != at::kLong) {
+    throw std::invalid_argument("linear_cross_entropy: hidden [N, C], weight [V, C] and int64 targets [N] expected");
+  }
+  const bool gradients = at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
+  if (!gradients) return compute(hidden, weight, targets, chunk_elements, false).loss;
+  return LinearCrossEntropy::apply(hidden, weight, targets, chunk_elements);
+}
+
+}  // namespace llmrdzv::model::detail
