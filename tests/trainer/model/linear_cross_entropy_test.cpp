@@ -1,13 +1,15 @@
 // The fused, chunked LM head + cross-entropy against the plain one (the full logits, torch's
 // cross_entropy over logits.float()): the same loss and the same gradients of the hidden states
 // and the head, for one chunk and for chunks that cut the positions unevenly, with ignored
-// targets, in fp32 and bf16, scaled by the loss's own gradient; and a model's loss() against
-// forward()'s loss.
+// targets, in fp32, bf16 and fp16 (under a loss scale), scaled by the loss's own gradient; a
+// batch with nothing counted; and a model's loss() against forward()'s loss.
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/cross_entropy_loss.h>
 #include <ATen/ops/randint.h>
 #include <torch/autograd.h>
 #include <torch/utils.h>
+
+#include <cmath>
 
 #include "linear_cross_entropy.hpp"
 #include "llmrdzv/model/gpt2.hpp"
@@ -68,13 +70,34 @@ TEST_CASE("the fused LM head + cross-entropy equals the plain one in fp32, in on
 
 TEST_CASE("the fused LM head + cross-entropy follows the plain one in bf16 (softmax in fp32)", "[model][loss]") {
   const Problem p(at::kBFloat16);
-  const Outcome plain = run(p, false, 0, 0.25);
+  const Outcome plain = run(p, false, 0, 0.3);
   for (const std::int64_t chunk : {std::int64_t{1} << 26, std::int64_t{10 * 101}}) {
     INFO("chunk of " << chunk << " logits");
     // The loss is the same fp32 arithmetic on the same bf16 logits; the gradients round to bf16
     // at the same points (several chunks sum the head's gradient in fp32 and round once).
-    require_close(run(p, true, chunk, 0.25), plain, 1e-2, 1e-3);
+    require_close(run(p, true, chunk, 0.3), plain, 1e-2, 1e-3);
   }
+}
+
+TEST_CASE("the fused LM head + cross-entropy follows the plain one in fp16 under a loss scale, where 1 / count "
+          "would underflow", "[model][loss]") {
+  // 4096 counted positions over 1000 tokens: softmax entries ~1e-3, divided by the count ~2e-7,
+  // below fp16's normal range; torch's path multiplies by the loss scale (1024) before rounding.
+  const Problem p(at::kHalf, 4096, 16, 1000);
+  const Outcome plain = run(p, false, 0, 1024.0);
+  const Outcome fused = run(p, true, std::int64_t{1} << 20, 1024.0);
+  require_close(fused, plain, 2e-2, 1e-3);
+  // Every entry of the head's gradient that the plain path keeps, the fused one keeps too.
+  CHECK((plain.grad_weight != 0).sum().item<std::int64_t>() == (fused.grad_weight != 0).sum().item<std::int64_t>());
+}
+
+TEST_CASE("a batch with every target ignored has torch's NaN loss and zero gradients", "[model][loss]") {
+  Problem p(at::kFloat);
+  p.targets.fill_(-100);
+  const Outcome fused = run(p, true, std::int64_t{1} << 26, 1.0);
+  CHECK(std::isnan(fused.loss.item<float>()));
+  CHECK(fused.grad_hidden.abs().sum().item<float>() == 0.0f);
+  CHECK(fused.grad_weight.abs().sum().item<float>() == 0.0f);
 }
 
 TEST_CASE("the fused loss without gradients is the loss, and bad shapes are refused", "[model][loss]") {

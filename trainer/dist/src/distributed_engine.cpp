@@ -227,7 +227,9 @@ class DistributedEngine final : public engine::TrainingEngine {
 
   void begin_micro_step(bool last_micro_step) override {
     guarded([&] {
-      if (low_precision_) buckets_->fold();  // bf16/fp16 gradients accumulate in the fp32 buffer
+      // bf16/fp16 gradients accumulate in the fp32 buffer (offloaded, the hooks already moved them
+      // into the buffer of their own type: nothing is left to fold).
+      if (low_precision_) buckets_->fold();
       buckets_->begin_micro_step(last_micro_step);
     });
   }

@@ -59,7 +59,8 @@ GradientBuckets::GradientBuckets(std::vector<at::Tensor> parameters,
     offset += numel;
     buckets_.back().end = offset;
   }
-  flat_ = at::zeros({offset}, parameters_.front().options().dtype(buffer.type).requires_grad(false));
+  total_ = offset;
+  buffer_options_ = parameters_.front().options().dtype(buffer.type).requires_grad(false);
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     torch::autograd::impl::set_post_acc_grad_hooks(parameters_[k],
                                                    std::make_unique<ReadyHook>(*this, k));
@@ -75,7 +76,11 @@ ShardLayout ShardLayout::of(std::int64_t total, int world) {
   return {total, (total + world - 1) / world, world};
 }
 
-ShardLayout GradientBuckets::shards() const { return ShardLayout::of(flat_.numel(), backend_->getSize()); }
+ShardLayout GradientBuckets::shards() const { return ShardLayout::of(total_, backend_->getSize()); }
+
+void GradientBuckets::ensure_buffer() {
+  if (!flat_.defined()) flat_ = at::zeros({total_}, buffer_options_);
+}
 
 void GradientBuckets::reduce_to_owners() {
   std::lock_guard lock(mutex_);
@@ -84,6 +89,7 @@ void GradientBuckets::reduce_to_owners() {
 
 void GradientBuckets::begin_micro_step(bool last_micro_step) {
   std::lock_guard lock(mutex_);
+  ensure_buffer();
   armed_ = last_micro_step;
   if (last_micro_step) launched_by_hooks_ = 0;
 }
@@ -97,6 +103,7 @@ void GradientBuckets::add_to_flat(std::size_t index, const at::Tensor& grad) {
 void GradientBuckets::on_gradient_ready(std::size_t index, const at::Tensor& grad) {
   std::lock_guard lock(mutex_);
   if (ready_[index]) return;
+  ensure_buffer();
   if (!armed_) {  // an earlier micro-step: only a releasing buffer takes the gradient now
     if (release_) {
       add_to_flat(index, grad);
@@ -143,6 +150,7 @@ void GradientBuckets::launch(Bucket& bucket) {
 
 void GradientBuckets::finish() {
   std::lock_guard lock(mutex_);
+  ensure_buffer();
   // Parameters whose hook did not fire this step: their accumulated gradient, or zero.
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     if (ready_[k]) continue;
@@ -171,6 +179,7 @@ void GradientBuckets::finish() {
 
 void GradientBuckets::fold() {
   std::lock_guard lock(mutex_);
+  ensure_buffer();
   for (std::size_t k = 0; k < parameters_.size(); ++k) {
     at::Tensor& grad = parameters_[k].mutable_grad();
     if (!grad.defined()) continue;

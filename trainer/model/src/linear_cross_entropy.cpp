@@ -19,8 +19,11 @@ namespace {
 constexpr std::int64_t kIgnored = -100;
 
 struct Result {
-  at::Tensor loss;                       // fp32 scalar
-  at::Tensor grad_hidden, grad_weight;  // undefined unless asked for
+  at::Tensor loss;  // fp32 scalar
+  // Undefined unless asked for: the gradients of the summed (not yet averaged) loss, whose values
+  // stay near 1 in any type; backward applies 1 / count and the loss's own gradient in fp32.
+  at::Tensor grad_hidden, grad_weight;
+  at::Tensor gradient_scale;  // 1 / counted positions (1 when none is counted: zero gradients)
 };
 
 Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, std::int64_t chunk_elements,
@@ -28,8 +31,8 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
   const std::int64_t rows = hidden.size(0), vocab = weight.size(0);
   const std::int64_t chunk_rows = std::max<std::int64_t>(1, chunk_elements / std::max<std::int64_t>(1, vocab));
   const at::Tensor valid = targets != kIgnored;
-  // 1 / counted positions, kept on the device: no host read inside the step.
-  const at::Tensor inverse_count = valid.sum().to(at::kFloat).reciprocal();
+  // Counted positions, kept on the device: no host read inside the step.
+  const at::Tensor count = valid.sum().to(at::kFloat);
   at::Tensor loss_sum = at::zeros({}, hidden.options().dtype(at::kFloat));
   Result r;
   at::Tensor grad_weight_sum;  // fp32 over several chunks
@@ -46,7 +49,7 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     if (!gradients) continue;
     p.sub_(lse.unsqueeze(1)).exp_();  // softmax
     p.scatter_add_(1, target, -counted.to(at::kFloat).unsqueeze(1));
-    p.mul_((counted.to(at::kFloat) * inverse_count).unsqueeze(1));  // ignored rows: 0
+    p.mul_(counted.to(at::kFloat).unsqueeze(1));  // ignored rows: 0
     const at::Tensor g = p.to(weight.scalar_type());
     r.grad_hidden.narrow(0, first, n).copy_(at::mm(g, weight));
     const at::Tensor gw = at::mm(g.t(), h);
@@ -59,7 +62,8 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     }
   }
   if (gradients && several) r.grad_weight = grad_weight_sum;  // rounded once, in backward
-  r.loss = loss_sum * inverse_count;
+  r.loss = loss_sum / count;  // NaN when nothing is counted, as torch's mean
+  if (gradients) r.gradient_scale = count.clamp_min(1).reciprocal();
   return r;
 }
 
@@ -70,16 +74,18 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     Result r = compute(hidden, weight, targets, chunk_elements, /*gradients=*/true);
     ctx->saved_data["grad_hidden"] = r.grad_hidden;
     ctx->saved_data["grad_weight"] = r.grad_weight;
+    ctx->saved_data["gradient_scale"] = r.gradient_scale;
     ctx->saved_data["hidden_type"] = hidden.scalar_type();
     ctx->saved_data["weight_type"] = weight.scalar_type();
     return r.loss;
   }
 
-  // The loss's gradient (fp16's loss scale over the micro-batches, say) multiplies the saved
-  // gradients in fp32, as it would have multiplied the fp32 softmax gradient.
+  // 1 / count and the loss's own gradient (fp16's loss scale over the micro-batches, say) multiply
+  // the saved gradients in fp32. Forward rounded the unscaled softmax gradient, whose entries are
+  // at most 1 in size: scaled by 1 / count first, most of them would underflow in fp16.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
-    const at::Tensor scale = grad_outputs[0].to(at::kFloat);
+    const at::Tensor scale = grad_outputs[0].to(at::kFloat) * ctx->saved_data["gradient_scale"].toTensor();
     const auto scaled = [&](const char* name, at::ScalarType type) {
       return (ctx->saved_data[name].toTensor().to(at::kFloat) * scale).to(type);
     };

@@ -1,10 +1,12 @@
 // The LM head and the cross-entropy fused, a chunk of positions at a time: the [positions, vocab]
 // logits of a whole batch (3.3 GB in fp32 for GPT-2 at 16 x 1024) never exist at once. Each
 // chunk's logits are made, turned into its loss and, when training, straight into its gradients
-// (d loss / d logits = softmax - one-hot, over the number of counted positions); backward then
-// only scales the gradients saved by forward. The maths is torch's cross_entropy over
-// logits.float() with ignore_index -100 and a mean reduction, as HF's loss takes it: softmax in
-// fp32, the gradient rounded back to the head's type for its two matrix products.
+// (d summed loss / d logits = softmax - one-hot); backward then only scales the gradients saved by
+// forward, by 1 / counted positions and the loss's own gradient, in fp32. The maths is torch's
+// cross_entropy over logits.float() with ignore_index -100 and a mean reduction, as HF's loss
+// takes it: softmax in fp32, the gradient rounded to the head's type for its two matrix products
+// (unscaled, so fp16 keeps its small entries). A batch with nothing counted has a NaN loss, as
+// torch's, and zero gradients.
 #pragma once
 
 #include <torch/types.h>

@@ -63,7 +63,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"fp16", &T::fp16, "mixed precision in fp16: fp16 parameters and gradients, fp32 master weights, dynamic loss scaling (steps whose gradients overflow are skipped, the scale halved and the learning-rate schedule held, as transformers does); for GPUs without bf16"},
     {"tf32", &T::tf32, "let fp32 matrix products and convolutions use TF32 tensor cores; auto = on for CUDA (compute capability 8.0 or newer), CUDA only"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (ZeRO-Offload: fp32 master weights and AdamW moments in host memory, sharded across ranks; the GPU keeps only the parameters and one gradient, in their type)"},
-    {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of the shard per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
+    {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of fp32 master weights per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
     {"offload_gradient_sync", &T::offload_gradient_sync, "with --offload optimizer: reduce (each rank receives only its shard's gradient, half the traffic of all_reduce) | all_reduce | auto (reduce on GPUs, all_reduce on the CPU)"},
     {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
 };

@@ -86,7 +86,7 @@ class GradientBuckets {
   // accumulate over micro-batches in fp32 (the last micro-batch's hooks add to what was folded).
   void fold();
 
-  const at::Tensor& flat() const { return flat_; }
+  const at::Tensor& flat() const { return flat_; }  // defined from the first micro-step on
   const std::vector<FlatSlot>& slots() const { return slots_; }  // per parameter, model order
   std::size_t bucket_count() const { return buckets_.size(); }
   // How many buckets the hooks launched during the last backward (the rest waited for finish()).
@@ -108,10 +108,16 @@ class GradientBuckets {
   void launch_ready_in_order();  // with mutex_ held
   void launch(Bucket& bucket);
   void add_to_flat(std::size_t index, const at::Tensor& grad);  // with mutex_ held
+  // The flat buffer is made at its first use (the first micro-step), not with the buckets: an
+  // offloading engine first moves the parameters into their own flat buffer, and the device
+  // never holds the old parameters, their new buffer and the gradients at once.
+  void ensure_buffer();  // with mutex_ held
 
   std::vector<at::Tensor> parameters_;
   c10::intrusive_ptr<c10d::Backend> backend_;
   at::Tensor flat_;
+  std::int64_t total_ = 0;  // elements of flat_
+  at::TensorOptions buffer_options_;
   std::vector<FlatSlot> slots_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<bool> ready_;              // per parameter, this step
