@@ -13,6 +13,7 @@
 #include <map>
 
 #include "llmrdzv/model/gpt2.hpp"
+#include "tiny_gpt2.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
@@ -23,19 +24,6 @@ using model::Gpt2LmHeadModel;
 
 namespace {
 
-Gpt2Config tiny(double dropout = 0.0) {
-  Gpt2Config c;
-  c.vocab_size = 67;
-  c.n_positions = 24;
-  c.n_embd = 32;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.bos_token_id = 66;
-  c.eos_token_id = {66};
-  c.resid_pdrop = c.embd_pdrop = c.attn_pdrop = dropout;
-  return c;
-}
-
 std::map<std::string, at::Tensor> grads_of(Gpt2LmHeadModel& m) {
   std::map<std::string, at::Tensor> out;
   for (auto& p : m->named_parameters()) out[p.key()] = p.value().grad().clone();
@@ -45,7 +33,7 @@ std::map<std::string, at::Tensor> grads_of(Gpt2LmHeadModel& m) {
 }  // namespace
 
 TEST_CASE("gpt2 parameters carry HF names and torch Linear shapes", "[gpt2]") {
-  Gpt2LmHeadModel m(tiny());
+  Gpt2LmHeadModel m(testing::tiny_gpt2());
   std::map<std::string, std::vector<std::int64_t>> shapes;
   for (const auto& p : m->named_parameters()) shapes[p.key()] = p.value().sizes().vec();
   std::map<std::string, std::vector<std::int64_t>> expected = {
@@ -71,7 +59,7 @@ TEST_CASE("gpt2 parameters carry HF names and torch Linear shapes", "[gpt2]") {
 
 TEST_CASE("gpt2 initialises as HF does", "[gpt2]") {
   torch::manual_seed(0);
-  Gpt2Config c = tiny();
+  Gpt2Config c = testing::tiny_gpt2();
   c.n_embd = 256;
   c.n_head = 8;
   c.n_layer = 8;
@@ -96,7 +84,7 @@ TEST_CASE("gpt2 initialises as HF does", "[gpt2]") {
 
 TEST_CASE("gpt2 is causal: later tokens never change earlier logits", "[gpt2]") {
   torch::manual_seed(1);
-  Gpt2LmHeadModel m(tiny());
+  Gpt2LmHeadModel m(testing::tiny_gpt2());
   m->eval();
   at::NoGradGuard no_grad;
   const at::Tensor ids = at::randint(0, 67, {2, 20});
@@ -113,7 +101,7 @@ TEST_CASE("gpt2 is causal: later tokens never change earlier logits", "[gpt2]") 
 
 TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a time", "[gpt2][decode]") {
   torch::manual_seed(2);
-  Gpt2Config config = tiny();
+  Gpt2Config config = testing::tiny_gpt2();
   config.tie_word_embeddings = GENERATE(true, false);  // the untied head decodes through lm_head too
   Gpt2LmHeadModel m(config);
   CHECK(static_cast<bool>(m->lm_head) == !config.tie_word_embeddings);
@@ -152,7 +140,7 @@ TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a
 
 TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]") {
   torch::manual_seed(2);
-  Gpt2LmHeadModel m(tiny());
+  Gpt2LmHeadModel m(testing::tiny_gpt2());
   m->eval();
   at::NoGradGuard no_grad;
   const at::Tensor ids = at::randint(0, 67, {2, 9});
@@ -177,21 +165,21 @@ TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]"
 }
 
 TEST_CASE("gpt2 rejects bad inputs with clear errors", "[gpt2]") {
-  Gpt2LmHeadModel m(tiny());
+  Gpt2LmHeadModel m(testing::tiny_gpt2());
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {2, 25})), "sequence length 25 is outside [1, 24] (the model's positions)");
   CHECK_THROWS_WITH(m->forward(at::full({1, 4}, 67, at::kLong)), "token id 67 is outside the vocabulary (vocab_size 67)");
   CHECK_THROWS_WITH(m->forward(at::full({1, 4}, -1, at::kLong)), Catch::Contains("token id -1"));
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {4})), "input_ids must be a 2-D int64 tensor [batch, time]");
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {1, 4}).to(at::kInt)), Catch::Contains("2-D int64"));
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {1, 4}), at::randint(0, 67, {1, 5})), "labels must have input_ids' shape");
-  Gpt2Config bad = tiny();
+  Gpt2Config bad = testing::tiny_gpt2();
   bad.n_head = 5;
   CHECK_THROWS_WITH(Gpt2LmHeadModel(bad), Catch::Contains("model config: n_embd (32) must be divisible by n_head (5)"));
 }
 
 TEST_CASE("activation checkpointing gives identical loss and gradients", "[gpt2][checkpointing]") {
   torch::manual_seed(3);
-  Gpt2LmHeadModel m(tiny(/*dropout=*/0.1));
+  Gpt2LmHeadModel m(testing::tiny_gpt2(/*dropout=*/0.1));
   m->train();
   const at::Tensor ids = at::randint(0, 67, {3, 16});
 
@@ -223,7 +211,7 @@ TEST_CASE("activation checkpointing gives identical loss and gradients", "[gpt2]
 
 TEST_CASE("eval mode is deterministic and checkpointing is off under no_grad", "[gpt2][checkpointing]") {
   torch::manual_seed(4);
-  Gpt2LmHeadModel m(tiny(0.5));
+  Gpt2LmHeadModel m(testing::tiny_gpt2(0.5));
   m->set_activation_checkpointing(true);
   m->eval();
   const at::Tensor ids = at::randint(0, 67, {1, 10});

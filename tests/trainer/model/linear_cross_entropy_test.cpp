@@ -13,6 +13,7 @@
 
 #include "linear_cross_entropy.hpp"
 #include "llmrdzv/model/gpt2.hpp"
+#include "tiny_gpt2.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
@@ -111,17 +112,8 @@ TEST_CASE("the fused loss without gradients is the loss, and bad shapes are refu
 }
 
 TEST_CASE("a model's loss() is forward()'s loss, with the same gradients", "[model][loss]") {
-  model::Gpt2Config c;
-  c.vocab_size = 67;
-  c.n_positions = 24;
-  c.n_embd = 32;
-  c.n_layer = 2;
-  c.n_head = 4;
-  c.bos_token_id = 66;
-  c.eos_token_id = {66};
-  c.resid_pdrop = c.embd_pdrop = c.attn_pdrop = 0.0;
   torch::manual_seed(3);
-  model::Gpt2LmHeadModel m(c);
+  model::Gpt2LmHeadModel m(testing::tiny_gpt2());
   const at::Tensor ids = at::randint(67, {3, 20}, at::TensorOptions().dtype(at::kLong));
   const auto grads = [&](const at::Tensor& loss) {
     for (auto& p : m->parameters()) p.mutable_grad().reset();
