@@ -124,3 +124,19 @@ TEST_CASE("the offload optimizer makes the parameters views of one flat buffer i
     CHECK_FALSE(torch::equal(parameters[k], before[k]));
   }
 }
+
+TEST_CASE("the offload optimizer and the gradient buffer refuse what they cannot hold, naming it", "[dist][offload][errors]") {
+  ProcessGroupSettings settings;
+  settings.gloo_hostname = "127.0.0.1";
+  auto backend = make_gloo_backend(c10::make_intrusive<c10d::HashStore>(), 0, 1, settings);
+  const at::Tensor a = torch::zeros({4}), b = torch::zeros({3}, torch::kBFloat16);
+  CHECK_THROWS_WITH(OffloadAdamW({{a, true}, {b, true}}, {{0, 4}, {4, 3}}, backend, {}),
+                    "offload optimizer: every parameter must have the same type and device");
+  CHECK_THROWS_WITH(OffloadAdamW({{torch::zeros({4}, torch::kDouble), true}}, {{0, 4}}, backend, {}),
+                    "offload optimizer: parameters must be float32, bfloat16 or float16");
+  OffloadAdamW optimizer({{a, true}}, {{0, 4}}, backend, {});
+  CHECK_THROWS_WITH(optimizer.step(torch::zeros({4}, torch::kBFloat16), 1e-3, 1.0),
+                    "offload optimizer: the flat gradient must hold every parameter's gradient in their type");
+  CHECK_THROWS_WITH(GradientBuckets({a}, backend, 1 << 20, {at::kDouble, false}),
+                    "gradient buckets: the buffer must be float32, bfloat16 or float16");
+}

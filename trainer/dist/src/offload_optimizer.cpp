@@ -119,7 +119,11 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
              const ChunkRange r = range(chunk);
              update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale);
            },
-       .start_upload = [&](std::int64_t chunk, int buffer) { start_upload(range(chunk).begin, range(chunk).end, buffer); }});
+       .start_upload =
+           [&](std::int64_t chunk, int buffer) {
+             const ChunkRange r = range(chunk);
+             start_upload(r.begin, r.end, buffer);
+           }});
   copies_->end_step();
   all_gather();
 }
