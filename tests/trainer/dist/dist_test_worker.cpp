@@ -6,7 +6,9 @@
 //   memory       builds OffloadAdamW over <N> parameters and prints the measured RSS growth
 //   offload-bits steps OffloadAdamW over odd-sized parameters at each of --chunks (0 = the plain
 //                fused AdamW over whole parameters, no offload) and prints hashes of the bits of
-//                the parameters, of state(), and of a run resumed from state() halfway
+//                the parameters, of state(), and of a run resumed from state() halfway; then of
+//                a run with delayed updates from step 2 on: the parameters it shows after each
+//                step, what they should be (the undelayed run's one step late) and its state()
 //   hang         joins, then blocks in an all-reduce (a test kills a peer)
 //   offload-overlap  (GPU) steps OffloadAdamW over one parameter of --params floats on cuda:0 in
 //                chunks of --chunk through an NCCL group, --steps times, printing per step
@@ -152,7 +154,7 @@ int run_train(const Args& a) {
       (loss / a.accumulation).backward();
       loss_sum += loss.item<double>() * micro;
     }
-    const double norm = engine->finish_gradients(1.0);
+    const double norm = engine->finish_gradients(1.0).value();
     engine->optimizer_step(5e-3 * (step <= 5 ? step / 5.0 : 1.0));
     const auto totals = engine->all_reduce_sum({loss_sum, double(per_rank)});
     if (rank == 0) std::printf("step %d loss %.9g norm %.9g\n", step, totals[0] / totals[1], norm);
@@ -253,10 +255,23 @@ struct BitsProblem {
     }
   }
 
-  void offload_steps(dist::OffloadAdamW& optimizer, int first, int last) const {
+  // Steps first..last; `seen` (if given) gets a copy of the parameters after each.
+  void offload_steps(dist::OffloadAdamW& optimizer, int first, int last, std::vector<at::Tensor>* seen = nullptr) const {
     for (int step = first; step <= last; ++step) {
       optimizer.step(gradient(step), learning_rate(step), grad_scale(step));
+      if (seen) seen->push_back(torch::cat(params).clone());
     }
+  }
+  // Step 1 as offload_steps, steps 2..last delayed, then the pending update completed; `seen` gets
+  // the parameters after each call.
+  void delayed_steps(dist::OffloadAdamW& optimizer, int last, std::vector<at::Tensor>& seen) const {
+    offload_steps(optimizer, 1, 1, &seen);
+    for (int step = 2; step <= last; ++step) {
+      optimizer.step_delayed(gradient(step), learning_rate(step), grad_scale(step));
+      seen.push_back(torch::cat(params).clone());
+    }
+    optimizer.complete_update();
+    seen.push_back(torch::cat(params).clone());
   }
 };
 
@@ -266,16 +281,29 @@ int run_offload_bits(const Args& a) {
   const int steps = BitsProblem::kSteps;
   for (const std::int64_t chunk : a.chunks) {
     BitsProblem straight(dtype);
-    std::uint64_t state_hash = 0, resumed_hash = 0;
+    std::uint64_t state_hash = 0, resumed_hash = 0, delayed_hash = 0, delayed_expected_hash = 0, delayed_state_hash = 0;
     if (chunk == 0) {
       straight.reference_steps();
       resumed_hash = hash_bits(straight.params);
     } else {
       dist::OffloadAdamW optimizer(straight.offloaded(), straight.slots, g.backend, BitsProblem::hyper(), {}, chunk);
-      straight.offload_steps(optimizer, 1, steps);
-      std::vector<at::Tensor> state;
-      for (const auto& [name, tensor] : optimizer.state()) state.push_back(tensor);
-      state_hash = hash_bits(state);
+      std::vector<at::Tensor> undelayed;  // the parameters after steps 1..4
+      straight.offload_steps(optimizer, 1, steps, &undelayed);
+      const auto hash_state = [](const dist::OffloadAdamW& o) {
+        std::vector<at::Tensor> state;
+        for (const auto& [name, tensor] : o.state()) state.push_back(tensor);
+        return hash_bits(state);
+      };
+      state_hash = hash_state(optimizer);
+      // Delayed from step 2: after steps 1, 2, 3, 4 and the completion the parameters are those of
+      // undelayed steps 1, 1, 2, 3 and 4.
+      BitsProblem delayed(dtype);
+      dist::OffloadAdamW late(delayed.offloaded(), delayed.slots, g.backend, BitsProblem::hyper(), {}, chunk);
+      std::vector<at::Tensor> seen;
+      delayed.delayed_steps(late, steps, seen);
+      delayed_hash = hash_bits(seen);
+      delayed_expected_hash = hash_bits({undelayed[0], undelayed[0], undelayed[1], undelayed[2], undelayed[3]});
+      delayed_state_hash = hash_state(late);
       // Halfway through, the state goes to a new optimizer with another chunk size (as a
       // resumed run would load it); the chunking is no part of the state.
       BitsProblem resumed(dtype);
@@ -286,9 +314,12 @@ int run_offload_bits(const Args& a) {
       resumed.offload_steps(second, steps / 2 + 1, steps);
       resumed_hash = hash_bits(resumed.params);
     }
-    std::printf("rank %d chunk %lld params %016llx state %016llx resumed %016llx\n", g.assignment.rank,
-                static_cast<long long>(chunk), static_cast<unsigned long long>(hash_bits(straight.params)),
-                static_cast<unsigned long long>(state_hash), static_cast<unsigned long long>(resumed_hash));
+    std::printf("rank %d chunk %lld params %016llx state %016llx resumed %016llx delayed %016llx expected %016llx "
+                "delayed_state %016llx\n",
+                g.assignment.rank, static_cast<long long>(chunk), static_cast<unsigned long long>(hash_bits(straight.params)),
+                static_cast<unsigned long long>(state_hash), static_cast<unsigned long long>(resumed_hash),
+                static_cast<unsigned long long>(delayed_hash), static_cast<unsigned long long>(delayed_expected_hash),
+                static_cast<unsigned long long>(delayed_state_hash));
   }
   g.backend->barrier()->wait();
   g.client->leave();

@@ -137,6 +137,17 @@ TEST_CASE("the offload optimizer and the gradient buffer refuse what they cannot
   OffloadAdamW optimizer({{a, true}}, {{0, 4}}, backend, {});
   CHECK_THROWS_WITH(optimizer.step(torch::zeros({4}, torch::kBFloat16), 1e-3, 1.0),
                     "offload optimizer: the flat gradient must hold every parameter's gradient in their type");
+  CHECK_THROWS_WITH(optimizer.step_delayed(torch::zeros({3}), 1e-3, 1.0),
+                    "offload optimizer: the flat gradient must hold every parameter's gradient in their type");
+  // A delayed update in flight leaves the parameter alone and holds the state back until completed.
+  optimizer.step_delayed(torch::ones({4}), 1e-3, 1.0);
+  CHECK(optimizer.update_pending());
+  CHECK(torch::equal(a, torch::zeros({4})));
+  CHECK_THROWS_WITH(optimizer.state(), "offload optimizer: state() while a delayed update is pending (complete_update() first)");
+  optimizer.complete_update();
+  CHECK_FALSE(optimizer.update_pending());
+  CHECK(torch::allclose(a, torch::full({4}, -1e-3)));  // Adam's first step: -lr * sign(gradient)
+  CHECK(optimizer.state().at("offload.step").item<std::int64_t>() == 1);
   CHECK_THROWS_WITH(GradientBuckets({a}, backend, 1 << 20, {at::kDouble, false}),
                     "gradient buckets: the buffer must be float32, bfloat16 or float16");
 }

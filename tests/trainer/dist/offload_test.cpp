@@ -1,7 +1,8 @@
 // The chunked OffloadAdamW step: the pipeline's schedule (two staging buffers, chunk i+1's
 // download started before chunk i's update, every update after its own download has landed),
 // and, across real ranks (1, 2 and 3, Gloo on loopback), that chunking changes no bit of the
-// parameters, of state() or of a run resumed from state(), for fp32 and bf16 parameters.
+// parameters, of state() or of a run resumed from state(), for fp32 and bf16 parameters; and that
+// delayed updates (step_delayed) show each update one step late and end in the same state.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -80,7 +81,7 @@ namespace {
 struct BitsLine {
   int rank = -1;
   std::int64_t chunk = -1;
-  std::string params, state, resumed;
+  std::string params, state, resumed, delayed, expected, delayed_state;
 };
 
 std::vector<BitsLine> parse_bits(const WorkerRun& run) {
@@ -89,7 +90,8 @@ std::vector<BitsLine> parse_bits(const WorkerRun& run) {
     std::istringstream in(text);
     std::string word;
     BitsLine l;
-    in >> word >> l.rank >> word >> l.chunk >> word >> l.params >> word >> l.state >> word >> l.resumed;
+    in >> word >> l.rank >> word >> l.chunk >> word >> l.params >> word >> l.state >> word >> l.resumed >> word >>
+        l.delayed >> word >> l.expected >> word >> l.delayed_state;
     lines.push_back(l);
   }
   return lines;
@@ -97,7 +99,7 @@ std::vector<BitsLine> parse_bits(const WorkerRun& run) {
 
 }  // namespace
 
-TEST_CASE("offload optimizer: chunked steps equal the unchunked step bit for bit, 1 to 3 ranks, fp32 and bf16") {
+TEST_CASE("offload optimizer: chunked and delayed steps equal the unchunked step bit for bit, 1 to 3 ranks, fp32 and bf16") {
   // The problem holds 7201 elements (parameters of 1, 37, 1000, 4097, 13 and 2053): 1 << 20 is
   // one chunk per shard (the unchunked step); 1, 7, 1000 and 1027 cut across parameters, decay
   // runs and the shard boundaries of 2 and 3 ranks. 0 is the plain fused AdamW, no offload.
@@ -122,7 +124,11 @@ TEST_CASE("offload optimizer: chunked steps equal the unchunked step bit for bit
         INFO("rank " << l.rank << ", chunk " << l.chunk);
         CHECK(l.params == reference);
         CHECK(l.resumed == reference);
-        if (l.chunk != 0) CHECK(l.state == unchunked_state[l.rank]);
+        if (l.chunk == 0) continue;
+        CHECK(l.state == unchunked_state[l.rank]);
+        // Delayed updates: the parameters one step late, the same end state.
+        CHECK(l.delayed == l.expected);
+        CHECK(l.delayed_state == unchunked_state[l.rank]);
       }
     }
   }

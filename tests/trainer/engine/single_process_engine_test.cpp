@@ -97,11 +97,11 @@ TEST_CASE("finish_gradients clips the global norm and returns it unclipped", "[e
   for (const auto& p : parameters) grads.push_back(p.tensor.grad().clone());
   const double norm = torch::cat({grads[0].flatten(), grads[1], grads[2]}).norm().item<double>();
   REQUIRE(norm > 0.5);
-  CHECK(engine->finish_gradients(0.5) == Approx(norm));
+  CHECK(engine->finish_gradients(0.5).value() == Approx(norm));
   double clipped = 0;
   for (const auto& p : parameters) clipped += p.tensor.grad().pow(2).sum().item<double>();
   CHECK(std::sqrt(clipped) == Approx(0.5).epsilon(1e-5));
-  CHECK(engine->finish_gradients(0) == Approx(0.5).epsilon(1e-5));  // 0: measure only
+  CHECK(engine->finish_gradients(0).value() == Approx(0.5).epsilon(1e-5));  // 0: measure only
 }
 
 TEST_CASE("a restored optimizer state continues bit for bit", "[engine]") {
@@ -193,7 +193,7 @@ TEST_CASE("bf16 parameters train through fp32 master weights, gradients summed i
     engine->begin_micro_step(true);
     fp32->begin_micro_step(true);
     set_gradients_both(bf16, reference, step + 10, /*accumulate_reference=*/true);
-    CHECK(engine->finish_gradients(0) == Approx(fp32->finish_gradients(0)).epsilon(1e-6));
+    CHECK(engine->finish_gradients(0).value() == Approx(fp32->finish_gradients(0).value()).epsilon(1e-6));
     engine->optimizer_step(1e-2);
     fp32->optimizer_step(1e-2);
   }
@@ -218,7 +218,7 @@ TEST_CASE("a gradient multiplier undoes a loss scale, and a skipped step changes
   double unscaled = 0;
   for (const auto& p : fp16) unscaled += p.tensor.grad().to(torch::kDouble).pow(2).sum().item<double>();
   for (auto& p : fp16) p.tensor.mutable_grad() = (p.tensor.grad() * 1024).to(torch::kHalf);
-  CHECK(engine->finish_gradients(0, 1.0 / 1024) == Approx(std::sqrt(unscaled)).epsilon(1e-3));
+  CHECK(engine->finish_gradients(0, 1.0 / 1024).value() == Approx(std::sqrt(unscaled)).epsilon(1e-3));
   std::vector<at::Tensor> before;
   for (const auto& p : fp16) before.push_back(p.tensor.detach().clone());
   engine->skip_step();
@@ -230,7 +230,7 @@ TEST_CASE("a gradient multiplier undoes a loss scale, and a skipped step changes
   // An overflowed gradient shows as a non-finite norm.
   set_gradients(fp16, 1);
   fp16[0].tensor.mutable_grad() = torch::full_like(fp16[0].tensor, std::numeric_limits<float>::infinity());
-  CHECK_FALSE(std::isfinite(engine->finish_gradients(1.0, 1.0 / 1024)));
+  CHECK_FALSE(std::isfinite(engine->finish_gradients(1.0, 1.0 / 1024).value()));
   engine->skip_step();
   for (std::size_t i = 0; i < fp16.size(); ++i) CHECK(torch::equal(fp16[i].tensor, before[i]));
 }

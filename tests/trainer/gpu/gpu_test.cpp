@@ -1,9 +1,12 @@
 // The trainer's CUDA paths on a real GPU (see CMakeLists.txt). Tolerances are stated per test:
 // bf16 follows fp32 within 3% per step (bf16 keeps 8 bits of mantissa; the CPU test allows the
 // same), offload follows no offload within 1e-4 in fp32 (the host AdamW and torch's CUDA AdamW
-// round differently) and 1% in bf16.
+// round differently) and 1% in bf16; delayed offload updates and resumes are compared exactly.
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/cuda.h>
+#include <torch/nn/modules/linear.h>
 
+#include "llmrdzv/engine/single_process_engine.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/safetensors.hpp"
 #include "llmrdzv/io/safetensors_torch.hpp"
@@ -13,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -113,6 +117,60 @@ TEST_CASE("offload optimizer on the GPU follows no offload (1e-4 in fp32, 1% in 
       expect_close(metric_series(offload + "/metrics.jsonl", "loss"), metric_series(plain + "/metrics.jsonl", "loss"),
                    precision == "fp32" ? 1e-4 : 0.01);
     }
+  }
+}
+
+TEST_CASE("delayed offload updates on the GPU learn and resume exactly", "[gpu][offload]") {
+  Corpus c;
+  const std::vector<std::string> delayed{"--offload", "optimizer", "--offload_delayed_update", "5"};
+  const RunResult full = run_trainer(run_args(c.dir, c.dir.file("full"), delayed));
+  expect_ok(full);
+  expect_clean_stderr(full);
+  std::vector<std::string> resume = delayed;
+  resume.insert(resume.end(), {"--resume_from_checkpoint", c.dir.file("full/checkpoint-15")});
+  expect_ok(run_trainer(run_args(c.dir, c.dir.file("resumed"), resume)));
+  const auto losses = metric_series(c.dir.file("full/metrics.jsonl"), "loss");
+  REQUIRE(losses.size() == 30);
+  CHECK(losses.back() < losses.front() * 0.8);
+  const auto again = metric_series(c.dir.file("resumed/metrics.jsonl"), "loss");
+  REQUIRE(again.size() == 15);
+  for (std::size_t i = 0; i < again.size(); ++i) CHECK(again[i] == losses[15 + i]);
+  CHECK(llmrdzv::testing::read_file(c.dir.file("resumed/model.safetensors")) ==
+        llmrdzv::testing::read_file(c.dir.file("full/model.safetensors")));
+}
+
+TEST_CASE("clipping and the optimizer step on the GPU never make the host wait (CUDA sync debug mode)", "[gpu][speed]") {
+  // Sync debug mode "error" turns every synchronising CUDA call (an item(), a blocking copy to the
+  // host) into an exception: between backward and the next forward the one-process engine must
+  // make none, so the host can queue the next step while the GPU still runs this one.
+  torch::manual_seed(0);
+  torch::nn::Linear layer(256, 256);
+  layer->to(torch::kCUDA, torch::kBFloat16);
+  auto engine = llmrdzv::engine::make_single_process_engine({});
+  REQUIRE(engine->device().is_cuda());
+  std::vector<llmrdzv::engine::NamedParameter> parameters;
+  for (const auto& item : layer->named_parameters()) parameters.push_back({item.key(), item.value(), item.key() == "weight"});
+  engine->attach(parameters, {.weight_decay = 0.1});
+  for (int step = 0; step < 3; ++step) {
+    engine->begin_micro_step(true);
+    layer->forward(torch::randn({64, 256}, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kBFloat16)))
+        .pow(2)
+        .mean()
+        .backward();
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+    std::string error;
+    std::optional<llmrdzv::engine::GradientNorm> norm;
+    try {
+      norm = engine->finish_gradients(1e-3);  // clips: the coefficient stays on the GPU
+      engine->optimizer_step(1e-3);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED);
+    INFO("step " << step << ": " << error);
+    REQUIRE(error.empty());
+    CHECK(std::isfinite(norm->value()));
+    CHECK(norm->value() > 1e-3);  // it did clip
   }
 }
 

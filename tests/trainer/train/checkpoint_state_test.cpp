@@ -79,7 +79,7 @@ class RankOf final : public TrainingEngine {
   c10::Device device() const override { return inner_.device(); }
   void attach(std::vector<NamedParameter> p, const AdamWSettings& s) override { inner_.attach(std::move(p), s); }
   void begin_micro_step(bool last) override { inner_.begin_micro_step(last); }
-  double finish_gradients(double max_norm, double multiplier) override {
+  llmrdzv::engine::GradientNorm finish_gradients(double max_norm, double multiplier) override {
     return inner_.finish_gradients(max_norm, multiplier);
   }
   void optimizer_step(double lr) override { inner_.optimizer_step(lr); }

@@ -152,6 +152,13 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_gradient_sync", "scatter"})),
                     "--offload_gradient_sync must be auto, reduce or all_reduce, got 'scatter'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be at least 1");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "best"})), "--save_strategy must be no, steps or epoch, got 'best'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "epoch", "--streaming", "--max_steps", "5"})),
+                    "--save_strategy epoch needs epochs of known length; with --streaming use --save_strategy steps");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload", "optimizer", "--offload_delayed_update", "-1"})),
+                    "--offload_delayed_update must not be negative (0 = never)");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload_delayed_update", "40"})),
+                    "--offload_delayed_update needs --offload optimizer (it delays the offloaded optimizer's update)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "wandb"})),
                     Contains("--report_to must be tensorboard, all (= tensorboard) or none, got 'wandb'"));
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),
@@ -303,17 +310,19 @@ TEST_CASE("engine_options hands the engine its options as given, and the engine'
   CHECK(defaults.threads == engine_defaults.threads);
   CHECK(defaults.offload == engine_defaults.offload);
   CHECK(defaults.offload_chunk_mb == engine_defaults.offload_chunk_mb);
+  CHECK(defaults.offload_delayed_update == 0);
   CHECK(defaults.offload_gradient_sync == engine_defaults.offload_gradient_sync);
   CHECK(defaults.ddp_bucket_cap_mb == engine_defaults.ddp_bucket_cap_mb);
 
   const llmrdzv::engine::EngineOptions given = llmrdzv::train::engine_options(
       parse(minimal_plus({"--use_cpu", "--threads", "3", "--offload", "optimizer", "--offload_chunk_mb", "7",
-                          "--offload_gradient_sync", "reduce", "--ddp_bucket_cap_mb", "9"}))
+                          "--offload_delayed_update", "40", "--offload_gradient_sync", "reduce", "--ddp_bucket_cap_mb", "9"}))
           .train);
   CHECK(given.use_cpu);
   CHECK(given.threads == 3);
   CHECK(given.offload == llmrdzv::engine::Offload::optimizer);
   CHECK(given.offload_chunk_mb == 7);
+  CHECK(given.offload_delayed_update == 40);
   CHECK(given.offload_gradient_sync == llmrdzv::engine::OffloadGradientSync::reduce);
   CHECK(given.ddp_bucket_cap_mb == 9);
 }

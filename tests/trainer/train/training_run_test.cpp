@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -321,6 +322,32 @@ TEST_CASE("an output directory inside the --train_file folder is not read as tra
   expect_ok(resumed);
   CHECK_THAT(resumed.err, Catch::Contains("not reading " + out + " (this run's output, token cache or logging directory)"));
   CHECK(trainer_test::metric_series(out + "/metrics.jsonl", "loss").size() == 3);
+}
+
+TEST_CASE("save_strategy epoch saves at each epoch's end, save_strategy no saves no checkpoint but the final model", "[train][save]") {
+  ScratchDir dir("train-save-strategy");
+  dir.write("corpus.txt", kMemorise);  // four blocks: two steps of 2 an epoch
+  const auto run = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", dir.file(out),
+                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--save_steps", "1",
+                                     "--logging_steps", "1", "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_trainer(args);
+  };
+  const auto checkpoints = [&](const std::string& out) {
+    std::set<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir.file(out))) {
+      if (entry.path().filename().string().starts_with("checkpoint-")) names.insert(entry.path().filename().string());
+    }
+    return names;
+  };
+  expect_ok(run("epoch", {"--save_strategy", "epoch", "--num_train_epochs", "3"}));
+  CHECK(checkpoints("epoch") == std::set<std::string>{"checkpoint-2", "checkpoint-4", "checkpoint-6"});
+  expect_ok(run("never", {"--save_strategy", "no", "--max_steps", "3"}));
+  CHECK(checkpoints("never").empty());
+  CHECK(fs::exists(dir.file("never/model.safetensors")));
+  CHECK(trainer_test::metric_series(dir.file("never/metrics.jsonl"), "loss").size() == 3);
 }
 
 TEST_CASE("a run whose stdout pipe has no reader any more still trains to the end and saves", "[train][signals]") {

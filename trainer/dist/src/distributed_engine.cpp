@@ -234,14 +234,19 @@ class DistributedEngine final : public engine::TrainingEngine {
     });
   }
 
-  double finish_gradients(double max_norm, double gradient_multiplier) override {
+  engine::GradientNorm finish_gradients(double max_norm, double gradient_multiplier) override {
     return guarded([&] { return synchronise_and_clip(max_norm, gradient_multiplier); });
   }
 
   void optimizer_step(double learning_rate) override {
     guarded([&] {
       if (offload_) {
-        offload_->step(buckets_->flat(), learning_rate, grad_scale_);
+        const std::int64_t delay_after = options_.offload_delayed_update;
+        if (delay_after > 0 && offload_->steps_taken() >= delay_after) {
+          offload_->step_delayed(buckets_->flat(), learning_rate, grad_scale_);
+        } else {
+          offload_->step(buckets_->flat(), learning_rate, grad_scale_);
+        }
         comm_wait_ += offload_->last_gather_wait_seconds();
       } else {
         replica_->optimizer_step(learning_rate);
@@ -254,6 +259,14 @@ class DistributedEngine final : public engine::TrainingEngine {
   void skip_step() override {
     if (replica_) replica_->skip_step();
     drop_gradients();
+  }
+
+  void complete_updates() override {
+    if (!offload_ || !offload_->update_pending()) return;
+    guarded([&] {
+      offload_->complete_update();
+      comm_wait_ += offload_->last_gather_wait_seconds();
+    });
   }
 
   std::vector<double> all_reduce_sum(std::vector<double> values) override {
@@ -347,7 +360,7 @@ class DistributedEngine final : public engine::TrainingEngine {
     }
   }
 
-  double synchronise_and_clip(double max_norm, double gradient_multiplier) {
+  engine::GradientNorm synchronise_and_clip(double max_norm, double gradient_multiplier) {
     buckets_->finish();
     comm_wait_ += buckets_->last_wait_seconds();
     if (!offload_) {

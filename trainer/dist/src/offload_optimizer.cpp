@@ -5,10 +5,13 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <optional>
 #include <span>
 #include <stdexcept>
+#include <thread>
 
 #include "llmrdzv/dist/chunk_pipeline.hpp"
 #include "offload_copies.hpp"
@@ -60,7 +63,8 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
   owned_ = shard_end - shard_begin_;
 
   copies_ = make_offload_copies(device);
-  const bool pinned = device.is_cuda();
+  pinned_ = device.is_cuda();
+  const bool pinned = pinned_;
   const bool rounds = type_ != at::kFloat;
   // An fp32 model's weights upload straight from the master weights, which are then pinned.
   master_ = host_tensor(shard_size_, at::kFloat, pinned && !rounds);
@@ -92,16 +96,29 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
   std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
 }
 
-OffloadAdamW::~OffloadAdamW() = default;
+OffloadAdamW::~OffloadAdamW() {
+  if (pending_.valid()) pending_.wait();  // the background update uses the buffers and copies
+}
 
 OffloadAdamW::PipelineStats OffloadAdamW::last_pipeline_stats() const {
   return {chunk_count(chunk_, owned_), copies_->downloads_landed_before_wait()};
 }
 
-void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
+void OffloadAdamW::check_gradient(const at::Tensor& flat_grad) const {
   if (flat_grad.scalar_type() != type_ || flat_grad.numel() < total_) {
     throw std::invalid_argument("offload optimizer: the flat gradient must hold every parameter's gradient in their type");
   }
+}
+
+void OffloadAdamW::refuse_if_pending(const char* what) const {
+  if (pending_.valid()) {
+    throw std::logic_error(std::string("offload optimizer: ") + what + " while a delayed update is pending (complete_update() first)");
+  }
+}
+
+void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
+  check_gradient(flat_grad);
+  complete_update();
   ++step_;
   const auto range = [&](std::int64_t chunk) { return chunk_range(chunk, chunk_, owned_); };
   copies_->begin_step();
@@ -117,13 +134,64 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
        .update =
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
-             update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale);
+             update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale, kernel_);
            },
        .start_upload =
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
              start_upload(r.begin, r.end, buffer);
            }});
+  copies_->end_step();
+  all_gather();
+}
+
+void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
+  check_gradient(flat_grad);
+  if (!delayed_.defined()) delayed_ = host_tensor(owned_, type_, pinned_);
+  const bool applying = pending_.valid();
+  if (applying) pending_.get();  // rethrows what the update threw
+  // One copy stream, in order: the finished update's weights leave delayed_ (or the masters)
+  // before this step's gradient lands there, and the background update starts after it landed.
+  copies_->begin_step();
+  const at::Tensor own = flat_params_.narrow(0, shard_begin_, owned_);
+  if (applying && owned_ > 0) copies_->start_upload(delayed_upload_source(), own, 0);
+  if (owned_ > 0) copies_->start_download(flat_grad.narrow(0, shard_begin_, owned_), delayed_, 0);
+  copies_->end_step();
+  if (applying) {
+    all_gather();
+  } else {
+    last_gather_wait_seconds_ = 0;
+  }
+  ++step_;
+  pending_ = std::async(std::launch::async, [this, learning_rate, grad_scale] { update_delayed(learning_rate, grad_scale); });
+}
+
+void OffloadAdamW::update_delayed(double learning_rate, double grad_scale) {
+  if (owned_ == 0) return;
+  copies_->wait_download(0);
+  // One core fewer than step()'s: the thread that drives the device's next forward and backward
+  // keeps one.
+  optim::KernelOptions kernel = kernel_;
+  if (kernel.threads == 0) kernel.threads = std::max(1U, std::thread::hardware_concurrency());
+  if (kernel.threads > 1) --kernel.threads;
+  const bool rounds = type_ != at::kFloat;
+  for (std::int64_t chunk = 0, chunks = chunk_count(chunk_, owned_); chunk < chunks; ++chunk) {
+    const ChunkRange r = chunk_range(chunk, chunk_, owned_);
+    const at::Tensor part = delayed_.narrow(0, r.begin, r.size());
+    update_range(r.begin, r.end, part, learning_rate, grad_scale, kernel);
+    if (rounds) part.copy_(master_.narrow(0, r.begin, r.size()));
+  }
+}
+
+at::Tensor OffloadAdamW::delayed_upload_source() const {
+  return type_ == at::kFloat ? master_.narrow(0, 0, owned_) : delayed_;
+}
+
+void OffloadAdamW::complete_update() {
+  if (!pending_.valid()) return;
+  pending_.get();
+  copies_->begin_step();
+  if (owned_ > 0) copies_->start_upload(delayed_upload_source(), flat_params_.narrow(0, shard_begin_, owned_), 0);
   copies_->end_step();
   all_gather();
 }
@@ -150,7 +218,7 @@ void OffloadAdamW::all_gather() {
 }
 
 void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad,
-                                double learning_rate, double grad_scale) {
+                                double learning_rate, double grad_scale, const optim::KernelOptions& kernel) {
   at::Tensor gradient = grad.narrow(0, 0, end - begin);
   if (gradient32_.defined()) gradient = gradient32_.narrow(0, 0, end - begin).copy_(gradient);
   if (grad_scale != 1.0) gradient.mul_(grad_scale);
@@ -162,11 +230,12 @@ void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::
     if (!run.decay) hp.weight_decay = 0;
     optim::adamw_step({span_of(master_, from, to), span_of(gradient, from - begin, to - begin),
                        span_of(exp_avg_, from, to), span_of(exp_avg_sq_, from, to)},
-                      hp, step_, kernel_);
+                      hp, step_, kernel);
   }
 }
 
 std::map<std::string, at::Tensor> OffloadAdamW::state() const {
+  refuse_if_pending("state()");
   return {
       {"offload.master", master_.clone()},
       {"offload.exp_avg", exp_avg_.clone()},
@@ -177,6 +246,7 @@ std::map<std::string, at::Tensor> OffloadAdamW::state() const {
 }
 
 void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
+  refuse_if_pending("load_state()");
   if (state.contains("offload.shards")) return load_resharded(state);
   const auto entry = [&](const std::string& name) -> const at::Tensor& {
     const auto found = state.find(name);
@@ -289,7 +359,8 @@ std::size_t OffloadAdamW::state_bytes() const {
   for (const auto* buffers : {&download_, &upload_}) {
     for (const at::Tensor& buffer : *buffers) bytes += buffer.defined() ? buffer.nbytes() : 0;
   }
-  return bytes + (gradient32_.defined() ? gradient32_.nbytes() : 0);
+  for (const at::Tensor* buffer : {&gradient32_, &delayed_}) bytes += buffer->defined() ? buffer->nbytes() : 0;
+  return bytes;
 }
 
 }  // namespace llmrdzv::dist

@@ -4,6 +4,7 @@
 // those.
 #include "llmrdzv/engine/single_process_engine.hpp"
 
+#include <ATen/ops/_foreach_mul.h>
 #include <ATen/ops/_foreach_norm.h>
 #include <ATen/ops/clamp.h>
 #include <ATen/ops/stack.h>
@@ -11,7 +12,6 @@
 #include <torch/types.h>
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -23,9 +23,10 @@ namespace {
 
 // torch::nn::utils::clip_grad_norm_'s maths (per-parameter L2 norms, in one multi-tensor call as
 // torch.nn.utils.clip_grad_norm_ takes them, the norm of those, coefficient max_norm / (norm +
-// 1e-6) clamped to 1), except that a coefficient of exactly 1 skips multiplying every gradient by
-// it: a pass over all gradients that would change no bit.
-double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
+// 1e-6) clamped to 1). On the CPU, a coefficient of exactly 1 skips multiplying every gradient by
+// it: a pass that would change no bit. On a GPU the gradients are multiplied by the coefficient
+// where it is, as torch does, and the norm is returned unread: the host does not wait for it.
+GradientNorm clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (const auto& p : parameters) {
@@ -34,7 +35,12 @@ double clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm
   if (grads.empty()) return 0.0;
   const std::vector<at::Tensor> norms = at::_foreach_norm(grads, 2);
   const at::Tensor total = norms.size() == 1 ? norms[0] : at::stack(norms).norm(2);
+  if (max_norm <= 0) return total.is_cpu() ? GradientNorm(total.item<double>()) : GradientNorm(total);
   const at::Tensor coef = at::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  if (!total.is_cpu()) {
+    at::_foreach_mul_(grads, coef);
+    return GradientNorm(total);
+  }
   if (coef.item<double>() < 1.0) {
     for (auto& grad : grads) grad.mul_(coef);
   }
@@ -58,7 +64,7 @@ class SingleProcessEngine final : public TrainingEngine {
 
   void begin_micro_step(bool) override { masters_->fold_gradients(); }
 
-  double finish_gradients(double max_norm, double gradient_multiplier) override {
+  GradientNorm finish_gradients(double max_norm, double gradient_multiplier) override {
     masters_->fold_gradients();
     if (gradient_multiplier != 1.0) {
       at::NoGradGuard no_grad;
@@ -66,8 +72,7 @@ class SingleProcessEngine final : public TrainingEngine {
         if (tensor.grad().defined()) tensor.mutable_grad().mul_(gradient_multiplier);
       }
     }
-    const double limit = max_norm > 0 ? max_norm : std::numeric_limits<double>::infinity();
-    return clip_grad_norm(tensors_, limit);
+    return clip_grad_norm(tensors_, max_norm);
   }
 
   void optimizer_step(double learning_rate) override {

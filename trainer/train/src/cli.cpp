@@ -53,7 +53,8 @@ const OptionSpec<T> kTrainTable[] = {
     {"report_to", &T::report_to, "where rank 0 also writes the logged metrics: tensorboard (event files in --logging_dir; 'all' means the same) | none; metrics.jsonl in output_dir is always written"},
     {"logging_dir", &T::logging_dir, "TensorBoard log directory; empty = <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname> as transformers names it, and a resumed run continues the directory of the run it resumes"},
     {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
-    {"save_steps", &T::save_steps, "write a checkpoint every this many steps; 0 = only at the end"},
+    {"save_strategy", &T::save_strategy, "when to write training checkpoints (checkpoint-N: model, optimizer state, data position): steps (every --save_steps, and at the end) | epoch (at the end of each epoch, and at the end) | no (never; the final model is still written to output_dir, but the run cannot be resumed)"},
+    {"save_steps", &T::save_steps, "with --save_strategy steps: write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
     {"save_safetensors_max_shard_size", &T::save_safetensors_max_shard_size, "largest model-0000K-of-0000N.safetensors shard of the final model (with model.safetensors.index.json), as transformers' max_shard_size: 5GB, 200MB, 512KiB or bytes; a smaller model is one model.safetensors"},
     {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine, as torchrun's standalone mode does; 0 = one process, or the rank given by the rendezvous environment (srun with the llm-rdzv option)"},
@@ -64,6 +65,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"tf32", &T::tf32, "let fp32 matrix products and convolutions use TF32 tensor cores; auto = on for CUDA (compute capability 8.0 or newer), CUDA only"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (ZeRO-Offload: fp32 master weights and AdamW moments in host memory, sharded across ranks; the GPU keeps only the parameters and one gradient, in their type)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of fp32 master weights per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
+    {"offload_delayed_update", &T::offload_delayed_update, "with --offload optimizer: after this many optimizer steps, ZeRO-Offload's one-step delayed parameter update: the CPU's AdamW of one step runs while the GPU computes the next, on weights one update older (ZeRO-Offload starts it after a few dozen steps; evaluating and saving apply the pending update first, so resumes are exact); 0 = never"},
     {"offload_gradient_sync", &T::offload_gradient_sync, "with --offload optimizer: reduce (each rank receives only its shard's gradient, half the traffic of all_reduce) | all_reduce | auto (reduce on GPUs, all_reduce on the CPU)"},
     {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
 };
@@ -271,11 +273,16 @@ void validate(const TrainOptions& o) {
               "' (this trainer writes TensorBoard event files and metrics.jsonl; other integrations are not built in)");
   require(o.eval_steps >= 0, "--eval_steps must not be negative");
   require(o.save_steps >= 0, "--save_steps must not be negative");
+  require(!(o.save_strategy == SaveStrategy::epoch && o.streaming),
+          "--save_strategy epoch needs epochs of known length; with --streaming use --save_strategy steps");
   require(o.save_total_limit >= 0, "--save_total_limit must not be negative");
   require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be between 0 and 1024");
   require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
   require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
+  require(o.offload_delayed_update >= 0, "--offload_delayed_update must not be negative (0 = never)");
+  require(o.offload_delayed_update == 0 || o.offload == Offload::optimizer,
+          "--offload_delayed_update needs --offload optimizer (it delays the offloaded optimizer's update)");
   require(!(o.fp16 && o.bf16.value_or(false)), "--fp16 and --bf16 cannot both be on");
 }
 

@@ -23,7 +23,7 @@ namespace llmrdzv::train {
 template <class Options>
 using OptionField = std::variant<std::string Options::*, std::int64_t Options::*, double Options::*,
                                  bool Options::*, std::optional<bool> Options::*, LrSchedulerType Options::*,
-                                 Offload Options::*, OffloadGradientSync Options::*>;
+                                 SaveStrategy Options::*, Offload Options::*, OffloadGradientSync Options::*>;
 
 // "A, B or C": the names of an enum's values, for messages.
 template <class Enum>

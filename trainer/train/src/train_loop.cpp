@@ -206,6 +206,7 @@ void record_eval(TrainContext& c, std::int64_t step, double loss) {
 }
 
 void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
+  c.engine.complete_updates();
   state.data_state = batches.state();
   const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state);
   c.engine.barrier();  // every rank's part is complete: older checkpoints may go
@@ -230,6 +231,16 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
                       : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(o.num_train_epochs * static_cast<double>(*steps_per_epoch))));
   const LrSchedule schedule{o.lr_scheduler_type, o.learning_rate,
                             resolve_warmup_steps(o.warmup_steps, o.warmup_ratio, total_steps), total_steps};
+  // Training checkpoints: periodic as the strategy says, and at the end unless it says no.
+  const auto checkpoint_due = [&](std::int64_t step) {
+    switch (o.save_strategy) {
+      case SaveStrategy::no: return false;
+      case SaveStrategy::steps: return step == total_steps || (o.save_steps > 0 && step % o.save_steps == 0);
+      case SaveStrategy::epoch:
+        return step == total_steps || step % static_cast<std::int64_t>(steps_per_epoch.value()) == 0;  // not streaming (cli.cpp)
+    }
+    return false;
+  };
   const double tokens_per_step = static_cast<double>(shape.global() * block_size);
   const double world = c.engine.world_size();
   const std::int64_t first_step = state.global_step;
@@ -272,11 +283,12 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
       unread_losses = unread_losses.defined() ? unread_losses + share : share;
     }
     const double loss_scale = scaler ? scaler->scale() : 1.0;
-    const double grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
+    // Read only where needed (fp16's overflow check, logging): on a GPU reading waits for backward.
+    const engine::GradientNorm grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
     // A step skipped for overflow does not advance the schedule (transformers steps its scheduler
     // only when the optimizer ran).
     const double lr = schedule.at(step - state.skipped_steps);
-    if (!scaler || scaler->update(std::isfinite(grad_norm))) {
+    if (!scaler || scaler->update(std::isfinite(grad_norm.value()))) {
       c.engine.optimizer_step(lr);
     } else {
       c.engine.skip_step();
@@ -292,7 +304,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     ++interval_steps;
 
     const bool logging_step = step % o.logging_steps == 0 || step == total_steps;
-    const bool saving_step = step == total_steps || (o.save_steps > 0 && step % o.save_steps == 0);
+    const bool saving_step = checkpoint_due(step);
     // A terminal's progress line shows every step's loss: rank 0 reads it each step there.
     if (logging_step || saving_step || (c.reporter.main && c.reporter.progress.live())) read_losses();
     const double steps_in_interval = static_cast<double>(interval_steps);
@@ -310,11 +322,11 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
       const double step_time = interval_seconds / steps_in_interval;
       const double comm_wait = (c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval;
       json::Object record{{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
-                          {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm)},
+                          {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm.value())},
                           {"tokens_per_second", metric(report.tokens_per_second)},
                           {"step_time_s", metric(step_time)}, {"comm_wait_s", metric(comm_wait)}};
       std::vector<tensorboard::Scalar> scalars{{"train/loss", report.loss}, {"train/learning_rate", lr},
-                                               {"train/grad_norm", grad_norm}, {"train/tokens_per_second", report.tokens_per_second},
+                                               {"train/grad_norm", grad_norm.value()}, {"train/tokens_per_second", report.tokens_per_second},
                                                {"train/step_time", step_time}, {"train/comm_wait", comm_wait},
                                                {"train/epoch", epoch}};
       if (scaler) {
@@ -331,13 +343,15 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     if (c.reporter.main) c.reporter.progress.step(report, logging_step);
     if (step == total_steps) break;
     if (c.eval_blocks && o.eval_steps > 0 && step % o.eval_steps == 0) {
+      c.engine.complete_updates();
       record_eval(c, step, evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size)));
     }
-    if (o.save_steps > 0 && step % o.save_steps == 0) save(c, state, *batches);
+    if (saving_step) save(c, state, *batches);
   }
+  c.engine.complete_updates();  // what follows (saving, evaluation, export) sees every step
   summary.train_runtime = seconds_since(start);
   summary.train_comm_wait_seconds = c.engine.comm_wait_seconds() - comm_start;
-  if (state.global_step > first_step) save(c, state, *batches);
+  if (state.global_step > first_step && checkpoint_due(state.global_step)) save(c, state, *batches);
   summary.global_step = state.global_step;
   summary.train_samples_per_second = static_cast<double>((state.global_step - first_step) * static_cast<std::int64_t>(shape.global())) /
                                      std::max(summary.train_runtime, 1e-9);

@@ -11,6 +11,11 @@
 // upload staging buffers (chunk_pipeline.hpp), so on CUDA the gradient download and weight upload
 // of neighbouring chunks overlap the host's update (copy stream, events, pinned host buffers).
 // With the device being the CPU the same chunked path runs, with synchronous copies.
+//
+// step_delayed() is ZeRO-Offload's one-step delayed parameter update (DPU): it takes the step's
+// gradient to the host and returns while a background thread updates the shard, so the host's
+// AdamW overlaps the device's next forward and backward, which run on weights one update behind.
+// The next step_delayed() (or complete_update()) applies the finished update to the parameters.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -18,6 +23,7 @@
 
 #include <array>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,9 +61,23 @@ class OffloadAdamW {
   // One AdamW step at `learning_rate` from the mean gradient `flat_grad` (of the parameters'
   // type, on their device), scaled by `grad_scale` (gradient clipping); then the parameters hold
   // the new weights on every rank.
+  // A delayed update still pending is applied first.
   void step(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
 
+  // The same update, delayed by one step: applies the pending update (if any) to the parameters,
+  // starts moving `flat_grad`'s shard to the host and returns; a background thread then updates
+  // the master weights from it. The parameters keep their current values until the next
+  // step_delayed() or complete_update() (which every rank calls at the same step). A sequence of
+  // calls ends in the master weights and moments step() would reach from the same gradients.
+  // Host memory: one more shard-sized buffer of the parameters' type, which carries the
+  // gradient down and the rounded new weights up.
+  void step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
+  // Waits for the pending delayed update and applies it to the parameters; nothing when none is.
+  void complete_update();
+  bool update_pending() const { return pending_.valid(); }
+
   // This rank's shard and what a resume needs to check it: layout, world size, rank, step.
+  // Neither may be called while a delayed update is pending (std::logic_error).
   std::map<std::string, at::Tensor> state() const;
   // Restores state() of the same model at the same world size and rank. Or reshards: given
   // "offload.shards" = W and every rank k's state() under "shard.<k>/" names, from a run with W
@@ -67,7 +87,8 @@ class OffloadAdamW {
   void load_state(const std::map<std::string, at::Tensor>& state);
 
   // Host bytes this rank holds for the optimizer: master weights, two moments and the staging
-  // buffers (one chunk each, or the owned shard when that is smaller).
+  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s buffer of
+  // the owned shard once it ran).
   std::size_t state_bytes() const;
   std::int64_t shard_begin() const { return shard_begin_; }
   std::int64_t shard_size() const { return shard_size_; }
@@ -89,10 +110,17 @@ class OffloadAdamW {
   // AdamW on shard elements [begin, end) from their gradient in `grad` (end - begin values of the
   // parameters' type).
   void update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad, double learning_rate,
-                    double grad_scale);
+                    double grad_scale, const optim::KernelOptions& kernel);
   // Starts moving the updated master weights [begin, end) of the shard into the flat parameters.
   void start_upload(std::int64_t begin, std::int64_t end, int buffer);
   void all_gather();
+  void check_gradient(const at::Tensor& flat_grad) const;
+  void refuse_if_pending(const char* what) const;
+  // The background half of step_delayed(): waits for the download, then updates the shard chunk
+  // by chunk and (for bf16/fp16) rounds the new weights into delayed_ in place of the gradient.
+  void update_delayed(double learning_rate, double grad_scale);
+  // The whole shard's new weights in the parameters' type: delayed_, or the master weights (fp32).
+  at::Tensor delayed_upload_source() const;
 
   struct Run {  // a stretch of the shard with one weight-decay setting
     std::int64_t begin = 0, end = 0;  // relative to the shard
@@ -117,7 +145,10 @@ class OffloadAdamW {
   std::array<at::Tensor, 2> download_;         // host gradient chunks of type_, min(chunk, owned) each
   std::array<at::Tensor, 2> upload_;           // host rounded-weight chunks of type_ (none for fp32)
   at::Tensor gradient32_;                      // one fp32 host chunk (none for fp32)
+  at::Tensor delayed_;                         // owned_ host values of type_ for step_delayed(), made at its first call
+  std::future<void> pending_;                  // the background update of step_delayed()
   std::unique_ptr<OffloadCopies> copies_;
+  bool pinned_ = false;                        // host buffers are pinned (the device is a GPU)
   std::int64_t step_ = 0;
   double last_gather_wait_seconds_ = 0;
 };

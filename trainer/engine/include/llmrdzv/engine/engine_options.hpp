@@ -33,6 +33,10 @@ struct EngineOptions {
   std::int64_t threads = 0;
   Offload offload = Offload::none;
   std::int64_t offload_chunk_mb = 64;  // --offload optimizer: host<->device pipeline chunk, MiB
+  // --offload optimizer: after this many optimizer steps, ZeRO-Offload's one-step delayed
+  // parameter update (the host's AdamW overlaps the next step's forward and backward, which run
+  // on weights one update behind); 0 = never.
+  std::int64_t offload_delayed_update = 0;
   // --offload optimizer: how each rank gets its shard's gradient: reduce (each shard's part of a
   // bucket reduced to its owner, ZeRO's reduce-scatter), all_reduce (then sliced), auto (reduce
   // on GPUs, all_reduce on the CPU).

@@ -20,6 +20,7 @@
 #include <c10/core/Device.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,24 @@ struct AdamWSettings {
 };
 
 using TensorMap = std::map<std::string, at::Tensor>;
+
+// The norm of a step's global gradient, as finish_gradients() returns it: either already a host
+// number, or a scalar tensor still being computed on a GPU, read the first time value() is asked
+// for. So a loop that reads it only at logging steps (or for fp16's overflow check) does not make
+// the host wait for every step's backward.
+class GradientNorm {
+ public:
+  GradientNorm(double value) : read_(value) {}  // NOLINT(google-explicit-constructor): a norm is a number
+  explicit GradientNorm(at::Tensor value) : unread_(std::move(value)) {}
+  double value() const {
+    if (!read_) read_ = unread_.item<double>();
+    return *read_;
+  }
+
+ private:
+  mutable std::optional<double> read_;
+  at::Tensor unread_;
+};
 
 class TrainingEngine {
  public:
@@ -66,13 +85,19 @@ class TrainingEngine {
   // After the last micro-batch's backward: complete gradient synchronisation, multiply the
   // gradient by `gradient_multiplier` (undoing a loss scale), then clip the norm of the whole
   // (global) gradient to max_norm (0 = no clipping). Returns the norm before clipping, the same on
-  // every rank; not finite when a gradient overflowed.
-  virtual double finish_gradients(double max_norm, double gradient_multiplier = 1.0) = 0;
+  // every rank; not finite when a gradient overflowed. On a GPU it may be returned unread.
+  virtual GradientNorm finish_gradients(double max_norm, double gradient_multiplier = 1.0) = 0;
 
   // One AdamW update of every parameter at `learning_rate`, then the gradients are zeroed.
   virtual void optimizer_step(double learning_rate) = 0;
   // Instead of optimizer_step, for a step whose gradients overflowed: the gradients are dropped.
   virtual void skip_step() = 0;
+
+  // Applies an update optimizer_step() left in flight (--offload_delayed_update) to the
+  // parameters, on every rank. The loop calls it before it evaluates, saves or hands the model
+  // on, so those see the weights of every step taken, and a run resumed from a checkpoint
+  // continues exactly as the uninterrupted one, which completed its update at the same step.
+  virtual void complete_updates() {}
 
   // Element-wise sum over all ranks (loss sums, token counts). With one rank: the input.
   virtual std::vector<double> all_reduce_sum(std::vector<double> values) = 0;

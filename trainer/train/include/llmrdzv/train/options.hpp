@@ -30,6 +30,12 @@ inline constexpr std::array<std::string_view, 4> kLrSchedulerTypeNames{"linear",
                                                                         "constant_with_warmup"};
 constexpr std::span<const std::string_view> option_names(LrSchedulerType) { return kLrSchedulerTypeNames; }
 
+// transformers' --save_strategy: when training checkpoints are written (the final model is
+// written to output_dir in every case).
+enum class SaveStrategy { no, steps, epoch };
+inline constexpr std::array<std::string_view, 3> kSaveStrategyNames{"no", "steps", "epoch"};
+constexpr std::span<const std::string_view> option_names(SaveStrategy) { return kSaveStrategyNames; }
+
 // `trainer [train]`: run_clm.py's names where they apply.
 struct TrainOptions {
   // Model and tokenizer.
@@ -77,7 +83,8 @@ struct TrainOptions {
   std::string report_to = "tensorboard";  // tensorboard (also "all") | none: TensorBoard event files from rank 0
   std::string logging_dir;  // TensorBoard's directory; empty = <output_dir>/runs/<date>_<host>, a resumed run's own
   std::int64_t eval_steps = 0;  // 0 = evaluate only at the end
-  std::int64_t save_steps = 500;  // 0 = save only at the end
+  SaveStrategy save_strategy = SaveStrategy::steps;
+  std::int64_t save_steps = 500;  // with save_strategy steps; 0 = save only at the end
   std::int64_t save_total_limit = 0;  // keep the newest K checkpoints; 0 = keep all
   std::string save_safetensors_max_shard_size = "5GB";  // the final model's shards (max_shard_bytes)
 
@@ -94,6 +101,7 @@ struct TrainOptions {
   // Data parallelism (read by the training engine through engine_options() below).
   Offload offload = engine::EngineOptions{}.offload;
   std::int64_t offload_chunk_mb = engine::EngineOptions{}.offload_chunk_mb;
+  std::int64_t offload_delayed_update = engine::EngineOptions{}.offload_delayed_update;
   OffloadGradientSync offload_gradient_sync = engine::EngineOptions{}.offload_gradient_sync;
   std::int64_t ddp_bucket_cap_mb = engine::EngineOptions{}.ddp_bucket_cap_mb;
 
@@ -122,6 +130,7 @@ inline engine::EngineOptions engine_options(const TrainOptions& options) {
           .threads = options.threads,
           .offload = options.offload,
           .offload_chunk_mb = options.offload_chunk_mb,
+          .offload_delayed_update = options.offload_delayed_update,
           .offload_gradient_sync = options.offload_gradient_sync,
           .ddp_bucket_cap_mb = options.ddp_bucket_cap_mb};
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The GPU checks in one run, on a CUDA node where the project is built (build/, or the build
+# directory given as the first argument): the GPU tests (ctest -L gpu), then trainer-bench on the
+# GPU side by side with HF transformers: GPT-2 124M at 16 x 1024 in bf16 against HF eager and HF +
+# torch.compile, GPT-2 XL at 8 x 1024 against HF eager, and --offload optimizer (plain, and with
+# delayed updates) against no offload. GPU_CHECKS_PARTS picks parts (tests,bench,xl,offload; all by
+# default). Each part starts with a "=== part" line; a failing part does not stop the next, and the
+# exit status is 1 when any failed, 77 when no GPU is visible.
+set -u -o pipefail
+build=$(cd "${1:-build}" && pwd)
+parts=${GPU_CHECKS_PARTS:-tests,bench,xl,offload}
+if ! nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; then
+  echo "gpu-checks: no GPU is visible (nvidia-smi failed)" >&2
+  exit 77
+fi
+status=0
+# part NAME WHAT: true when NAME is selected, after printing its header.
+part() {
+  case ",$parts," in *",$1,"*) echo "=== $1: $2" ;; *) return 1 ;; esac
+}
+bench=("$build/bin/trainer-bench" --device cuda --warmup 3 --steps 10 --rounds 1)
+if part tests "ctest -L gpu"; then
+  ctest --test-dir "$build" -L gpu --output-on-failure || status=1
+fi
+if part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile"; then
+  "${bench[@]}" --shapes gpt2-16x1024 || status=1
+fi
+if part xl "GPT-2 XL, 8 x 1024, bf16: ours, HF eager"; then
+  "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager || status=1
+fi
+if part offload "GPT-2 124M, 16 x 1024: --offload optimizer against no offload, plain and with delayed updates"; then
+  "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "--offload optimizer" || status=1
+  "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "--offload optimizer --offload_delayed_update 2" || status=1
+fi
+exit "$status"
