@@ -1,4 +1,4 @@
-// The Llama modules: RMSNorm, rotary embeddings computed as HF computes them (fp32 angles from
+// The Llama modules: RMSNorm (fused on the CPU, fast_rms_norm.hpp), rotary embeddings computed as HF computes them (fp32 angles from
 // position * inv_freq, halves rotated), grouped-query attention through SDPA's enable_gqa,
 // SwiGLU MLP.
 #include "llmrdzv/model/llama.hpp"
@@ -9,7 +9,6 @@
 #include <ATen/ops/outer.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/reciprocal.h>
-#include <ATen/ops/rsqrt.h>
 #include <ATen/ops/scaled_dot_product_attention.h>
 #include <ATen/ops/where.h>
 
@@ -17,6 +16,7 @@
 #include <numbers>
 
 #include "fast_linear.hpp"
+#include "fast_rms_norm.hpp"
 
 namespace llmrdzv::model {
 namespace {
@@ -60,11 +60,7 @@ RmsNormImpl::RmsNormImpl(std::int64_t size, double eps) : eps_(eps) {
   weight = register_parameter("weight", torch::ones({size}));
 }
 
-torch::Tensor RmsNormImpl::forward(const torch::Tensor& hidden) {
-  const torch::Tensor x = hidden.to(at::kFloat);
-  const torch::Tensor normed = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps_);
-  return weight * normed.to(hidden.scalar_type());
-}
+torch::Tensor RmsNormImpl::forward(const torch::Tensor& hidden) { return detail::rms_norm(hidden, weight, eps_); }
 
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config)
     : head_dim_(config.head_size()),
