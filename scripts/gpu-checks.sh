@@ -7,7 +7,7 @@
 # default). Each part starts with a "=== part" line; a failing part does not stop the next, and the
 # exit status is 1 when any failed, 77 when no GPU is visible.
 set -u -o pipefail
-build=$(cd "${1:-build}" && pwd)
+build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "gpu-checks: no build directory ${1:-build}" >&2; exit 2; }
 parts=${GPU_CHECKS_PARTS:-tests,bench,xl,offload}
 if ! nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; then
   echo "gpu-checks: no GPU is visible (nvidia-smi failed)" >&2

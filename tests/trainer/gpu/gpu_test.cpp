@@ -120,8 +120,9 @@ TEST_CASE("offload optimizer on the GPU follows no offload (1e-4 in fp32, 1% in 
   }
 }
 
-TEST_CASE("delayed offload updates on the GPU learn and resume exactly", "[gpu][offload]") {
+TEST_CASE("delayed offload updates on the GPU lag one step, learn and resume exactly", "[gpu][offload]") {
   Corpus c;
+  expect_ok(run_trainer(run_args(c.dir, c.dir.file("undelayed"), {"--offload", "optimizer"})));
   const std::vector<std::string> delayed{"--offload", "optimizer", "--offload_delayed_update", "5"};
   const RunResult full = run_trainer(run_args(c.dir, c.dir.file("full"), delayed));
   expect_ok(full);
@@ -130,7 +131,12 @@ TEST_CASE("delayed offload updates on the GPU learn and resume exactly", "[gpu][
   resume.insert(resume.end(), {"--resume_from_checkpoint", c.dir.file("full/checkpoint-15")});
   expect_ok(run_trainer(run_args(c.dir, c.dir.file("resumed"), resume)));
   const auto losses = metric_series(c.dir.file("full/metrics.jsonl"), "loss");
+  const auto undelayed = metric_series(c.dir.file("undelayed/metrics.jsonl"), "loss");
   REQUIRE(losses.size() == 30);
+  REQUIRE(undelayed.size() == 30);
+  // Step 6's update is the first delayed one: step 7 is the first to run on weights one update old.
+  for (std::size_t i = 0; i < 6; ++i) CHECK(losses[i] == undelayed[i]);
+  CHECK(losses[6] != undelayed[6]);
   CHECK(losses.back() < losses.front() * 0.8);
   const auto again = metric_series(c.dir.file("resumed/metrics.jsonl"), "loss");
   REQUIRE(again.size() == 15);

@@ -1,7 +1,7 @@
 // The fused RMSNorm (fast_rms_norm: one pass per row on fp32 CPU tensors) against the composite of
 // torch ops HF's LlamaRMSNorm is made of, computed in double: output, input gradient and weight
 // gradient, at widths that are and are not multiples of the vector width, for 2-D and 3-D and
-// non-contiguous inputs; other types take the composite.
+// non-contiguous inputs, with rows split over threads and tasks; other types take the composite.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
@@ -20,7 +20,9 @@ torch::Tensor composite(const torch::Tensor& x, const torch::Tensor& w, double e
 
 TEST_CASE("the fused RMSNorm gives the composite's output and gradients in fp32", "[rms_norm]") {
   torch::manual_seed(11);
-  for (const std::vector<std::int64_t>& shape : {std::vector<std::int64_t>{5, 576}, {3, 7, 37}, {2, 130, 8}, {1, 1}}) {
+  at::set_num_threads(2);  // rows split over threads; 300 x 256 and 4096 x 64 also over several tasks
+  for (const std::vector<std::int64_t>& shape :
+       {std::vector<std::int64_t>{5, 576}, {3, 7, 37}, {2, 130, 8}, {1, 1}, {300, 256}, {4096, 64}}) {
     INFO("shape " << shape);
     const double eps = 1e-5;
     const torch::Tensor x = (torch::randn(shape) * 3).requires_grad_();
@@ -46,7 +48,13 @@ TEST_CASE("the fused RMSNorm reads non-contiguous inputs, and other types take t
   const torch::Tensor wide = torch::randn({24, 10});
   const torch::Tensor x = wide.t();  // [10, 24], not contiguous
   REQUIRE_FALSE(x.is_contiguous());
-  CHECK(torch::allclose(rms_norm(x, w, 1e-6), composite(x, w, 1e-6), 1e-6, 1e-6));
+  const torch::Tensor leaf = x.detach().requires_grad_();  // still the transposed view's strides
+  const torch::Tensor y32 = rms_norm(leaf, w, 1e-6);
+  CHECK(torch::allclose(y32, composite(x, w, 1e-6), 1e-6, 1e-6));
+  y32.sum().backward();
+  const torch::Tensor reference = x.detach().clone().requires_grad_();
+  composite(reference, w, 1e-6).sum().backward();
+  CHECK(torch::allclose(leaf.grad(), reference.grad(), 1e-5, 1e-6));
 
   const torch::Tensor half = torch::randn({4, 24}).to(torch::kBFloat16);
   const torch::Tensor y = rms_norm(half, w, 1e-6);

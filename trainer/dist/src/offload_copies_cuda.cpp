@@ -37,7 +37,10 @@ class CudaCopies final : public OffloadCopies {
     downloaded_[buffer].record(copy_stream_);
   }
 
+  // The waits may come from another thread (OffloadAdamW's delayed update): the guard keeps a
+  // thread that never chose a device from making a context on GPU 0.
   void wait_download(int buffer) override {
+    const c10::cuda::CUDAGuard on_device(device_index_);
     if (downloaded_[buffer].query()) ++landed_before_wait_;
     downloaded_[buffer].synchronize();
   }
@@ -48,7 +51,10 @@ class CudaCopies final : public OffloadCopies {
     uploaded_from_[buffer].record(copy_stream_);
   }
 
-  void wait_upload(int buffer) override { uploaded_from_[buffer].synchronize(); }
+  void wait_upload(int buffer) override {
+    const c10::cuda::CUDAGuard on_device(device_index_);
+    uploaded_from_[buffer].synchronize();
+  }
 
   void end_step() override {
     uploaded_.record(copy_stream_);

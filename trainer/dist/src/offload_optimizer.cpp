@@ -163,7 +163,12 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
     last_gather_wait_seconds_ = 0;
   }
   ++step_;
-  pending_ = std::async(std::launch::async, [this, learning_rate, grad_scale] { update_delayed(learning_rate, grad_scale); });
+  try {
+    pending_ = std::async(std::launch::async, [this, learning_rate, grad_scale] { update_delayed(learning_rate, grad_scale); });
+  } catch (...) {
+    --step_;  // no thread, no update
+    throw;
+  }
 }
 
 void OffloadAdamW::update_delayed(double learning_rate, double grad_scale) {

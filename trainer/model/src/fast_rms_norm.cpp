@@ -42,8 +42,13 @@ float dot(const float* a, const float* b, std::int64_t n) {
   return sum;
 }
 
-// Rows per parallel task: about 32K elements each.
-std::int64_t grain(std::int64_t width) { return std::max<std::int64_t>(1, 32768 / std::max<std::int64_t>(1, width)); }
+// Rows per parallel task: about 32K elements each, and at most 64 tasks, so backward's per-task
+// weight gradients stay small. It depends on the shape alone, never on the thread count, so the
+// results do not either.
+std::int64_t rows_per_task(std::int64_t rows, std::int64_t width) {
+  constexpr std::int64_t kMaxTasks = 64;
+  return std::max({std::int64_t{1}, 32768 / std::max<std::int64_t>(1, width), (rows + kMaxTasks - 1) / kMaxTasks});
+}
 
 struct FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
@@ -57,7 +62,7 @@ struct FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
     const float* scale = w.data_ptr<float>();
     float* y = out.data_ptr<float>();
     float* r = inverse_rms.data_ptr<float>();
-    at::parallel_for(0, rows, grain(width), [&](std::int64_t begin, std::int64_t end) {
+    at::parallel_for(0, rows, rows_per_task(rows, width), [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t row = begin; row < end; ++row) {
         const float* xr = in + row * width;
         float* yr = y + row * width;
@@ -86,7 +91,7 @@ struct FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
     const float* g = gy.data_ptr<float>();
     float* dx = gx.data_ptr<float>();
     // Each task sums its rows' weight gradient into its own row of `partial`.
-    const std::int64_t step = grain(width), tasks = (rows + step - 1) / step;
+    const std::int64_t step = rows_per_task(rows, width), tasks = (rows + step - 1) / step;
     at::Tensor partial = at::zeros({std::max<std::int64_t>(tasks, 1), width}, x.options());
     float* pw = partial.data_ptr<float>();
     at::parallel_for(0, tasks, 1, [&](std::int64_t first_task, std::int64_t last_task) {
@@ -118,7 +123,7 @@ struct FusedRmsNorm : public torch::autograd::Function<FusedRmsNorm> {
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   if (x.is_cpu() && x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat && x.dim() >= 1 &&
-      x.size(-1) == weight.numel() && x.numel() > 0) {
+      weight.dim() == 1 && x.size(-1) == weight.numel() && x.numel() > 0) {
     return FusedRmsNorm::apply(x, weight, eps);
   }
   const at::Tensor x32 = x.to(at::kFloat);

@@ -11,6 +11,7 @@
 // Call order per optimizer step, as the loop makes it:
 //   for each micro-batch m of G:  begin_micro_step(m == G-1); forward; (loss * S / G).backward();
 //   norm = finish_gradients(max_grad_norm, 1 / S);  optimizer_step(lr)  (or skip_step())
+// and complete_updates() before an evaluation, a checkpoint and the end of training.
 // where S is fp16's loss scale (1 otherwise). Parameters may be bf16 or fp16 (mixed precision):
 // engines then keep fp32 master weights (master_weights.hpp), accumulate gradients in fp32 and
 // round the updated masters back into the parameters after each step.
