@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -348,6 +349,30 @@ TEST_CASE("save_strategy epoch saves at each epoch's end, save_strategy no saves
   CHECK(checkpoints("never").empty());
   CHECK(fs::exists(dir.file("never/model.safetensors")));
   CHECK(trainer_test::metric_series(dir.file("never/metrics.jsonl"), "loss").size() == 3);
+}
+
+TEST_CASE("profile_steps writes a Chrome trace of the chosen steps with torch's ops", "[train][profile]") {
+  ScratchDir dir("train-profile");
+  dir.write("corpus.txt", kMemorise);
+  const std::string out = dir.file("out");
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "4",
+                                     "--logging_steps", "1", "--threads", "1", "--profile_steps", "2"});
+  expect_ok(run);
+  CHECK_THAT(run.out, Catch::Contains("profile written to " + out + "/profile/"));
+  const auto trace = llmrdzv::json::parse(read_file(out + "/profile/rank-0.json"));
+  const auto* events = trace.find("traceEvents");
+  REQUIRE(events);
+  std::set<std::string> names;
+  for (const auto& event : events->as_array()) {
+    if (const auto* name = event.find("name"); name && name->is_string()) names.insert(name->as_string());
+  }
+  const auto any = [&](auto&& predicate) { return std::any_of(names.begin(), names.end(), predicate); };
+  // Matrix products (aten::mm, addmm, bmm) forward, and autograd's backward nodes.
+  CHECK(any([](const std::string& n) { return n.starts_with("aten::") && n.find("mm") != std::string::npos; }));
+  CHECK(any([](const std::string& n) { return n.find("Backward") != std::string::npos; }));
+  CHECK(trainer_test::metric_series(out + "/metrics.jsonl", "loss").size() == 4);
 }
 
 TEST_CASE("a run whose stdout pipe has no reader any more still trains to the end and saves", "[train][signals]") {

@@ -50,6 +50,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"overwrite_output_dir", &T::overwrite_output_dir, "allow an output_dir that already holds a run"},
     {"resume_from_checkpoint", &T::resume_from_checkpoint, "checkpoint directory to resume from, or 'latest' for the newest one in output_dir"},
     {"logging_steps", &T::logging_steps, "log loss, learning rate and speed every this many steps"},
+    {"profile_steps", &T::profile_steps, "record this many training steps (from the second on) with torch's profiler: CPU ops, and on a GPU its kernels and copies, as one Chrome trace per rank in <output_dir>/profile/rank-<k>.json (chrome://tracing or ui.perfetto.dev); 0 = off"},
     {"report_to", &T::report_to, "where rank 0 also writes the logged metrics: tensorboard (event files in --logging_dir; 'all' means the same) | none; metrics.jsonl in output_dir is always written"},
     {"logging_dir", &T::logging_dir, "TensorBoard log directory; empty = <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname> as transformers names it, and a resumed run continues the directory of the run it resumes"},
     {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
@@ -268,6 +269,7 @@ void validate(const TrainOptions& o) {
   require(o.max_eval_samples == -1 || o.max_eval_samples >= 1, "--max_eval_samples must be -1 or at least 1");
   require(o.seed >= 0, "--seed must not be negative");
   require(o.logging_steps >= 1, "--logging_steps must be at least 1");
+  require(o.profile_steps >= 0, "--profile_steps must not be negative (0 = off)");
   require(o.report_to == "tensorboard" || o.report_to == "all" || o.report_to == "none",
           "--report_to must be tensorboard, all (= tensorboard) or none, got '" + o.report_to +
               "' (this trainer writes TensorBoard event files and metrics.jsonl; other integrations are not built in)");

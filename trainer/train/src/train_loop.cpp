@@ -28,6 +28,7 @@
 #include "llmrdzv/train/metrics_log.hpp"
 #include "llmrdzv/train/progress.hpp"
 #include "model_setup.hpp"
+#include "step_profiler.hpp"
 #include "training_data.hpp"
 
 namespace llmrdzv::train {
@@ -266,8 +267,16 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     state.train_loss_sum += sum;
     unread_losses = at::Tensor();
   };
+  StepProfiler profiler(o.profile_steps, first_step,
+                        fs::path(o.output_dir) / "profile" / ("rank-" + std::to_string(c.engine.rank()) + ".json"),
+                        c.engine.device().is_cuda());
+  const auto profile_written = [&] {
+    c.reporter.message("profile written to " + profiler.trace().parent_path().string() +
+                       "/ (a Chrome trace per rank: chrome://tracing or https://ui.perfetto.dev)");
+  };
   c.model->train();
   for (std::int64_t step = first_step; step < total_steps;) {
+    profiler.before_step(step);
     const std::vector<at::Tensor> micro_batches = batches->next_step();
     const double micro_steps = static_cast<double>(micro_batches.size());
     for (std::size_t m = 0; m < micro_batches.size(); ++m) {
@@ -300,6 +309,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
       state.loss_scale = scaler->scale();
       state.loss_scale_good_steps = scaler->good_steps();
     }
+    if (profiler.after_step(step)) profile_written();
     state.global_step = ++step;
     ++interval_steps;
 
@@ -348,6 +358,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     }
     if (saving_step) save(c, state, *batches);
   }
+  if (profiler.finish()) profile_written();
   c.engine.complete_updates();  // what follows (saving, evaluation, export) sees every step
   summary.train_runtime = seconds_since(start);
   summary.train_comm_wait_seconds = c.engine.comm_wait_seconds() - comm_start;

@@ -80,6 +80,7 @@ struct TrainOptions {
   bool overwrite_output_dir = false;
   std::string resume_from_checkpoint;  // a checkpoint directory, or "latest" in output_dir
   std::int64_t logging_steps = 50;
+  std::int64_t profile_steps = 0;  // > 0: a Chrome trace of this many steps (after the first) per rank
   std::string report_to = "tensorboard";  // tensorboard (also "all") | none: TensorBoard event files from rank 0
   std::string logging_dir;  // TensorBoard's directory; empty = <output_dir>/runs/<date>_<host>, a resumed run's own
   std::int64_t eval_steps = 0;  // 0 = evaluate only at the end
