@@ -132,4 +132,15 @@ TEST_CASE("a model's loss() is forward()'s loss, with the same gradients", "[mod
     INFO("parameter " << k);
     CHECK(at::allclose(fused_grads[k], plain_grads[k], 1e-5, 1e-7));
   }
+  // Two passes accumulate; the tied table's gradient (the head's, with the lookup's rows added in
+  // place) stays dense.
+  for (auto& p : m->parameters()) p.mutable_grad().reset();
+  m->loss(ids, ids).backward();
+  m->loss(ids, ids).backward();
+  const std::vector<at::Tensor> parameters = m->parameters();
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    INFO("parameter " << k);
+    CHECK_FALSE(parameters[k].grad().is_sparse());
+    CHECK(at::allclose(parameters[k].grad(), fused_grads[k] * 2, 1e-5, 1e-7));
+  }
 }

@@ -42,10 +42,17 @@ void CausalLmImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t 
   }
 }
 
+bool CausalLmImpl::lookup_gradient_rows_only(const torch::Tensor& weight) const {
+  return config_.tie_word_embeddings() && weight.is_cpu() && weight.scalar_type() == at::kFloat && weight.requires_grad() &&
+         at::GradMode::is_enabled();
+}
+
 torch::Tensor CausalLmImpl::embed_tokens(const torch::nn::Embedding& table, const torch::Tensor& input_ids) const {
   const torch::Tensor& weight = table->weight;
-  const bool sparse_gradient = config_.tie_word_embeddings() && weight.is_cpu() && weight.scalar_type() == at::kFloat &&
-                               weight.requires_grad() && at::GradMode::is_enabled();
+  const bool sparse_gradient = lookup_gradient_rows_only(weight);
+  if (sparse_gradient && tied_box_.defined()) {
+    return detail::tied_embedding(weight, input_ids, table->options.padding_idx().value_or(-1), tied_box_);
+  }
   return at::embedding(weight, input_ids, table->options.padding_idx().value_or(-1), /*scale_grad_by_freq=*/false,
                        sparse_gradient);
 }
@@ -76,9 +83,19 @@ torch::Tensor CausalLmImpl::loss(const torch::Tensor& input_ids, const torch::Te
   if (!labels.defined() || labels.sizes() != input_ids.sizes()) {
     throw std::invalid_argument("labels must have input_ids' shape");
   }
-  const torch::Tensor hidden = finish(run_blocks(embed(input_ids, 0)));
+  // A tied head hands its weight gradient to the lookup through this box (embed_tokens).
+  tied_box_ = lookup_gradient_rows_only(head_weight()) ? detail::make_tied_box() : torch::Tensor();
+  const torch::Tensor box = tied_box_;
+  torch::Tensor hidden;
+  try {
+    hidden = finish(run_blocks(embed(input_ids, 0)));
+  } catch (...) {
+    tied_box_ = torch::Tensor();
+    throw;
+  }
+  tied_box_ = torch::Tensor();
   return detail::linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), head_weight(),
-                                      shifted_labels(labels).to(hidden.device()));
+                                      shifted_labels(labels).to(hidden.device()), std::int64_t{1} << 26, box);
 }
 
 KvCache CausalLmImpl::new_cache(std::int64_t batch, std::int64_t positions) const {

@@ -3,6 +3,9 @@
 #include "linear_cross_entropy.hpp"
 
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/embedding_backward.h>
+#include <ATen/ops/index_add.h>
 #include <ATen/ops/logsumexp.h>
 #include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
@@ -70,13 +73,14 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
-                            const at::Tensor& targets, std::int64_t chunk_elements) {
+                            const at::Tensor& targets, std::int64_t chunk_elements, const at::Tensor& tied_box, bool tied) {
     Result r = compute(hidden, weight, targets, chunk_elements, /*gradients=*/true);
     ctx->saved_data["grad_hidden"] = r.grad_hidden;
     ctx->saved_data["grad_weight"] = r.grad_weight;
     ctx->saved_data["gradient_scale"] = r.gradient_scale;
     ctx->saved_data["hidden_type"] = hidden.scalar_type();
     ctx->saved_data["weight_type"] = weight.scalar_type();
+    if (tied) ctx->saved_data["tied_box"] = tied_box;
     return r.loss;
   }
 
@@ -89,22 +93,71 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     const auto scaled = [&](const char* name, at::ScalarType type) {
       return (ctx->saved_data[name].toTensor().to(at::kFloat) * scale).to(type);
     };
-    return {scaled("grad_hidden", ctx->saved_data["hidden_type"].toScalarType()),
-            scaled("grad_weight", ctx->saved_data["weight_type"].toScalarType()), at::Tensor(), at::Tensor()};
+    at::Tensor grad_weight = scaled("grad_weight", ctx->saved_data["weight_type"].toScalarType());
+    if (ctx->saved_data.find("tied_box") != ctx->saved_data.end()) {
+      ctx->saved_data["tied_box"].toTensor().set_(grad_weight);  // the lookup's backward takes it from there
+      grad_weight = at::Tensor();
+    }
+    return {scaled("grad_hidden", ctx->saved_data["hidden_type"].toScalarType()), grad_weight, at::Tensor(),
+            at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class TiedEmbedding : public torch::autograd::Function<TiedEmbedding> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& weight, const at::Tensor& ids,
+                            std::int64_t padding_idx, at::Tensor tied_box) {
+    ctx->save_for_backward({ids});
+    ctx->saved_data["padding_idx"] = padding_idx;
+    ctx->saved_data["vocab"] = weight.size(0);
+    ctx->saved_data["tied_box"] = tied_box;
+    return at::embedding(weight, ids, padding_idx);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const at::Tensor ids = ctx->get_saved_variables()[0];
+    const std::int64_t padding_idx = ctx->saved_data["padding_idx"].toInt();
+    const at::Tensor box = ctx->saved_data["tied_box"].toTensor();
+    if (box.numel() == 0) {  // no head gradient came: at::embedding's sparse one
+      return {at::embedding_backward(grad_outputs[0], ids, ctx->saved_data["vocab"].toInt(), padding_idx,
+                                     /*scale_grad_by_freq=*/false, /*sparse=*/true),
+              at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+    const at::Tensor rows = grad_outputs[0].reshape({-1, box.size(1)});
+    const at::Tensor flat_ids = ids.reshape({-1});
+    const at::Tensor kept = flat_ids != padding_idx;
+    at::Tensor sum = box.detach();  // the head's gradient, taken out of the box
+    box.set_();
+    if (padding_idx >= 0) {
+      sum.index_add_(0, flat_ids.masked_select(kept), rows.index({kept}).to(sum.scalar_type()));
+    } else {
+      sum.index_add_(0, flat_ids, rows.to(sum.scalar_type()));
+    }
+    return {sum, at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
-                                   std::int64_t chunk_elements) {
+                                   std::int64_t chunk_elements, const torch::Tensor& tied_box) {
   if (hidden.dim() != 2 || weight.dim() != 2 || hidden.size(1) != weight.size(1) || targets.dim() != 1 ||
       targets.size(0) != hidden.size(0) || targets.scalar_type() != at::kLong) {
     throw std::invalid_argument("linear_cross_entropy: hidden [N, C], weight [V, C] and int64 targets [N] expected");
   }
   const bool gradients = at::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad());
   if (!gradients) return compute(hidden, weight, targets, chunk_elements, false).loss;
-  return LinearCrossEntropy::apply(hidden, weight, targets, chunk_elements);
+  // apply() takes defined tensors only: without a box, an empty stand-in that stays unused.
+  return LinearCrossEntropy::apply(hidden, weight, targets, chunk_elements,
+                                   tied_box.defined() ? tied_box : make_tied_box(), tied_box.defined());
+}
+
+torch::Tensor make_tied_box() { return at::empty({0}); }
+
+torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids, std::int64_t padding_idx,
+                             const torch::Tensor& tied_box) {
+  return TiedEmbedding::apply(weight, ids, padding_idx, tied_box);
 }
 
 }  // namespace llmrdzv::model::detail

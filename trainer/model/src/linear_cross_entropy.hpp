@@ -18,7 +18,26 @@ namespace llmrdzv::model::detail {
 // Mean cross-entropy of hidden [N, C] x weight [V, C]^T against targets [N] (int64, -100 =
 // ignored). Differentiable in hidden and weight. `chunk_elements` bounds a chunk's logits
 // (rows x V); at least one row per chunk.
+//
+// `tied_box` (optional) joins the loss to tied_embedding() of the same forward when the head's
+// weight is the token embedding: backward then hands the head's weight gradient to the lookup
+// through the box instead of to autograd (see tied_embedding).
 torch::Tensor linear_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& weight, const torch::Tensor& targets,
-                                   std::int64_t chunk_elements = std::int64_t{1} << 26);
+                                   std::int64_t chunk_elements = std::int64_t{1} << 26,
+                                   const torch::Tensor& tied_box = {});
+
+// An empty tensor that carries a tied head's weight gradient from linear_cross_entropy's backward
+// to tied_embedding's, which runs later in the same backward pass (the lookup is upstream of
+// everything).
+torch::Tensor make_tied_box();
+
+// The token lookup weight[ids] of a model whose LM head is `weight` too. Its backward adds the
+// batch's rows into the head's dense gradient in place (found in `tied_box`) and returns that sum
+// as the weight's one gradient; autograd would otherwise sum the two out of place, a fresh copy of
+// the whole [vocab, width] table per step (302 ms of a 3.2 s OPT-125m step on 2 cores). Rows of
+// `padding_idx` (-1: none) get no lookup gradient, as at::embedding's. With an empty box the
+// gradient is at::embedding's sparse one.
+torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& ids, std::int64_t padding_idx,
+                             const torch::Tensor& tied_box);
 
 }  // namespace llmrdzv::model::detail

@@ -97,9 +97,9 @@ class CausalLmImpl : public torch::nn::Module {
   // input_ids at positions past.. -> the hidden states entering the first block, [B, T, C].
   virtual torch::Tensor embed(const torch::Tensor& input_ids, std::int64_t past) = 0;
   // The token embedding's lookup, for embed(). Where the head is tied to it (fp32 on the CPU) the
-  // lookup's own gradient is sparse, the batch's rows only, and autograd adds it in place into the
-  // head's dense gradient of the same weight: a dense one is a zeroed [vocab, width] table and a
-  // full add over it (109 ms of a 3.7 s OPT-125m step here). The weight's .grad stays dense.
+  // lookup's gradient is the batch's rows only, never a zeroed dense [vocab, width] table: inside
+  // loss() they are added in place into the fused head's dense gradient (tied_embedding in
+  // linear_cross_entropy.hpp), elsewhere they form a sparse gradient. The weight's .grad stays dense.
   torch::Tensor embed_tokens(const torch::nn::Embedding& table, const torch::Tensor& input_ids) const;
   virtual const torch::nn::ModuleList& blocks() const = 0;  // of DecoderBlockImpl
   // The last block's output -> the LM head's input (final norm, projection).
@@ -115,9 +115,13 @@ class CausalLmImpl : public torch::nn::Module {
   // 2-D int64 ids within the vocabulary, positions past.. within max_positions.
   void check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const;
   torch::Tensor run_blocks(torch::Tensor hidden);
+  // Whether the lookup of a tied `weight` gives a gradient of the batch's rows (see embed_tokens).
+  bool lookup_gradient_rows_only(const torch::Tensor& weight) const;
 
   ModelConfig config_;
   bool checkpointing_ = false;
+  // Set by loss() while it runs its forward on a tied head: what joins the fused loss to the lookup.
+  torch::Tensor tied_box_;
 };
 
 // A model of any family, shared like the modules it holds.
