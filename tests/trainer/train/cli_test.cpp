@@ -152,6 +152,7 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_gradient_sync", "scatter"})),
                     "--offload_gradient_sync must be auto, reduce or all_reduce, got 'scatter'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be at least 1");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--profile_steps", "-1"})), "--profile_steps must not be negative (0 = off)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "best"})), "--save_strategy must be no, steps or epoch, got 'best'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "epoch", "--streaming", "--max_steps", "5"})),
                     "--save_strategy epoch needs epochs of known length; with --streaming use --save_strategy steps");
