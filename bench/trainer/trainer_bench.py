@@ -35,7 +35,10 @@ it (the same measure for every side, the CUDA context included).
 
 The machine may be shared, so the sides alternate in --rounds segments (ours, HF, ours, HF, ...),
 each a fresh process running --warmup untimed then --steps timed steps; a side's figure is the
-median over all its timed steps, and the load average is recorded around every segment.
+median over all its timed steps, and the load average is recorded around every segment. On a
+virtual machine the hypervisor may also run other guests on this one's cores: the "steal" column
+is the share of each side's CPU time that was taken that way during its segments (/proc/stat), so
+a ratio skewed by it shows as such.
 """
 import argparse
 import json
@@ -87,6 +90,39 @@ MAX_GRAD_NORM = 1.0
 
 def loadavg():
     return round(os.getloadavg()[0], 2)
+
+
+class CpuSteal:
+    """Accumulates, over the `with` blocks it is used in, the CPU time the hypervisor gave to other
+    guests ("steal" in /proc/stat) and the CPU time that passed; `share` is their ratio (0 on bare
+    metal, or where /proc/stat has no steal field)."""
+
+    def __init__(self):
+        self.stolen = self.total = 0
+
+    @staticmethod
+    def _read():
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return 0, 0
+        # user nice system idle iowait irq softirq steal [guest guest_nice: already inside user/nice]
+        return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+    def __enter__(self):
+        self.start = self._read()
+        return self
+
+    def __exit__(self, *exc):
+        stolen, total = self._read()
+        self.stolen += stolen - self.start[0]
+        self.total += total - self.start[1]
+        return False
+
+    @property
+    def share(self):
+        return self.stolen / self.total if self.total else 0.0
 
 
 def safetensors_numel(path):
@@ -326,10 +362,11 @@ def main():
             os.makedirs(workdir)
             rates = {side: [] for side in ["ours"] + modes}
             memory = {side: 0.0 for side in rates}
+            steal = {side: CpuSteal() for side in rates}
             loads = [loadavg()]
             for _ in range(args.rounds):
                 for side in rates:
-                    with GpuMemoryPeak(args.device) as peak:
+                    with GpuMemoryPeak(args.device) as peak, steal[side]:
                         if side == "ours":
                             got, our_config, our_params = ours(args.trainer, shape, total, args.threads, workdir,
                                                                args.activation, our_extra)
@@ -348,6 +385,7 @@ def main():
                      "load_min": min(loads), "load_max": max(loads)}
             for side in rates:
                 entry[f"{side}_tokens_per_s"] = round(tokens[side], 1)
+                entry[f"{side}_steal"] = round(steal[side].share, 3)
                 if args.device == "cuda":
                     entry[f"{side}_mfu"] = round(6 * hf_params * tokens[side] / (args.peak_tflops * 1e12), 4)
                     entry[f"{side}_peak_gib"] = round(memory[side], 2)
@@ -355,18 +393,18 @@ def main():
             for side in rates:
                 rows.append((name, side, hf_params, shape["block"], shape["batch"], tokens[side],
                              tokens["ours"] / tokens[side], max(rates["ours"]) / max(rates[side]), entry.get(f"{side}_mfu"),
-                             entry.get(f"{side}_peak_gib"), min(loads), max(loads)))
+                             entry.get(f"{side}_peak_gib"), steal[side].share, min(loads), max(loads)))
     print(f"device={args.device} threads={args.threads} warmup={args.warmup} timed_steps={args.steps} "
           f"rounds={args.rounds} activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} "
           f"hf_same_malloc={args.hf_same_malloc} (median tokens/s over all timed steps; best = fastest step of each side)")
     print(f"{'shape':<13} {'side':<11} {'params':>12} {'block':>6} {'batch':>6} {'tok/s':>11} {'ours/side':>9} "
-          f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'load 1m':>11}")
-    for name, side, params, block, batch, t, r, rb, mfu, mem, lo, hi in rows:
+          f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'steal':>6} {'load 1m':>11}")
+    for name, side, params, block, batch, t, r, rb, mfu, mem, stolen, lo, hi in rows:
         side_name = side if side == "ours" else f"hf-{side}"
         mfu_text = f"{mfu * 100:5.1f}%" if mfu is not None else "     -"
         mem_text = f"{mem:8.2f}" if mem is not None else "       -"
         print(f"{name:<13} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
-              f"{mfu_text} {mem_text} {lo:>5.2f}-{hi:<5.2f}")
+              f"{mfu_text} {mem_text} {stolen * 100:5.1f}% {lo:>5.2f}-{hi:<5.2f}")
     summary = {"device": args.device, "threads": args.threads, "activation": args.activation or "gelu_new",
                "hf_optim": args.hf_optim, "hf_same_malloc": args.hf_same_malloc, "hf_modes": modes,
                "target_ratio": 1.2 if args.device == "cpu" else None, **results,
@@ -387,10 +425,11 @@ def compare_trainer_args(args):
             os.makedirs(workdir)
             rates = {"a": [], "b": []}
             memory = {"a": 0.0, "b": 0.0}
+            steal = {"a": CpuSteal(), "b": CpuSteal()}
             loads = [loadavg()]
             for _ in range(args.rounds):
                 for side, extra in (("a", base), ("b", other)):
-                    with GpuMemoryPeak(args.device) as peak:
+                    with GpuMemoryPeak(args.device) as peak, steal[side]:
                         rates[side] += runtime_per_step(args.trainer, shape, args.warmup + args.steps, args.threads,
                                                         workdir, args.activation, extra)
                     memory[side] = max(memory[side], peak.peak or 0.0)
@@ -398,12 +437,14 @@ def compare_trainer_args(args):
             a, b = statistics.median(rates["a"]), statistics.median(rates["b"])
             results[name] = {"a_tokens_per_s": round(a, 1), "b_tokens_per_s": round(b, 1), "b_over_a": round(b / a, 4),
                              "a_runs": [round(r, 1) for r in rates["a"]], "b_runs": [round(r, 1) for r in rates["b"]],
+                             "a_steal": round(steal["a"].share, 3), "b_steal": round(steal["b"].share, 3),
                              "load_min": min(loads), "load_max": max(loads)}
             if args.device == "cuda":
                 results[name].update(a_peak_gib=round(memory["a"], 2), b_peak_gib=round(memory["b"], 2))
             print(f"{name}: A ({' '.join(base) or 'defaults'}) {a:.1f} tok/s, B (+ {args.compare_trainer_args}) "
                   f"{b:.1f} tok/s, B/A {b / a:.4f} (median of {args.rounds} runs each, train_runtime over "
-                  f"{args.warmup + args.steps} steps; load {min(loads)}-{max(loads)})"
+                  f"{args.warmup + args.steps} steps; load {min(loads)}-{max(loads)}; CPU time stolen by the "
+                  f"hypervisor A {steal['a'].share:.1%}, B {steal['b'].share:.1%})"
                   + (f"; peak GPU memory A {memory['a']:.2f} GiB, B {memory['b']:.2f} GiB" if args.device == "cuda" else ""))
     print(json.dumps({"a": args.trainer_args, "b_adds": args.compare_trainer_args, **results}))
     return 0

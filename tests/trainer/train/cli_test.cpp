@@ -182,38 +182,21 @@ TEST_CASE("bad config files are usage errors naming file, line and key", "[cli][
     CHECK_THROWS_WITH(parse({"--config", yaml.path}),
                       Contains(yaml.path + ":2: unknown key 'learning_rte'") && Contains("did you mean --learning_rate?"));
   }
-  {
-    TempYaml yaml("do_train: true\nmax_steps: lots\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}),
-                      yaml.path + ":2: key 'max_steps' expects an integer, got 'lots'");
-  }
-  {
-    TempYaml yaml("do_train: [true]\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("key 'do_train' must be a single value"));
-  }
-  {
-    TempYaml yaml("seed:\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("key 'seed' has no value"));
-  }
-  {
-    TempYaml yaml("- do_train\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("must be a mapping"));
-  }
-  {
-    TempYaml yaml("do_train: true\n  bad: [indent\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("is not valid YAML"));
-  }
-  {
-    TempYaml yaml("config: other.yaml\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("unknown key 'config'"));
-  }
-  {
-    TempYaml yaml("do_train: true\ndo_train: false\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains(":2: key 'do_train' appears twice"));
-  }
-  {
-    TempYaml yaml("do_train: true\n---\ndo_eval: true\n");
-    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains("holds 2 YAML documents"));
+  // Each file's text and what the error names besides the file.
+  const std::pair<const char*, const char*> refused[] = {
+      {"do_train: true\nmax_steps: lots\n", ":2: key 'max_steps' expects an integer, got 'lots'"},
+      {"do_train: [true]\n", "key 'do_train' must be a single value"},
+      {"seed:\n", "key 'seed' has no value"},
+      {"- do_train\n", "must be a mapping"},
+      {"do_train: true\n  bad: [indent\n", "is not valid YAML"},
+      {"config: other.yaml\n", "unknown key 'config'"},
+      {"do_train: true\ndo_train: false\n", ":2: key 'do_train' appears twice"},
+      {"do_train: true\n---\ndo_eval: true\n", "holds 2 YAML documents"},
+  };
+  for (const auto& [text, message] : refused) {
+    INFO(text);
+    TempYaml yaml(text);
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), Contains(yaml.path) && Contains(message));
   }
   CHECK_THROWS_WITH(parse({"--config", "/nonexistent/x.yaml"}), Contains("config file '/nonexistent/x.yaml' cannot be read"));
   // A directory or a FIFO is refused at once (a directory used to abort the trainer, a FIFO to hang it).

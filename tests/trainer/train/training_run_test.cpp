@@ -140,6 +140,18 @@ std::map<std::string, std::vector<std::pair<std::int64_t, std::optional<double>>
   return scalars;
 }
 
+// A few steps of the tiny model on `train_file` into `out`: no validation split, blocks of 16,
+// batches of 2, one thread. `extra` adds flags or overrides these: a later flag wins, as in
+// transformers' argparse.
+RunResult tiny_run(const std::string& train_file, const std::string& out, const std::vector<std::string>& extra,
+                   trainer_test::Stdout stdout_to = trainer_test::Stdout::captured) {
+  std::vector<std::string> args = {"--do_train", "--train_file", train_file, "--output_dir", out,
+                                   "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
+                                   "--block_size", "16", "--per_device_train_batch_size", "2", "--threads", "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_trainer(args, stdout_to);
+}
+
 std::vector<std::string> resume_run_args(const ScratchDir& dir, const std::string& output) {
   return {"--do_train", "--do_eval", "--train_file", dir.file("corpus.txt"), "--validation_file", dir.file("valid.txt"),
           "--output_dir", output, "--cache_dir", dir.file("cache"),
@@ -167,12 +179,10 @@ TEST_CASE("a tiny model overfits a tiny corpus, and generate replays what it mem
   ScratchDir dir("train-run");
   dir.write("corpus.txt", kMemorise);
   const std::string out = dir.file("out");
-  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
-                                     "--validation_split_percentage", "0", "--config_overrides",
-                                     kTinyModel + ",resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "16",
-                                     "--per_device_train_batch_size", "4", "--learning_rate", "1e-2",
-                                     "--lr_scheduler_type", "constant", "--max_steps", "200", "--logging_steps", "20",
-                                     "--threads", "1"});
+  const RunResult run = tiny_run(dir.file("corpus.txt"), out,
+                                 {"--config_overrides", kTinyModel + ",resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
+                                  "--per_device_train_batch_size", "4", "--learning_rate", "1e-2",
+                                  "--lr_scheduler_type", "constant", "--max_steps", "200", "--logging_steps", "20"});
   expect_ok(run);
   CHECK_THAT(run.out, Catch::Contains("step 200/200 | loss"));
   CHECK_THAT(run.out, Catch::Contains("train_loss"));
@@ -205,10 +215,7 @@ TEST_CASE("the final model is saved in shards when asked, and generate loads the
   ScratchDir dir("train-shards");
   dir.write("corpus.txt", kMemorise);
   const std::string out = dir.file("out");
-  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
-                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
-                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "2",
-                                     "--threads", "1", "--save_safetensors_max_shard_size", "20KB"});
+  const RunResult run = tiny_run(dir.file("corpus.txt"), out, {"--max_steps", "2", "--save_safetensors_max_shard_size", "20KB"});
   expect_ok(run);
   CHECK_THAT(run.out, Catch::Contains("tokenizer: the byte-level tokenizer (256 bytes + EOS): no --tokenizer_name for a fresh model"));
   CHECK_FALSE(fs::exists(out + "/model.safetensors"));
@@ -243,13 +250,9 @@ TEST_CASE("a run whose loss goes NaN finishes, saves its checkpoints and reports
   const std::string out = dir.file("out");
   // A learning rate of 1e30 without clipping blows the weights up after the first step.
   const auto diverging = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
-                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
-                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "3",
-                                     "--learning_rate", "1e30", "--max_grad_norm", "0", "--threads", "1",
-                                     "--report_to", "none"};
+    std::vector<std::string> args = {"--max_steps", "3", "--learning_rate", "1e30", "--max_grad_norm", "0", "--report_to", "none"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run_trainer(args);
+    return tiny_run(dir.file("corpus.txt"), out, args);
   };
   expect_ok(diverging({"--save_steps", "2", "--logging_steps", "1"}));  // it used to end with "JSON cannot
                                                                         // represent NaN or infinity" and save nothing
@@ -271,9 +274,7 @@ TEST_CASE("an evaluation run into a training run's directory keeps its train res
   dir.write("corpus.txt", kMemorise);
   dir.write("valid.txt", kMemorise.substr(0, 200));
   const std::string out = dir.file("out");
-  expect_ok(run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
-                         "--validation_split_percentage", "0", "--config_overrides", kTinyModel, "--block_size", "16",
-                         "--per_device_train_batch_size", "2", "--max_steps", "2", "--threads", "1", "--report_to", "none"}));
+  expect_ok(tiny_run(dir.file("corpus.txt"), out, {"--max_steps", "2", "--report_to", "none"}));
   const auto train = llmrdzv::json::parse(read_file(out + "/train_results.json"));
   CHECK(train.find("train_loss"));
   CHECK(train.find("global_step")->as_integer() == 2);
@@ -309,12 +310,9 @@ TEST_CASE("an output directory inside the --train_file folder is not read as tra
   dir.write("data/a.txt", kMemorise);
   const std::string out = dir.file("data/out");
   const auto run = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--do_train", "--train_file", dir.file("data"), "--output_dir", out,
-                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
-                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--save_steps", "1", "--logging_steps", "1",
-                                     "--threads", "1"};
+    std::vector<std::string> args = {"--save_steps", "1", "--logging_steps", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run_trainer(args);
+    return tiny_run(dir.file("data"), out, args);
   };
   expect_ok(run({"--max_steps", "2"}));
   // The resumed run finds metrics.jsonl, checkpoints, event files and the token cache in the
@@ -329,12 +327,9 @@ TEST_CASE("save_strategy epoch saves at each epoch's end, save_strategy no saves
   ScratchDir dir("train-save-strategy");
   dir.write("corpus.txt", kMemorise);  // four blocks: two steps of 2 an epoch
   const auto run = [&](const std::string& out, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", dir.file(out),
-                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
-                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--save_steps", "1",
-                                     "--logging_steps", "1", "--threads", "1"};
+    std::vector<std::string> args = {"--save_steps", "1", "--logging_steps", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return run_trainer(args);
+    return tiny_run(dir.file("corpus.txt"), dir.file(out), args);
   };
   const auto checkpoints = [&](const std::string& out) {
     std::set<std::string> names;
@@ -355,10 +350,7 @@ TEST_CASE("profile_steps writes a Chrome trace of the chosen steps with torch's 
   ScratchDir dir("train-profile");
   dir.write("corpus.txt", kMemorise);
   const std::string out = dir.file("out");
-  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
-                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
-                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "4",
-                                     "--logging_steps", "1", "--threads", "1", "--profile_steps", "2"});
+  const RunResult run = tiny_run(dir.file("corpus.txt"), out, {"--max_steps", "4", "--logging_steps", "1", "--profile_steps", "2"});
   expect_ok(run);
   CHECK_THAT(run.out, Catch::Contains("profile written to " + out + "/profile/"));
   const auto trace = llmrdzv::json::parse(read_file(out + "/profile/rank-0.json"));
@@ -379,11 +371,8 @@ TEST_CASE("a run whose stdout pipe has no reader any more still trains to the en
   ScratchDir dir("train-sigpipe");
   dir.write("corpus.txt", kMemorise);
   const std::string out = dir.file("out");
-  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
-                                     "--validation_split_percentage", "0", "--config_overrides", kTinyModel,
-                                     "--block_size", "16", "--per_device_train_batch_size", "2", "--max_steps", "3",
-                                     "--logging_steps", "1", "--threads", "1"},
-                                    trainer_test::Stdout::closed_pipe);
+  const RunResult run = tiny_run(dir.file("corpus.txt"), out, {"--max_steps", "3", "--logging_steps", "1"},
+                                 trainer_test::Stdout::closed_pipe);
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(fs::exists(out + "/model.safetensors"));
@@ -582,13 +571,9 @@ TEST_CASE("a run killed at any moment resumes from its latest checkpoint with th
 TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors]") {
   ScratchDir dir("train-run");
   dir.write("corpus.txt", word_salad());
-  const std::vector<std::string> base = {"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir",
-                                         dir.file("out"), "--config_overrides", kTinyModel, "--block_size", "16",
-                                         "--max_steps", "2", "--threads", "1"};
   const auto with = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = base;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return run_trainer(args);
+    extra.insert(extra.begin(), {"--max_steps", "2"});
+    return tiny_run(dir.file("corpus.txt"), dir.file("out"), extra);
   };
 
   const RunResult typo = with({"--lerning_rate", "1e-3"});
@@ -660,9 +645,7 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   // A folder with a binary file: the text trains, and the user is told what was left out.
   dir.write("folder/notes.txt", word_salad());
   dir.write("folder/blob.bin", std::string("\x7f" "ELF\0\0\0", 7) + word_salad());
-  const RunResult folder = run_trainer({"--do_train", "--train_file", dir.file("folder"), "--output_dir",
-                                        dir.file("folder-out"), "--config_overrides", kTinyModel, "--block_size", "16",
-                                        "--max_steps", "1", "--threads", "1"});
+  const RunResult folder = tiny_run(dir.file("folder"), dir.file("folder-out"), {"--max_steps", "1"});
   expect_ok(folder);
   CHECK_THAT(folder.err, Catch::Contains("skipped 1 binary file(s)") && Catch::Contains(dir.file("folder/blob.bin")));
 
