@@ -281,6 +281,7 @@ TEST_CASE("elastic: offload optimizer shards of 3 ranks are resharded for the 2 
 
 TEST_CASE("elastic: with LLM_RDZV_MAX_RESTARTS=0 the survivors stop with exit code 3") {
   Setup setup;
+  setup.save_steps = 0;  // a checkpoint only at the end: rank 0 warns that a restart would start over
   ElasticRun run(setup, {{"LLM_RDZV_MAX_RESTARTS", "0"}});
   run.kill_after(setup.dir.path() / "out" / "metrics.jsonl", 2, {2});
   const std::vector<int> codes = run.wait_all();
@@ -291,6 +292,10 @@ TEST_CASE("elastic: with LLM_RDZV_MAX_RESTARTS=0 the survivors stop with exit co
                Contains("trainer: error: rank " + std::to_string(r) + " stops: rank 2 failed in round 1") &&
                    Contains("no restarts left (this rank restarted 0 times, LLM_RDZV_MAX_RESTARTS=0)"));
   }
+  const std::string warning = "trainer: warning: the rendezvous is elastic, but --save_steps 0 writes a checkpoint "
+                              "only at the end: a restart after a rank fails will start training over from step 0";
+  CHECK_THAT(run.ranks[0]->stderr_text(), Contains(warning));
+  CHECK_THAT(run.ranks[1]->stderr_text(), !Contains("warning"));  // said once, by rank 0
 }
 
 TEST_CASE("elastic: a survivor below the minimum gives up re-joining with exit code 3") {
@@ -320,6 +325,7 @@ TEST_CASE("elastic: survivors of a failure before the first checkpoint start ove
   INFO(run.all_stderr() << "\nkilled at step " << run.killed_at_step);
   REQUIRE(run.killed_at_step < setup.save_steps);
   CHECK(codes == std::vector<int>{0, 128 + SIGKILL, 0});
+  CHECK_THAT(run.ranks[0]->stderr_text(), !Contains("warning"));  // it does save, at step 25
   for (int r : {0, 2}) {
     CHECK_THAT(run.ranks[r]->stderr_text(),
                Contains("trainer: rank " + std::to_string(r) +

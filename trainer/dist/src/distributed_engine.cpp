@@ -445,6 +445,11 @@ bool rendezvous_env_present() {
   return endpoint != nullptr && *endpoint != '\0';
 }
 
+bool rendezvous_env_elastic() {
+  const client::Options options = client::Options::from_env();
+  return options.min_world < options.max_world;
+}
+
 namespace {
 
 std::unique_ptr<engine::TrainingEngine> join_and_build(const engine::EngineOptions& options,

@@ -33,6 +33,19 @@ using llmrdzv::engine::TrainingEngine;
 using llmrdzv::train::TrainOptions;
 
 #if LLMRDZV_TRAINER_DISTRIBUTED
+// An elastic step's survivors restart from the newest checkpoint: a run that writes none before
+// its end starts over from step 0 after every failure, which the user should know at the start.
+void warn_if_elastic_without_checkpoints(const TrainOptions& options, const TrainingEngine& engine) {
+  using llmrdzv::train::SaveStrategy;
+  const bool none_before_end = options.save_strategy == SaveStrategy::no ||
+                               (options.save_strategy == SaveStrategy::steps && options.save_steps == 0);
+  if (!none_before_end || !engine.is_main() || !llmrdzv::dist::rendezvous_env_elastic()) return;
+  std::cerr << "trainer: warning: the rendezvous is elastic, but "
+            << (options.save_strategy == SaveStrategy::no ? "--save_strategy no writes no checkpoint"
+                                                          : "--save_steps 0 writes a checkpoint only at the end")
+            << ": a restart after a rank fails will start training over from step 0\n";
+}
+
 // Which checkpoint the ranks resume from, decided by rank 0 for all of them (ranks looking at the
 // directory a moment apart could otherwise disagree, e.g. around a save that just finished):
 // with "--resume_from_checkpoint latest", and always in a rank restarted after a peer failed
@@ -72,6 +85,7 @@ void train(TrainOptions options, const std::vector<std::string>& argv) {
       return latest->filename().string();
     };
     const auto engine = llmrdzv::dist::make_distributed_engine(engine_options, std::move(restart));
+    warn_if_elastic_without_checkpoints(options, *engine);
     agree_on_checkpoint(options, *engine, restarted);
     llmrdzv::train::run_training(options, *engine);
     return;

@@ -30,6 +30,10 @@ inline constexpr int kPeerFailedExitCode = 3;
 // True when the env contract names a rendezvous (RDZV_ENDPOINT is set).
 bool rendezvous_env_present();
 
+// True when that rendezvous is elastic (LLM_RDZV_MIN_WORLD < LLM_RDZV_MAX_WORLD): the survivors of
+// a failed rank restart from the newest checkpoint, or from step 0 without one.
+bool rendezvous_env_elastic();
+
 // In-process elastic restart. When the rendezvous is elastic (LLM_RDZV_MIN_WORLD <
 // LLM_RDZV_MAX_WORLD) and another rank fails, rdzvd closes the round and this rank cannot go on:
 // its process group has a dead peer, and Gloo cannot abort a collective. So the failure watch
