@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,7 +11,8 @@
 
 namespace trainer_test {
 
-TrainerProcess::TrainerProcess(const std::vector<std::string>& args, Stdout stdout_to) {
+TrainerProcess::TrainerProcess(const std::vector<std::string>& args, Stdout stdout_to,
+                               std::uint64_t address_space_limit) {
   // Made here, not only in the child, so that stdout_text() can read them from the start.
   const std::string out_path = capture_.write("stdout", "");
   const std::string err_path = capture_.write("stderr", "");
@@ -33,6 +35,10 @@ TrainerProcess::TrainerProcess(const std::vector<std::string>& args, Stdout stdo
     const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     dup2(out, STDOUT_FILENO);
     dup2(err, STDERR_FILENO);
+    if (address_space_limit > 0) {
+      const rlimit limit{address_space_limit, address_space_limit};
+      if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(126);
+    }
     execv(argv[0], argv.data());
     _exit(127);
   }

@@ -2,6 +2,7 @@
 // its exit code, stdout and stderr, for the end-to-end training tests.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,12 @@ enum class Stdout { captured, closed_pipe };
 RunResult run_trainer(const std::vector<std::string>& args, Stdout stdout_to = Stdout::captured);
 
 // A trainer running in the background, its output captured in files; killed (SIGKILL) and reaped
-// when the object goes.
+// when the object goes. `address_space_limit` > 0 caps the child's virtual memory (RLIMIT_AS, in
+// bytes), so that a test can make allocations fail.
 class TrainerProcess {
  public:
-  explicit TrainerProcess(const std::vector<std::string>& args, Stdout stdout_to = Stdout::captured);
+  explicit TrainerProcess(const std::vector<std::string>& args, Stdout stdout_to = Stdout::captured,
+                          std::uint64_t address_space_limit = 0);
   ~TrainerProcess();
   TrainerProcess(const TrainerProcess&) = delete;
   TrainerProcess& operator=(const TrainerProcess&) = delete;

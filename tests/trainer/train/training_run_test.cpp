@@ -379,6 +379,31 @@ TEST_CASE("a run whose stdout pipe has no reader any more still trains to the en
   CHECK(records(out + "/metrics.jsonl").size() == 3);
 }
 
+// A batch too big for host memory: torch's CPU allocator fails (here under a 6 GiB cap on the
+// address space, of which the trainer's libraries and model take about 3) and the run ends with
+// the trainer's message and advice instead of torch's "[enforce fail at alloc_cpu.cpp]" line.
+TEST_CASE("a batch too big for host memory ends with one message saying what to change", "[train][errors]") {
+  ScratchDir dir("train-host-oom");
+  std::string corpus;
+  while (corpus.size() < 70000) corpus += word_salad();  // 64 blocks of 1024 tokens
+  dir.write("corpus.txt", corpus);
+  // Two layers of width 1024 at 64 x 1024 tokens keep about 9 GB of activations for the backward.
+  trainer_test::TrainerProcess process({"--do_train", "--train_file", dir.file("corpus.txt"),
+                                        "--validation_split_percentage", "0", "--output_dir", dir.file("out"),
+                                        "--config_overrides", "n_layer=2,n_head=8,n_embd=1024,n_positions=1024",
+                                        "--block_size", "1024", "--per_device_train_batch_size", "64",
+                                        "--max_steps", "1", "--threads", "1", "--use_cpu"},
+                                       trainer_test::Stdout::captured, std::uint64_t{6} << 30);
+  const int exit_code = process.wait();
+  const std::string err = process.stderr_text();
+  INFO("stderr:\n" << err);
+  CHECK(exit_code == 1);
+  CHECK_THAT(err, Catch::Contains("trainer: error: host memory ran out") &&
+                      Catch::Contains("use a smaller --per_device_train_batch_size") &&
+                      Catch::Contains("or --gradient_checkpointing\n"));
+  CHECK_THAT(err, !Catch::Contains("offload") && !Catch::Contains("alloc_cpu") && !Catch::Contains("enforce fail"));
+}
+
 TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[train][resume]") {
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;

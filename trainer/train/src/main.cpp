@@ -6,11 +6,14 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <c10/util/Exception.h>
@@ -96,6 +99,41 @@ void train(TrainOptions options, const std::vector<std::string>& argv) {
   llmrdzv::train::run_training(options, *engine);
 }
 
+// What to change when a step does not fit in memory; moving the optimizer to the host helps only
+// a GPU.
+std::string memory_advice(bool gpu) {
+  return std::string("  use a smaller --per_device_train_batch_size (with more --gradient_accumulation_steps to keep the "
+                     "batch) or --block_size, ") +
+         (gpu ? "--gradient_checkpointing, or --offload optimizer\n" : "or --gradient_checkpointing\n");
+}
+
+// The size torch's CPU allocator could not get, read from its message ("DefaultCPUAllocator: can't
+// allocate memory: you tried to allocate N bytes. ..." or "... not enough memory: ..."); nullopt
+// for every other error.
+std::optional<double> failed_host_allocation_bytes(const c10::Error& e) {
+  const std::string& message = e.msg();
+  if (message.find("DefaultCPUAllocator: can't allocate memory") == std::string::npos &&
+      message.find("DefaultCPUAllocator: not enough memory") == std::string::npos) {
+    return std::nullopt;
+  }
+  constexpr std::string_view kTried = "you tried to allocate ";
+  const auto at = message.find(kTried);
+  if (at == std::string::npos) return 0.0;
+  return std::strtod(message.c_str() + at + kTried.size(), nullptr);
+}
+
+int host_memory_error(std::optional<double> bytes) {
+  std::fflush(stdout);
+  std::cerr << "\ntrainer: error: host memory ran out";
+  if (bytes && *bytes > 0) {
+    char size[64];
+    std::snprintf(size, sizeof size, "%.2f GiB", *bytes / (1024.0 * 1024.0 * 1024.0));
+    std::cerr << " (an allocation of " << size << " failed)";
+  }
+  std::cerr << '\n' << memory_advice(/*gpu=*/false);
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,10 +177,10 @@ int main(int argc, char** argv) {
     // torch's message goes on about its allocator; what it ran out of is in the first sentences.
     std::string what = e.what_without_backtrace();
     what = what.substr(0, std::min(what.find(". Including"), what.find('\n')));
-    std::cerr << "\ntrainer: error: the GPU ran out of memory (" << what
-              << ")\n  use a smaller --per_device_train_batch_size (with more --gradient_accumulation_steps to keep the "
-                 "batch) or --block_size, --gradient_checkpointing, or --offload optimizer\n";
+    std::cerr << "\ntrainer: error: the GPU ran out of memory (" << what << ")\n" << memory_advice(/*gpu=*/true);
     return 1;
+  } catch (const std::bad_alloc&) {
+    return host_memory_error(std::nullopt);
   } catch (const std::exception& e) {
 #if LLMRDZV_TRAINER_DISTRIBUTED
     llmrdzv::dist::yield_to_failure_watch();  // a peer failed: the watch reports it (exit 3 or restart)
@@ -150,6 +188,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     // torch's errors carry a C++ backtrace in what(): the one line without it says the problem.
     const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+    if (torch_error) {
+      if (const auto bytes = failed_host_allocation_bytes(*torch_error)) return host_memory_error(bytes);
+    }
     std::cerr << "\ntrainer: error: " << (torch_error ? torch_error->what_without_backtrace() : e.what()) << '\n';
     return 1;
   }
