@@ -37,8 +37,9 @@ The machine may be shared, so the sides alternate in --rounds segments (ours, HF
 each a fresh process running --warmup untimed then --steps timed steps; a side's figure is the
 median over all its timed steps, and the load average is recorded around every segment. On a
 virtual machine the hypervisor may also run other guests on this one's cores: the "steal" column
-is the share of each side's CPU time that was taken that way during its segments (/proc/stat), so
-a ratio skewed by it shows as such.
+is the share of the machine's CPU time (all cores, idle included) taken that way during each
+side's segments (/proc/stat), so a ratio skewed by it shows as such; on a host with more cores
+than --threads it understates what the measured threads lost.
 """
 import argparse
 import json

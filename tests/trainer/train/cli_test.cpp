@@ -182,9 +182,12 @@ TEST_CASE("bad config files are usage errors naming file, line and key", "[cli][
     CHECK_THROWS_WITH(parse({"--config", yaml.path}),
                       Contains(yaml.path + ":2: unknown key 'learning_rte'") && Contains("did you mean --learning_rate?"));
   }
+  {
+    TempYaml yaml("do_train: true\nmax_steps: lots\n");
+    CHECK_THROWS_WITH(parse({"--config", yaml.path}), yaml.path + ":2: key 'max_steps' expects an integer, got 'lots'");
+  }
   // Each file's text and what the error names besides the file.
   const std::pair<const char*, const char*> refused[] = {
-      {"do_train: true\nmax_steps: lots\n", ":2: key 'max_steps' expects an integer, got 'lots'"},
       {"do_train: [true]\n", "key 'do_train' must be a single value"},
       {"seed:\n", "key 'seed' has no value"},
       {"- do_train\n", "must be a mapping"},

@@ -596,9 +596,14 @@ TEST_CASE("a run killed at any moment resumes from its latest checkpoint with th
 TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors]") {
   ScratchDir dir("train-run");
   dir.write("corpus.txt", word_salad());
+  // The defaults (a 5% validation split, batches of 8), unlike tiny_run's.
+  const std::vector<std::string> base = {"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir",
+                                         dir.file("out"), "--config_overrides", kTinyModel, "--block_size", "16",
+                                         "--max_steps", "2", "--threads", "1"};
   const auto with = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), {"--max_steps", "2"});
-    return tiny_run(dir.file("corpus.txt"), dir.file("out"), extra);
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_trainer(args);
   };
 
   const RunResult typo = with({"--lerning_rate", "1e-3"});
@@ -670,7 +675,9 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   // A folder with a binary file: the text trains, and the user is told what was left out.
   dir.write("folder/notes.txt", word_salad());
   dir.write("folder/blob.bin", std::string("\x7f" "ELF\0\0\0", 7) + word_salad());
-  const RunResult folder = tiny_run(dir.file("folder"), dir.file("folder-out"), {"--max_steps", "1"});
+  const RunResult folder = run_trainer({"--do_train", "--train_file", dir.file("folder"), "--output_dir",
+                                        dir.file("folder-out"), "--config_overrides", kTinyModel, "--block_size", "16",
+                                        "--max_steps", "1", "--threads", "1"});
   expect_ok(folder);
   CHECK_THAT(folder.err, Catch::Contains("skipped 1 binary file(s)") && Catch::Contains(dir.file("folder/blob.bin")));
 

@@ -99,9 +99,10 @@ void train(TrainOptions options, const std::vector<std::string>& argv) {
   llmrdzv::train::run_training(options, *engine);
 }
 
-// What to change when a step does not fit in memory; moving the optimizer to the host helps only
-// a GPU.
-std::string memory_advice(bool gpu) {
+// What to change when a training step does not fit in memory (nothing for generate); moving the
+// optimizer to the host helps only a GPU.
+std::string memory_advice(bool training, bool gpu) {
+  if (!training) return "";
   return std::string("  use a smaller --per_device_train_batch_size (with more --gradient_accumulation_steps to keep the "
                      "batch) or --block_size, ") +
          (gpu ? "--gradient_checkpointing, or --offload optimizer\n" : "or --gradient_checkpointing\n");
@@ -122,7 +123,7 @@ std::optional<double> failed_host_allocation_bytes(const c10::Error& e) {
   return std::strtod(message.c_str() + at + kTried.size(), nullptr);
 }
 
-int host_memory_error(std::optional<double> bytes) {
+int host_memory_error(std::optional<double> bytes, bool training) {
   std::fflush(stdout);
   std::cerr << "\ntrainer: error: host memory ran out";
   if (bytes && *bytes > 0) {
@@ -130,7 +131,7 @@ int host_memory_error(std::optional<double> bytes) {
     std::snprintf(size, sizeof size, "%.2f GiB", *bytes / (1024.0 * 1024.0 * 1024.0));
     std::cerr << " (an allocation of " << size << " failed)";
   }
-  std::cerr << '\n' << memory_advice(/*gpu=*/false);
+  std::cerr << '\n' << memory_advice(training, /*gpu=*/false);
   return 1;
 }
 
@@ -155,6 +156,7 @@ int main(int argc, char** argv) {
     std::cout << command.help;
     return 0;
   }
+  const bool training = command.subcommand != Subcommand::generate;
   try {
     if (command.subcommand == Subcommand::generate) {
       std::cout << generate_text(command.generate) << std::endl;
@@ -177,10 +179,8 @@ int main(int argc, char** argv) {
     // torch's message goes on about its allocator; what it ran out of is in the first sentences.
     std::string what = e.what_without_backtrace();
     what = what.substr(0, std::min(what.find(". Including"), what.find('\n')));
-    std::cerr << "\ntrainer: error: the GPU ran out of memory (" << what << ")\n" << memory_advice(/*gpu=*/true);
+    std::cerr << "\ntrainer: error: the GPU ran out of memory (" << what << ")\n" << memory_advice(training, /*gpu=*/true);
     return 1;
-  } catch (const std::bad_alloc&) {
-    return host_memory_error(std::nullopt);
   } catch (const std::exception& e) {
 #if LLMRDZV_TRAINER_DISTRIBUTED
     llmrdzv::dist::yield_to_failure_watch();  // a peer failed: the watch reports it (exit 3 or restart)
@@ -188,8 +188,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     // torch's errors carry a C++ backtrace in what(): the one line without it says the problem.
     const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+    if (dynamic_cast<const std::bad_alloc*>(&e)) return host_memory_error(std::nullopt, training);
     if (torch_error) {
-      if (const auto bytes = failed_host_allocation_bytes(*torch_error)) return host_memory_error(bytes);
+      if (const auto bytes = failed_host_allocation_bytes(*torch_error)) return host_memory_error(bytes, training);
     }
     std::cerr << "\ntrainer: error: " << (torch_error ? torch_error->what_without_backtrace() : e.what()) << '\n';
     return 1;
