@@ -315,9 +315,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trainer", help="path to the trainer binary (required)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads, both sides")
-    parser.add_argument("--warmup", type=int, default=2, help="untimed steps per segment")
+    parser.add_argument("--warmup", type=int, default=3,
+                        help="untimed steps per segment (HF eager on the CPU settles only after about 3)")
     parser.add_argument("--steps", type=int, default=6, help="timed steps per segment")
-    parser.add_argument("--rounds", type=int, default=2, help="segments per side, alternating ours/HF")
+    parser.add_argument("--rounds", type=int, default=3, help="segments per side, alternating ours/HF")
     parser.add_argument("--shapes", default="default,gpt2", help=f"comma-separated, of {','.join(SHAPES)}")
     parser.add_argument("--activation", default="",
                         help="override activation_function on both sides (e.g. gelu_pytorch_tanh: the same tanh "
