@@ -109,8 +109,8 @@ std::string memory_advice(bool training, bool gpu) {
 }
 
 // The size torch's CPU allocator could not get, read from its message ("DefaultCPUAllocator: can't
-// allocate memory: you tried to allocate N bytes. ..." or "... not enough memory: ..."); nullopt
-// for every other error.
+// allocate memory: you tried to allocate N bytes. ..." or "... not enough memory: ..."; 0 when it
+// gives none); nullopt for every other error.
 std::optional<double> failed_host_allocation_bytes(const c10::Error& e) {
   const std::string& message = e.msg();
   if (message.find("DefaultCPUAllocator: can't allocate memory") == std::string::npos &&
@@ -123,12 +123,12 @@ std::optional<double> failed_host_allocation_bytes(const c10::Error& e) {
   return std::strtod(message.c_str() + at + kTried.size(), nullptr);
 }
 
-int host_memory_error(std::optional<double> bytes, bool training) {
-  std::fflush(stdout);
+// `bytes`: the failed allocation's size, 0 when unknown.
+int host_memory_error(double bytes, bool training) {
   std::cerr << "\ntrainer: error: host memory ran out";
-  if (bytes && *bytes > 0) {
+  if (bytes > 0) {
     char size[64];
-    std::snprintf(size, sizeof size, "%.2f GiB", *bytes / (1024.0 * 1024.0 * 1024.0));
+    std::snprintf(size, sizeof size, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
     std::cerr << " (an allocation of " << size << " failed)";
   }
   std::cerr << '\n' << memory_advice(training, /*gpu=*/false);
@@ -188,9 +188,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     // torch's errors carry a C++ backtrace in what(): the one line without it says the problem.
     const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
-    if (dynamic_cast<const std::bad_alloc*>(&e)) return host_memory_error(std::nullopt, training);
+    if (dynamic_cast<const std::bad_alloc*>(&e)) return host_memory_error(0, training);
     if (torch_error) {
-      if (const auto bytes = failed_host_allocation_bytes(*torch_error)) return host_memory_error(bytes, training);
+      if (const auto bytes = failed_host_allocation_bytes(*torch_error)) return host_memory_error(*bytes, training);
     }
     std::cerr << "\ntrainer: error: " << (torch_error ? torch_error->what_without_backtrace() : e.what()) << '\n';
     return 1;
