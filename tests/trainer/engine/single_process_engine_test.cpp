@@ -1,5 +1,5 @@
 // The one-process TrainingEngine on the CPU: its fused AdamW follows torch::optim::AdamW with the
-// two parameter groups, clipping scales the global norm, its optimizer state round-trips exactly
+// two parameter groups, the step after clipping is torch's clip_grad_norm_ + AdamW, its optimizer state round-trips exactly
 // (a restored engine continues bit for bit), and malformed state is refused with a message.
 // bf16/fp16 parameters go through fp32 master weights with gradients summed in fp32. The
 // multi-tensor AdamW that CUDA runs (at::_fused_adamw_) is checked here on CPU tensors: the same
@@ -88,20 +88,38 @@ TEST_CASE("fused CPU AdamW follows torch::optim::AdamW with decay and no-decay g
   }
 }
 
-TEST_CASE("finish_gradients clips the global norm and returns it unclipped", "[engine]") {
-  const auto parameters = make_parameters(2);
+TEST_CASE("finish_gradients returns the global norm unclipped and the step uses the clipped gradient", "[engine]") {
+  const auto ours = make_parameters(2);
+  const auto reference = clone(ours);
   auto engine = make_single_process_engine(kCpu);
-  engine->attach(parameters, kSettings);
-  set_gradients(parameters, 0);
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : parameters) grads.push_back(p.tensor.grad().clone());
-  const double norm = torch::cat({grads[0].flatten(), grads[1], grads[2]}).norm().item<double>();
-  REQUIRE(norm > 0.5);
-  CHECK(engine->finish_gradients(0.5).value() == Approx(norm));
-  double clipped = 0;
-  for (const auto& p : parameters) clipped += p.tensor.grad().pow(2).sum().item<double>();
-  CHECK(std::sqrt(clipped) == Approx(0.5).epsilon(1e-5));
-  CHECK(engine->finish_gradients(0).value() == Approx(0.5).epsilon(1e-5));  // 0: measure only
+  engine->attach(ours, kSettings);
+  const auto adamw = reference_adamw(reference);
+  std::vector<torch::Tensor> reference_tensors;
+  for (const auto& p : reference) reference_tensors.push_back(p.tensor);
+  for (int step = 0; step < 5; ++step) {
+    set_gradients(ours, step);
+    set_gradients(reference, step);
+    const double norm = torch::nn::utils::clip_grad_norm_(reference_tensors, 0.5);
+    REQUIRE(norm > 0.5);  // every step clips
+    CHECK(engine->finish_gradients(0.5).value() == Approx(norm));
+    engine->optimizer_step(1e-2);
+    reference_step(*adamw, 1e-2);
+  }
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    INFO(ours[i].name);
+    CHECK(torch::allclose(ours[i].tensor, reference[i].tensor, 1e-6, 1e-7));
+  }
+  // After a step skipped with a clip pending, an unclipped step uses the gradient as it is.
+  set_gradients(ours, 5);
+  set_gradients(reference, 5);
+  REQUIRE(engine->finish_gradients(1e-3).value() > 1e-3);
+  engine->skip_step();
+  set_gradients(ours, 6);
+  set_gradients(reference, 6);
+  CHECK(engine->finish_gradients(0).value() > 0.5);  // 0: measure only
+  engine->optimizer_step(1e-2);
+  reference_step(*adamw, 1e-2);
+  for (std::size_t i = 0; i < ours.size(); ++i) CHECK(torch::allclose(ours[i].tensor, reference[i].tensor, 1e-6, 1e-7));
 }
 
 TEST_CASE("a restored optimizer state continues bit for bit", "[engine]") {
@@ -285,7 +303,7 @@ TEST_CASE("the multi-tensor fused AdamW (CUDA's) follows torch::optim::AdamW and
       ours[1].tensor.mutable_grad() = torch::Tensor();
       reference[1].tensor.mutable_grad() = torch::Tensor();
     }
-    updater->step(lr);
+    updater->step(lr, 1.0);
     reference_step(*adamw, lr);
   }
   for (std::size_t i = 0; i < ours.size(); ++i) {
@@ -307,8 +325,8 @@ TEST_CASE("the multi-tensor fused AdamW and the CPU kernel agree, and a restored
   for (int step = 0; step < 4; ++step) {
     set_gradients(multi, step);
     set_gradients(cpu, step);
-    a->step(3e-3);
-    b->step(3e-3);
+    a->step(3e-3, 0.75);  // a clip coefficient: _foreach_mul_ on one side, the kernel's read on the other
+    b->step(3e-3, 0.75);
   }
   for (std::size_t i = 0; i < multi.size(); ++i) CHECK(torch::allclose(multi[i].tensor, cpu[i].tensor, 1e-6, 1e-7));
 
@@ -322,8 +340,8 @@ TEST_CASE("the multi-tensor fused AdamW and the CPU kernel agree, and a restored
   for (int step = 4; step < 8; ++step) {
     set_gradients(multi, step);
     set_gradients(copies, step);
-    a->step(3e-3);
-    restored->step(3e-3);
+    a->step(3e-3, 1.0);
+    restored->step(3e-3, 1.0);
   }
   for (std::size_t i = 0; i < multi.size(); ++i) CHECK(torch::equal(multi[i].tensor, copies[i].tensor));
   CHECK(restored->get(copies[0])->step == 8);

@@ -2,6 +2,7 @@
 // arrays are left untouched.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -37,6 +38,8 @@ TEST_CASE("adamw_step refuses bad step numbers and hyperparameters") {
   REQUIRE_THROWS_WITH(adamw_step(a.state(), {.beta2 = -0.1}, 1), Contains("beta2"));
   REQUIRE_THROWS_WITH(adamw_step(a.state(), {.eps = 0}, 1), Contains("eps"));
   REQUIRE_THROWS_WITH(adamw_step(a.state(), {.weight_decay = -1}, 1), Contains("weight_decay"));
+  REQUIRE_THROWS_WITH(adamw_step(a.state(), {.grad_scale = -0.5}, 1), Contains("grad_scale"));
+  REQUIRE_THROWS_WITH(adamw_step(a.state(), {.grad_scale = std::nan("")}, 1), Contains("grad_scale"));
   CHECK(a.p == std::vector<float>(10, 1.f));
   CHECK(a.m == std::vector<float>(10, 0.f));
 }

@@ -131,6 +131,30 @@ TEST_CASE("fused AdamW gives bit-identical results for any thread count") {
   CHECK(run(3) == one);
 }
 
+TEST_CASE("grad_scale gives the bits of a gradient multiplied beforehand") {
+  const std::size_t n = 65536 + 37;
+  torch::manual_seed(11);
+  const auto init = to_vector(torch::randn({std::int64_t(n)}));
+  const auto grad = to_vector(torch::randn({std::int64_t(n)}) * 3);
+  const double coefficient = 0.4142135623730951;  // not a power of two: the products round
+  std::vector<float> premultiplied = grad;
+  for (float& g : premultiplied) g *= static_cast<float>(coefficient);  // what clip_grad_norm_'s mul_ leaves
+  for (Isa isa : supported_isas()) {
+    INFO(isa_name(isa));
+    std::vector<float> p1 = init, m1(n, 0.f), v1(n, 0.f), p2 = init, m2(n, 0.f), v2(n, 0.f);
+    AdamWHyperparams scaled = kHyper;
+    scaled.grad_scale = coefficient;
+    for (int step = 1; step <= 3; ++step) {
+      adamw_step({p1, grad, m1, v1}, scaled, step, {.isa = isa, .threads = 2});
+      adamw_step({p2, premultiplied, m2, v2}, kHyper, step, {.isa = isa, .threads = 2});
+    }
+    CHECK(p1 != init);
+    CHECK(p1 == p2);
+    CHECK(m1 == m2);
+    CHECK(v1 == v2);
+  }
+}
+
 TEST_CASE("the traffic-only ceiling pass leaves every array unchanged") {
   for (Isa isa : supported_isas()) {
     const std::size_t n = 65536 + 21;

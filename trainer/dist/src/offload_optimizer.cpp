@@ -226,12 +226,12 @@ void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::
                                 double learning_rate, double grad_scale, const optim::KernelOptions& kernel) {
   at::Tensor gradient = grad.narrow(0, 0, end - begin);
   if (gradient32_.defined()) gradient = gradient32_.narrow(0, 0, end - begin).copy_(gradient);
-  if (grad_scale != 1.0) gradient.mul_(grad_scale);
   for (const Run& run : runs_) {
     const std::int64_t from = std::max(begin, run.begin), to = std::min(end, run.end);
     if (from >= to) continue;
     optim::AdamWHyperparams hp = hyper_;
     hp.lr = learning_rate;
+    hp.grad_scale = grad_scale;  // applied by the kernel as it reads the gradient
     if (!run.decay) hp.weight_decay = 0;
     optim::adamw_step({span_of(master_, from, to), span_of(gradient, from - begin, to - begin),
                        span_of(exp_avg_, from, to), span_of(exp_avg_sq_, from, to)},

@@ -3,6 +3,7 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/_foreach_add.h>
+#include <ATen/ops/_foreach_mul.h>
 #include <ATen/ops/_fused_adamw.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
@@ -38,7 +39,7 @@ class CpuAdamW final : public AdamWUpdater {
     no_decay_.weight_decay = 0;
   }
 
-  void step(double learning_rate) override {
+  void step(double learning_rate, double grad_scale) override {
     // As many threads as torch's intra-op pool (--threads), not one per hardware thread.
     optim::KernelOptions kernel_options;
     kernel_options.threads = static_cast<unsigned>(std::max(1, at::get_num_threads()));
@@ -50,6 +51,7 @@ class CpuAdamW final : public AdamWUpdater {
       MomentState& state = states_[i];
       optim::AdamWHyperparams hp = parameters_[i].decay ? decay_ : no_decay_;
       hp.lr = learning_rate;
+      hp.grad_scale = grad_scale;
       const auto n = static_cast<std::size_t>(param.numel());
       optim::adamw_step({{param.data_ptr<float>(), n},
                          {dense.data_ptr<float>(), n},
@@ -89,7 +91,7 @@ class MultiTensorAdamW final : public AdamWUpdater {
     }
   }
 
-  void step(double learning_rate) override {
+  void step(double learning_rate, double grad_scale) override {
     for (const bool decay : {true, false}) {
       std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
       for (std::size_t i = 0; i < parameters_.size(); ++i) {
@@ -103,6 +105,7 @@ class MultiTensorAdamW final : public AdamWUpdater {
         ++states_[i].step;
       }
       if (params.empty()) continue;
+      if (grad_scale != 1.0) at::_foreach_mul_(grads, grad_scale);
       at::_foreach_add_(steps, 1);  // torch.optim.AdamW(fused=True) counts the step first, too
       at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, learning_rate, settings_.beta1,
                         settings_.beta2, decay ? settings_.weight_decay : 0.0, settings_.epsilon,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include "llmrdzv/engine/adamw_updaters.hpp"
 #include "llmrdzv/engine/master_weights.hpp"
@@ -21,30 +22,34 @@
 namespace llmrdzv::engine {
 namespace {
 
+struct Clip {
+  GradientNorm norm;  // before clipping
+  double deferred_scale = 1.0;  // the coefficient the optimizer step still has to apply
+};
+
 // torch::nn::utils::clip_grad_norm_'s maths (per-parameter L2 norms, in one multi-tensor call as
 // torch.nn.utils.clip_grad_norm_ takes them, the norm of those, coefficient max_norm / (norm +
-// 1e-6) clamped to 1). On the CPU, a coefficient of exactly 1 skips multiplying every gradient by
-// it: a pass that would change no bit. On a GPU the gradients are multiplied by the coefficient
-// where it is, as torch does, and the norm is returned unread: the host does not wait for it.
-GradientNorm clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
+// 1e-6) clamped to 1). On a GPU the gradients are multiplied by the coefficient where it is, as
+// torch does, and the norm is returned unread: the host does not wait for it. On the CPU the
+// coefficient is handed to the AdamW kernel, which multiplies each gradient element by it as it
+// reads it: the same fp32 products without a pass of their own over the gradients (about 35 ms
+// of a SmolLM-135M step on 2 cores).
+Clip clip_grad_norm(const std::vector<at::Tensor>& parameters, double max_norm) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> grads;
   for (const auto& p : parameters) {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
-  if (grads.empty()) return 0.0;
+  if (grads.empty()) return {0.0};
   const std::vector<at::Tensor> norms = at::_foreach_norm(grads, 2);
   const at::Tensor total = norms.size() == 1 ? norms[0] : at::stack(norms).norm(2);
-  if (max_norm <= 0) return total.is_cpu() ? GradientNorm(total.item<double>()) : GradientNorm(total);
+  if (max_norm <= 0) return {total.is_cpu() ? GradientNorm(total.item<double>()) : GradientNorm(total)};
   const at::Tensor coef = at::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
   if (!total.is_cpu()) {
     at::_foreach_mul_(grads, coef);
-    return GradientNorm(total);
+    return {GradientNorm(total)};
   }
-  if (coef.item<double>() < 1.0) {
-    for (auto& grad : grads) grad.mul_(coef);
-  }
-  return total.item<double>();
+  return {total.item<double>(), coef.item<double>()};
 }
 
 class SingleProcessEngine final : public TrainingEngine {
@@ -72,16 +77,21 @@ class SingleProcessEngine final : public TrainingEngine {
         if (tensor.grad().defined()) tensor.mutable_grad().mul_(gradient_multiplier);
       }
     }
-    return clip_grad_norm(tensors_, max_norm);
+    const Clip clip = clip_grad_norm(tensors_, max_norm);
+    grad_scale_ = clip.deferred_scale;
+    return clip.norm;
   }
 
   void optimizer_step(double learning_rate) override {
-    updater_->step(learning_rate);
+    updater_->step(learning_rate, std::exchange(grad_scale_, 1.0));
     masters_->zero_gradients();
     masters_->write_back();
   }
 
-  void skip_step() override { masters_->zero_gradients(); }
+  void skip_step() override {
+    grad_scale_ = 1.0;
+    masters_->zero_gradients();
+  }
 
   std::vector<double> all_reduce_sum(std::vector<double> values) override { return values; }
   void barrier() override {}
@@ -134,6 +144,7 @@ class SingleProcessEngine final : public TrainingEngine {
   std::vector<NamedParameter> parameters_;  // the masters: what the optimizer updates
   std::vector<torch::Tensor> tensors_;
   std::unique_ptr<AdamWUpdater> updater_;
+  double grad_scale_ = 1.0;  // the clip coefficient finish_gradients() left to the next step
 };
 
 }  // namespace

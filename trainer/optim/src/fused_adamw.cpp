@@ -55,6 +55,7 @@ AdamWCoeffs make_coeffs(const AdamWHyperparams& hp, std::int64_t step) {
   const double bias_correction1 = 1.0 - std::pow(hp.beta1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(hp.beta2, static_cast<double>(step));
   return AdamWCoeffs{
+      .grad_scale = static_cast<float>(hp.grad_scale),
       .decay = static_cast<float>(1.0 - hp.lr * hp.weight_decay),
       .beta1 = static_cast<float>(hp.beta1),
       .one_minus_beta1 = static_cast<float>(1.0 - hp.beta1),
@@ -74,6 +75,7 @@ void check_hyperparams(const AdamWHyperparams& hp, std::int64_t step) {
   require(std::isfinite(hp.eps) && hp.eps > 0, "eps must be a finite number > 0");
   require(std::isfinite(hp.weight_decay) && hp.weight_decay >= 0,
           "weight_decay must be a finite number >= 0");
+  require(std::isfinite(hp.grad_scale) && hp.grad_scale >= 0, "grad_scale must be a finite number >= 0");
 }
 
 void check_isa(Isa isa) {

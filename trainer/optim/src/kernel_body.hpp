@@ -16,11 +16,12 @@ namespace llmrdzv::optim::detail {
 // a register's value from the optimiser without changing it.
 template <class Lanes>
 struct AdamWUpdate {
-  typename Lanes::reg decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps,
+  typename Lanes::reg grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps,
       neg_step_size;
 
   explicit AdamWUpdate(const AdamWCoeffs& c)
-      : decay(Lanes::splat(c.decay)),
+      : grad_scale(Lanes::splat(c.grad_scale)),
+        decay(Lanes::splat(c.decay)),
         beta1(Lanes::splat(c.beta1)),
         one_minus_beta1(Lanes::splat(c.one_minus_beta1)),
         beta2(Lanes::splat(c.beta2)),
@@ -30,10 +31,11 @@ struct AdamWUpdate {
         neg_step_size(Lanes::splat(c.neg_step_size)) {}
 
   // The same operations, in the same order and with the same fused multiply-adds, as
-  // torch::optim::AdamW's tensor ops (checked bit for bit on m and v): decay p, update m and v,
-  // then p += (-step_size * m) / (sqrt(v) / sqrt(bc2) + eps).
+  // torch's clip_grad_norm_ then torch::optim::AdamW's tensor ops (checked bit for bit on m and
+  // v): scale g, decay p, update m and v, then p += (-step_size * m) / (sqrt(v) / sqrt(bc2) + eps).
   void operator()(typename Lanes::reg& p, typename Lanes::reg g, typename Lanes::reg& m,
                   typename Lanes::reg& v) const {
+    g = Lanes::mul(g, grad_scale);
     p = Lanes::mul(p, decay);
     m = Lanes::fmadd(g, one_minus_beta1, Lanes::mul(m, beta1));
     v = Lanes::fmadd(Lanes::mul(one_minus_beta2, g), g, Lanes::mul(v, beta2));

@@ -7,6 +7,7 @@
 namespace llmrdzv::optim::detail {
 
 struct AdamWCoeffs {
+  float grad_scale;  // the gradient's multiplier (clipping)
   float decay;  // 1 - lr * weight_decay
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
   float sqrt_bias_correction2;  // sqrt(1 - beta2^step)

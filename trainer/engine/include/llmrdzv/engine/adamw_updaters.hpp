@@ -27,8 +27,10 @@ struct MomentState {
 class AdamWUpdater {
  public:
   virtual ~AdamWUpdater() = default;
-  // One AdamW step at this learning rate for every parameter that has a gradient.
-  virtual void step(double learning_rate) = 0;
+  // One AdamW step at this learning rate for every parameter that has a gradient, each gradient
+  // first multiplied by grad_scale (a clipping coefficient; 1 = as they are). The CPU kernel
+  // applies it as it reads the gradients, without writing them.
+  virtual void step(double learning_rate, double grad_scale) = 0;
   // nullopt for a parameter not updated yet.
   virtual std::optional<MomentState> get(const NamedParameter& p) const = 0;
   virtual void set(const NamedParameter& p, MomentState state) = 0;

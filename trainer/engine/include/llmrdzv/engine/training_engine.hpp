@@ -85,8 +85,11 @@ class TrainingEngine {
 
   // After the last micro-batch's backward: complete gradient synchronisation, multiply the
   // gradient by `gradient_multiplier` (undoing a loss scale), then clip the norm of the whole
-  // (global) gradient to max_norm (0 = no clipping). Returns the norm before clipping, the same on
-  // every rank; not finite when a gradient overflowed. On a GPU it may be returned unread.
+  // (global) gradient to max_norm (0 = no clipping): the next optimizer_step() uses the gradient
+  // times min(1, max_norm / (norm + 1e-6)), as torch's clip_grad_norm_ leaves it. Where the
+  // optimizer can apply that factor as it reads the gradient (the CPU kernel, the offload shards),
+  // the gradient tensors are left unscaled. Returns the norm before clipping, the same on every
+  // rank; not finite when a gradient overflowed. On a GPU it may be returned unread.
   virtual GradientNorm finish_gradients(double max_norm, double gradient_multiplier = 1.0) = 0;
 
   // One AdamW update of every parameter at `learning_rate`, then the gradients are zeroed.

@@ -29,6 +29,10 @@ struct AdamWHyperparams {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 1e-2;
+  // Each gradient element is multiplied by this (rounded to fp32) as it is read, as torch's
+  // clip_grad_norm_ multiplies the gradients in place by its coefficient before the step: the clip
+  // without a pass of its own over the gradients. 1 changes no bit.
+  double grad_scale = 1.0;
 };
 
 struct KernelOptions {
@@ -47,7 +51,8 @@ struct AdamWState {
 
 // Applies AdamW step number `step` (1 for the first update; it drives bias correction) to the
 // arrays in place. Throws std::invalid_argument on mismatched lengths, step < 1, an ISA this CPU
-// lacks, or hyperparameters outside their domain (lr < 0, betas outside [0, 1), eps <= 0).
+// lacks, or hyperparameters outside their domain (lr < 0, betas outside [0, 1), eps <= 0,
+// grad_scale < 0 or not finite). The gradient array is only read.
 void adamw_step(const AdamWState& state, const AdamWHyperparams& hp, std::int64_t step,
                 const KernelOptions& options = {});
 
