@@ -64,6 +64,23 @@ target_link_libraries(llmrdzv_torch INTERFACE "-Wl,--push-state,--no-as-needed" 
                       llmrdzv_torch_as_packaged)
 set(LLMRDZV_TORCH_SITE_PACKAGES "${_site_packages}" CACHE INTERNAL "")
 
+# at::parallel_for is a header template: with torch's OpenMP backend (AT_PARALLEL_OPENMP, the
+# wheels' on Linux) it runs its range over threads only in code compiled with -fopenmp, and
+# serially in the calling thread without it. So the project's own kernels (fused RMSNorm, SwiGLU,
+# rotary embeddings, dropout masks) are compiled with -fopenmp, and linked to the OpenMP runtime
+# LibTorch itself loads (the wheel's torch/lib/libgomp.so.1; the system's where torch has none),
+# so that one thread pool serves both.
+file(STRINGS "${TORCH_INSTALL_PREFIX}/include/ATen/Config.h" _at_openmp REGEX "#define AT_PARALLEL_OPENMP 1")
+if(_at_openmp)
+  target_compile_options(llmrdzv_torch INTERFACE -fopenmp)
+  if(EXISTS "${TORCH_INSTALL_PREFIX}/lib/libgomp.so.1")
+    target_link_libraries(llmrdzv_torch INTERFACE "${TORCH_INSTALL_PREFIX}/lib/libgomp.so.1")
+  else()
+    find_package(OpenMP REQUIRED COMPONENTS CXX)
+    target_link_libraries(llmrdzv_torch INTERFACE OpenMP::OpenMP_CXX)
+  endif()
+endif()
+
 # c10d::Store's virtual barrier(key, world_size, timeout) is newer than torch 2.11; RdzvStore
 # overrides it only where the base class declares it.
 include(CheckCXXSourceCompiles)

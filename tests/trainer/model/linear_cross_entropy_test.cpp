@@ -144,3 +144,14 @@ TEST_CASE("a model's loss() is forward()'s loss, with the same gradients", "[mod
     CHECK(at::allclose(parameters[k].grad(), fused_grads[k] * 2, 1e-5, 1e-7));
   }
 }
+
+TEST_CASE("the fused loss hands its saved gradients over once: a second backward through it is refused", "[model][loss]") {
+  const Problem p(at::kFloat);
+  const at::Tensor h = p.hidden.detach().clone().requires_grad_(true);
+  const at::Tensor w = p.weight.detach().clone().requires_grad_(true);
+  const at::Tensor loss = model::detail::linear_cross_entropy(h, w, p.targets, std::int64_t{1} << 26);
+  loss.backward({}, /*retain_graph=*/true);
+  const at::Tensor first = w.grad().clone();
+  CHECK_THROWS_WITH(loss.backward(), Catch::Contains("backward through the same graph twice"));
+  CHECK(at::equal(w.grad(), first));  // the first gradient was not scaled again
+}

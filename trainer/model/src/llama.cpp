@@ -1,6 +1,7 @@
-// The Llama modules: RMSNorm (fused on the CPU, fast_rms_norm.hpp), rotary embeddings computed as HF computes them (fp32 angles from
-// position * inv_freq, halves rotated), grouped-query attention through SDPA's enable_gqa,
-// SwiGLU MLP.
+// The Llama modules: RMSNorm (fused on the CPU, fast_rms_norm.hpp), rotary embeddings computed as
+// HF computes them (fp32 angles from position * inv_freq, halves rotated; fused on the CPU,
+// fast_rotary.hpp), grouped-query attention through SDPA's enable_gqa, SwiGLU MLP (fused on the
+// CPU, fast_swiglu.hpp).
 #include "llmrdzv/model/llama.hpp"
 
 #include <ATen/ops/arange.h>
@@ -17,6 +18,8 @@
 
 #include "fast_linear.hpp"
 #include "fast_rms_norm.hpp"
+#include "fast_rotary.hpp"
+#include "fast_swiglu.hpp"
 
 namespace llmrdzv::model {
 namespace {
@@ -26,13 +29,6 @@ using detail::fast_linear;
 
 torch::nn::Linear linear(std::int64_t in, std::int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
-}
-
-// x * cos + rotate_half(x) * sin, rotate_half(x) = cat(-x2, x1) of x's two halves.
-torch::Tensor rotate(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) {
-  const std::int64_t half = x.size(-1) / 2;
-  const torch::Tensor rotated = at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1);
-  return x * cos + rotated * sin;
 }
 
 // 1 / theta^(2i / d), in fp32 as HF computes it; "linear" divides it by the factor; "llama3"
@@ -74,14 +70,16 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config)
   inv_freq_ = rope_inverse_frequencies(config, head_dim_);
 }
 
-torch::Tensor LlamaAttentionImpl::split_heads(const torch::Tensor& x, std::int64_t past, bool rotate_it) const {
-  const std::int64_t time = x.size(1);
-  const torch::Tensor heads = x.view({x.size(0), time, -1, head_dim_}).transpose(1, 2);
-  if (!rotate_it) return heads;
-  const torch::Tensor positions = at::arange(past, past + time, x.options().dtype(at::kFloat));
+LlamaAttentionImpl::Rotation LlamaAttentionImpl::rotation(const torch::Tensor& x, std::int64_t past) const {
+  const torch::Tensor positions = at::arange(past, past + x.size(1), x.options().dtype(at::kFloat));
   const torch::Tensor angles = at::outer(positions, inv_freq_.to(x.device()));
   const torch::Tensor both = at::cat({angles, angles}, -1);  // [T, head_dim]
-  return rotate(heads, both.cos().to(x.scalar_type()), both.sin().to(x.scalar_type()));
+  return {both.cos().to(x.scalar_type()), both.sin().to(x.scalar_type())};
+}
+
+torch::Tensor LlamaAttentionImpl::split_heads(const torch::Tensor& x, const Rotation* rotation) const {
+  const torch::Tensor rows = x.view({x.size(0), x.size(1), -1, head_dim_});  // [B, T, heads, head_dim]
+  return (rotation ? detail::rotary(rows, rotation->cos, rotation->sin) : rows).transpose(1, 2);
 }
 
 torch::Tensor LlamaAttentionImpl::merge_heads(const torch::Tensor& attended) {
@@ -89,9 +87,10 @@ torch::Tensor LlamaAttentionImpl::merge_heads(const torch::Tensor& attended) {
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& hidden) {
-  const torch::Tensor q = split_heads(fast_linear(q_proj, hidden), 0, true);
-  const torch::Tensor k = split_heads(fast_linear(k_proj, hidden), 0, true);
-  const torch::Tensor v = split_heads(fast_linear(v_proj, hidden), 0, false);
+  const Rotation rotated = rotation(hidden, 0);
+  const torch::Tensor q = split_heads(fast_linear(q_proj, hidden), &rotated);
+  const torch::Tensor k = split_heads(fast_linear(k_proj, hidden), &rotated);
+  const torch::Tensor v = split_heads(fast_linear(v_proj, hidden), nullptr);
   return merge_heads(at::scaled_dot_product_attention(q, k, v, std::nullopt, is_training() ? dropout_ : 0.0,
                                                       /*is_causal=*/true, 1.0 / std::sqrt(static_cast<double>(head_dim_)),
                                                       grouped_));
@@ -100,9 +99,10 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& hidden) {
 torch::Tensor LlamaAttentionImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys,
                                                  torch::Tensor& values, std::int64_t past) {
   const std::int64_t end = past + hidden.size(1);
-  keys.slice(2, past, end).copy_(split_heads(fast_linear(k_proj, hidden), past, true));
-  values.slice(2, past, end).copy_(split_heads(fast_linear(v_proj, hidden), past, false));
-  const torch::Tensor q = split_heads(fast_linear(q_proj, hidden), past, true);
+  const Rotation rotated = rotation(hidden, past);
+  keys.slice(2, past, end).copy_(split_heads(fast_linear(k_proj, hidden), &rotated));
+  values.slice(2, past, end).copy_(split_heads(fast_linear(v_proj, hidden), nullptr));
+  const torch::Tensor q = split_heads(fast_linear(q_proj, hidden), &rotated);
   return merge_heads(at::scaled_dot_product_attention(q, keys.slice(2, 0, end), values.slice(2, 0, end), std::nullopt,
                                                       0.0, /*is_causal=*/past == 0,
                                                       1.0 / std::sqrt(static_cast<double>(head_dim_)), grouped_));
@@ -115,7 +115,8 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& config) : activation_(config.hidde
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& hidden) {
-  return fast_linear(down_proj, activate(activation_, fast_linear(gate_proj, hidden)) * fast_linear(up_proj, hidden));
+  const torch::Tensor gate = fast_linear(gate_proj, hidden), up = fast_linear(up_proj, hidden);
+  return fast_linear(down_proj, activation_ == "silu" ? detail::swiglu(gate, up) : activate(activation_, gate) * up);
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& config) {

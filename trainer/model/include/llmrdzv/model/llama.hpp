@@ -36,8 +36,13 @@ class LlamaAttentionImpl : public torch::nn::Module {
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
-  // [B, T, heads * head_dim] -> [B, heads, T, head_dim], rotated for positions past.. when asked.
-  torch::Tensor split_heads(const torch::Tensor& x, std::int64_t past, bool rotate) const;
+  struct Rotation {
+    torch::Tensor cos, sin;  // [T, head_dim] each, in the activations' type
+  };
+  // The rotary tables of positions past .. past + T - 1 for activations like `x` ([B, T, ...]).
+  Rotation rotation(const torch::Tensor& x, std::int64_t past) const;
+  // [B, T, heads * head_dim] -> [B, heads, T, head_dim], rotated when a rotation is given.
+  torch::Tensor split_heads(const torch::Tensor& x, const Rotation* rotation) const;
   torch::Tensor merge_heads(const torch::Tensor& attended);
 
   std::int64_t head_dim_;
