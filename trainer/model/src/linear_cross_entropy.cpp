@@ -89,8 +89,8 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
   // the saved gradients in fp32. Forward rounded the unscaled softmax gradient, whose entries are
   // at most 1 in size: scaled by 1 / count first, most of them would underflow in fp16.
   // The saved gradients are this function's own tensors and are handed over, not copied: an fp32
-  // one is scaled in place (a fresh [vocab, C] product would page-fault a whole table in again,
-  // about 320 ms of a SmolLM-135M step on 2 cores), and a second backward finds them gone.
+  // one is scaled in place (no second [vocab, C] table allocated and written), and a second
+  // backward finds them gone.
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     const at::Tensor scale = grad_outputs[0].to(at::kFloat) * ctx->saved_data["gradient_scale"].toTensor();
