@@ -3,7 +3,8 @@
 # directory given as the first argument): the GPU tests (ctest -L gpu), then trainer-bench on the
 # GPU side by side with HF transformers: GPT-2 124M at 16 x 1024 in bf16 against HF eager and HF +
 # torch.compile, GPT-2 XL at 8 x 1024 against HF eager, and --offload optimizer (plain, and with
-# delayed updates) against no offload. GPU_CHECKS_PARTS picks parts (tests,bench,xl,offload; all by
+# delayed updates) against no offload. The bench and xl parts also profile 3 steps of ours and print
+# where they went (trainer-profile-summary; traces in <build>/profile/). GPU_CHECKS_PARTS picks parts (tests,bench,xl,offload; all by
 # default). Each part starts with a "=== part" line; a failing part does not stop the next, and the
 # exit status is 1 when any failed, 77 when no GPU is visible.
 set -u -o pipefail
@@ -23,10 +24,10 @@ if part tests "ctest -L gpu"; then
   ctest --test-dir "$build" -L gpu --output-on-failure || status=1
 fi
 if part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile"; then
-  "${bench[@]}" --shapes gpt2-16x1024 || status=1
+  "${bench[@]}" --shapes gpt2-16x1024 --profile_dir "$build/profile" || status=1
 fi
 if part xl "GPT-2 XL, 8 x 1024, bf16: ours, HF eager"; then
-  "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager || status=1
+  "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager --profile_dir "$build/profile" || status=1
 fi
 if part offload "GPT-2 124M, 16 x 1024: --offload optimizer against no offload, plain and with delayed updates"; then
   "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "--offload optimizer" || status=1

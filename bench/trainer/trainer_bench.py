@@ -40,17 +40,24 @@ virtual machine the hypervisor may also run other guests on this one's cores: th
 is the share of the machine's CPU time (all cores, idle included) taken that way during each
 side's segments (/proc/stat), so a ratio skewed by it shows as such; on a host with more cores
 than --threads it understates what the measured threads lost.
+
+With --profile_dir DIR, our trainer then trains each shape once more with --profile_steps 3 (steps
+2-4 of a fresh process): the trace goes to DIR/<shape>.json and its summary (profile_summary.py:
+GPU busy share, kernel classes, host syncs, CPU ops) is printed before the table.
 """
 import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import struct
 import subprocess
 import sys
 import tempfile
 import time
+
+import profile_summary
 
 # Our side's training text (byte-level tokenizer): Python's docs where the machine has them, else a
 # generated word corpus of the same size (a GPU host may have neither Debian's docs nor a network).
@@ -339,6 +346,8 @@ def main():
     parser.add_argument("--compare_trainer_args", default=None,
                         help="instead of HF, compare with our trainer run with these flags added; both sides timed "
                              "by train_runtime (logging included), e.g. '--report_to none'")
+    parser.add_argument("--profile_dir", default=None,
+                        help="also profile 3 steps of ours per shape: traces to DIR/<shape>.json, summaries printed")
     parser.add_argument("--hf_worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.hf_worker:
@@ -392,6 +401,8 @@ def main():
                     entry[f"{side}_mfu"] = round(6 * hf_params * tokens[side] / (args.peak_tflops * 1e12), 4)
                     entry[f"{side}_peak_gib"] = round(memory[side], 2)
             results[name] = entry
+            if args.profile_dir:
+                profile_ours(args, name, shape, workdir, our_extra)
             for side in rates:
                 rows.append((name, side, hf_params, shape["block"], shape["batch"], tokens[side],
                              tokens["ours"] / tokens[side], max(rates["ours"]) / max(rates[side]), entry.get(f"{side}_mfu"),
@@ -413,6 +424,22 @@ def main():
                "min_ratio": round(min(r["ratio"] for r in results.values()), 3)}
     print(json.dumps(summary))
     return 0
+
+
+PROFILED_STEPS = 3
+
+
+def profile_ours(args, name, shape, workdir, extra):
+    """Steps 2..1+PROFILED_STEPS of a fresh run of ours, traced; prints the trace's summary."""
+    _, out = run_trainer(args.trainer, shape, 1 + PROFILED_STEPS, args.threads, workdir, args.activation,
+                         extra + ["--profile_steps", str(PROFILED_STEPS)])
+    os.makedirs(args.profile_dir, exist_ok=True)
+    trace = os.path.join(args.profile_dir, f"{name}.json")
+    shutil.copyfile(os.path.join(out, "profile", "rank-0.json"), trace)
+    print(f"=== profile of ours, {name}: {trace}")
+    report = profile_summary.summarise(profile_summary.load_events(trace), PROFILED_STEPS, 20)
+    profile_summary.print_text(report, sys.stdout)
+    sys.stdout.flush()
 
 
 def compare_trainer_args(args):

@@ -2,15 +2,23 @@
 // cross_entropy over logits.float()): the same loss and the same gradients of the hidden states
 // and the head, for one chunk and for chunks that cut the positions unevenly, with ignored
 // targets, in fp32, bf16 and fp16 (under a loss scale), scaled by the loss's own gradient; a
-// batch with nothing counted; and a model's loss() against forward()'s loss.
+// batch with nothing counted; and a model's loss() against forward()'s loss. The CPU's softmax rows
+// (cpu_kernels.hpp, scalar and AVX2) against a double-precision reference.
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/cross_entropy_loss.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/logsumexp.h>
+#include <ATen/ops/softmax.h>
 #include <ATen/ops/randint.h>
 #include <torch/autograd.h>
 #include <torch/utils.h>
 
 #include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
 
+#include "cpu_kernels.hpp"
 #include "linear_cross_entropy.hpp"
 #include "llmrdzv/model/gpt2.hpp"
 #include "tiny_gpt2.hpp"
@@ -109,6 +117,74 @@ TEST_CASE("the fused loss without gradients is the loss, and bad shapes are refu
   CHECK(at::allclose(model::detail::linear_cross_entropy(p.hidden, p.weight, p.targets, 303), expected, 1e-6, 1e-7));
   CHECK_THROWS_AS(model::detail::linear_cross_entropy(p.hidden, p.weight.t(), p.targets), std::invalid_argument);
   CHECK_THROWS_AS(model::detail::linear_cross_entropy(p.hidden, p.weight, p.targets.narrow(0, 0, 3)), std::invalid_argument);
+}
+
+namespace {
+
+struct RowVariant {
+  std::string name;
+  double (*logsumexp_row)(float*, std::int64_t, bool);
+};
+
+std::vector<RowVariant> row_variants() {
+  std::vector<RowVariant> all{{"scalar", model::detail::logsumexp_row_scalar}};
+  if (model::detail::cpu_has_avx2_fma()) {
+    all.push_back({"avx2", model::detail::logsumexp_row_avx2});
+  } else {
+    WARN("this CPU has no AVX2 + FMA: only the scalar softmax rows are checked");
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("the softmax rows give each row's logsumexp and softmax as computed in double", "[model][loss]") {
+  torch::manual_seed(11);
+  for (const RowVariant& variant : row_variants()) {
+    // Around the vector width, a vocabulary's size, and a spread where most exps vanish.
+    for (const std::int64_t n : {1, 5, 8, 13, 16, 17, 1027, 50272}) {
+      for (const double spread : {1.0, 10.0, 300.0}) {
+        INFO(variant.name << ", " << n << " logits, spread " << spread);
+        const at::Tensor logits = torch::randn({n}) * spread;
+        const at::Tensor exact = logits.to(at::kDouble);
+        const double lse_exact = at::logsumexp(exact, {0}).item<double>();
+        const at::Tensor softmax_exact = at::softmax(exact, 0);
+
+        at::Tensor row = logits.clone();
+        const double lse_only = variant.logsumexp_row(row.data_ptr<float>(), n, false);
+        CHECK(at::equal(row, logits));  // without softmax the row is left alone
+        const double lse = variant.logsumexp_row(row.data_ptr<float>(), n, true);
+        CHECK(lse == lse_only);
+        CHECK(std::abs(lse - lse_exact) <= 1e-6 * std::max(1.0, std::abs(lse_exact)));
+        // Each entry within 4 ulp of itself (the exp and the division round), plus what rounding
+        // the shifted logit x - max to fp32 moves its exp: half an ulp of |x - max|, relatively
+        // (torch's x - logsumexp rounds the same way); or within 1e-37 where the exact entry is
+        // below fp32's normal range.
+        const at::Tensor error = (row.to(at::kDouble) - softmax_exact).abs();
+        const at::Tensor shifted = (exact - exact.max()).abs();
+        const at::Tensor bound = softmax_exact * (4 + shifted / 2) * std::numeric_limits<float>::epsilon() + 1e-37;
+        CHECK((error - bound).max().item<double>() <= 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("a NaN logit anywhere in a row makes its logsumexp NaN", "[model][loss]") {
+  for (const RowVariant& variant : row_variants()) {
+    for (const std::int64_t at : {0, 3, 8, 20, 22}) {  // first, inside a register, the tail
+      INFO(variant.name << ", NaN at " << at << " of 23");
+      at::Tensor row = torch::randn({23});
+      row[at] = std::numeric_limits<float>::quiet_NaN();
+      CHECK(std::isnan(variant.logsumexp_row(row.data_ptr<float>(), 23, true)));
+    }
+  }
+}
+
+TEST_CASE("a target id outside the vocabulary is refused by name, not read past the logits", "[model][loss]") {
+  Problem p(at::kFloat);
+  p.targets[3] = 101;  // vocab 101: ids 0..100
+  CHECK_THROWS_WITH(model::detail::linear_cross_entropy(p.hidden, p.weight, p.targets),
+                    "linear_cross_entropy: target id 101 is outside the vocabulary of 101");
 }
 
 TEST_CASE("a model's loss() is forward()'s loss, with the same gradients", "[model][loss]") {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "fast_swiglu.hpp"
-#include "swiglu_kernels.hpp"
+#include "cpu_kernels.hpp"
 
 namespace fused = llmrdzv::model::detail;
 
@@ -27,7 +27,7 @@ struct Variant {
 
 std::vector<Variant> variants() {
   std::vector<Variant> all{{"scalar", fused::swiglu_forward_scalar, fused::swiglu_backward_scalar}};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+  if (fused::cpu_has_avx2_fma()) {
     all.push_back({"avx2", fused::swiglu_forward_avx2, fused::swiglu_backward_avx2});
   } else {
     WARN("this CPU has no AVX2 + FMA: only the scalar SwiGLU loops are checked");

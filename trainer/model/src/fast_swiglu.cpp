@@ -2,8 +2,8 @@
 // silu, then mul, and backward as two muls and silu_backward: five passes over [tokens,
 // intermediate] tensors, with silu's output kept as a third saved activation. Here forward makes
 // one pass and keeps only gate and up; backward makes one pass that recomputes the sigmoid and
-// writes both gradients. The AVX2 loops (swiglu_kernel_avx2.cpp) carry their own vectorised exp;
-// CPUs without AVX2 + FMA take the scalar loops below, with std::exp.
+// writes both gradients. The AVX2 loops (cpu_kernels_avx2.cpp) carry their own vectorised exp;
+// CPUs without AVX2 + FMA take the scalar loops, with std::exp.
 #include "fast_swiglu.hpp"
 
 #include <ATen/Parallel.h>
@@ -16,30 +16,11 @@
 #include <cmath>
 #include <cstdint>
 
-#include "swiglu_kernels.hpp"
+#include "cpu_kernels.hpp"
 
 namespace llmrdzv::model::detail {
 
-void swiglu_forward_scalar(const float* gate, const float* up, float* out, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-}
-
-void swiglu_backward_scalar(const float* gate, const float* up, const float* grad, float* grad_gate, float* grad_up,
-                            std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float denominator = 1.0f + std::exp(-gate[i]);
-    const float sigmoid = 1.0f / denominator;
-    grad_up[i] = grad[i] * (gate[i] / denominator);
-    grad_gate[i] = grad[i] * up[i] * (sigmoid * (1.0f + gate[i] * (1.0f - sigmoid)));
-  }
-}
-
 namespace {
-
-bool use_avx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2;
-}
 
 // Elements per parallel task: enough to amortise the task, few enough to split a
 // [512, 1536] activation over a few dozen threads.
@@ -52,7 +33,7 @@ struct FusedSwiglu : public torch::autograd::Function<FusedSwiglu> {
     const float* g = gate.data_ptr<float>();
     const float* u = up.data_ptr<float>();
     float* y = out.data_ptr<float>();
-    const auto kernel = use_avx2() ? swiglu_forward_avx2 : swiglu_forward_scalar;
+    const auto kernel = cpu_has_avx2_fma() ? swiglu_forward_avx2 : swiglu_forward_scalar;
     at::parallel_for(0, gate.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) {
       kernel(g + begin, u + begin, y + begin, end - begin);
     });
@@ -72,7 +53,7 @@ struct FusedSwiglu : public torch::autograd::Function<FusedSwiglu> {
     const float* dy = grad.data_ptr<float>();
     float* dg = grad_gate.data_ptr<float>();
     float* du = grad_up.data_ptr<float>();
-    const auto kernel = use_avx2() ? swiglu_backward_avx2 : swiglu_backward_scalar;
+    const auto kernel = cpu_has_avx2_fma() ? swiglu_backward_avx2 : swiglu_backward_scalar;
     at::parallel_for(0, gate.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) {
       kernel(g + begin, u + begin, dy + begin, dg + begin, du + begin, end - begin);
     });

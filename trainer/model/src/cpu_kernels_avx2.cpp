@@ -1,11 +1,11 @@
-// The AVX2 + FMA SwiGLU loops (8 floats per register), with a vectorised exp: Cody-Waite range
+// The AVX2 + FMA loops of cpu_kernels.hpp (8 floats per register), with a vectorised exp: Cody-Waite range
 // reduction x = n ln2 + r, |r| <= ln2 / 2, then exp(r) by its Taylor polynomial to degree 7
 // (truncation below 1e-8 relative, under the float's rounding) scaled by 2^n built in the exponent
 // bits. Inputs are clamped to [-87, 88] first, so 2^n stays a normal float; NaN stays NaN.
 // sigmoid(x) = 1 / (1 + exp(-x)) then differs from torch's (Sleef's exp) by an ulp or two.
 #include <immintrin.h>
 
-#include "swiglu_kernels.hpp"
+#include "cpu_kernels.hpp"
 
 namespace llmrdzv::model::detail {
 namespace {
@@ -51,6 +51,19 @@ struct Tail {
   void store(float* p, __m256 r) const { _mm256_maskstore_ps(p, mask, r); }
 };
 
+// The sum of the 8 lanes, in double.
+double sum_lanes(__m256 v) {
+  const __m256d pairs = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  const __m128d halves = _mm_add_pd(_mm256_castpd256_pd128(pairs), _mm256_extractf128_pd(pairs, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(halves, _mm_unpackhi_pd(halves, halves)));
+}
+
+float max_lanes(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  return _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps(m, m, 1)));
+}
+
 // Runs body(offset, access) over n elements: whole registers, then one masked tail.
 template <class Body>
 void for_lanes(std::int64_t n, Body body) {
@@ -82,6 +95,54 @@ void swiglu_backward_avx2(const float* gate, const float* up, const float* grad,
     const __m256 slope = _mm256_mul_ps(sigmoid, _mm256_add_ps(one, _mm256_mul_ps(g, _mm256_sub_ps(one, sigmoid))));
     access.store(grad_gate + i, _mm256_mul_ps(_mm256_mul_ps(dy, u), slope));
   });
+}
+
+// Three passes over the row, which a vocabulary's worth of floats leaves in L2 between them: the
+// max; the exps, stored and summed (in float over blocks of 128 registers, then in double); the
+// division. The tail's masked-off lanes load as 0 and are kept out of the max and the sum.
+double logsumexp_row_avx2(float* row, std::int64_t n, bool softmax) {
+  const std::int64_t whole = n & ~std::int64_t{7};
+  const __m256i tail = tail_mask(n - whole);
+  const __m256 tail_lanes = _mm256_castsi256_ps(tail);
+  const __m256 minus_inf = _mm256_set1_ps(-__builtin_inff());
+  __m256 m0 = minus_inf, m1 = minus_inf;
+  std::int64_t i = 0;
+  for (; i + 16 <= whole; i += 16) {
+    m0 = _mm256_max_ps(m0, _mm256_loadu_ps(row + i));
+    m1 = _mm256_max_ps(m1, _mm256_loadu_ps(row + i + 8));
+  }
+  if (i < whole) m0 = _mm256_max_ps(m0, _mm256_loadu_ps(row + i));
+  if (whole < n) m1 = _mm256_max_ps(m1, _mm256_blendv_ps(minus_inf, _mm256_maskload_ps(row + whole, tail), tail_lanes));
+  const float max = max_lanes(_mm256_max_ps(m0, m1));
+
+  // A NaN logit gives a NaN exp (exp_avx2 keeps it), so the sum and the result are NaN.
+  const __m256 shift = _mm256_set1_ps(max);
+  double sum = 0;
+  __m256 block = _mm256_setzero_ps();
+  int registers = 0;
+  for (i = 0; i < whole; i += 8) {
+    const __m256 e = exp_avx2(_mm256_sub_ps(_mm256_loadu_ps(row + i), shift));
+    if (softmax) _mm256_storeu_ps(row + i, e);
+    block = _mm256_add_ps(block, e);
+    if (++registers == 128) {
+      sum += sum_lanes(block);
+      block = _mm256_setzero_ps();
+      registers = 0;
+    }
+  }
+  if (whole < n) {
+    const __m256 e = _mm256_and_ps(exp_avx2(_mm256_sub_ps(_mm256_maskload_ps(row + whole, tail), shift)), tail_lanes);
+    if (softmax) _mm256_maskstore_ps(row + whole, tail, e);
+    block = _mm256_add_ps(block, e);
+  }
+  sum += sum_lanes(block);
+
+  if (softmax) {
+    const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+    for_lanes(n, [&](std::int64_t at, auto access) { access.store(row + at, _mm256_mul_ps(access.load(row + at), inverse)); });
+  }
+  // Builtins, not <cmath>/<limits>: no inline library code in this TU (see cpu_kernels.hpp).
+  return static_cast<double>(max) + __builtin_log(sum);
 }
 
 }  // namespace llmrdzv::model::detail
