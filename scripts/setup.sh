@@ -19,6 +19,7 @@ apt_packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libboost-dev libboost-system-dev libyaml-cpp-dev libssl-dev libxxhash-dev libsystemd-dev catch2 libgloo-dev
+  libblis-openmp-dev
   libslurm-dev slurm-wlm slurmctld slurmd slurm-client munge
   iproute2 util-linux procps psmisc openssl acl
   python3 python3-venv python3.11-doc

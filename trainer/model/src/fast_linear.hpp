@@ -1,5 +1,5 @@
-// The linear layers and activations every family's modules run through: oneDNN's fp32 kernels
-// on CPUs where they apply (see fast_linear.cpp), at::linear elsewhere.
+// The linear layers and activations every family's modules run through: the fastest fp32 CPU
+// GEMM measured for the CPU (BLIS or oneDNN, see fast_linear.cpp), at::linear elsewhere.
 #pragma once
 
 #include <torch/nn/modules/linear.h>
@@ -11,6 +11,9 @@ namespace llmrdzv::model::detail {
 // y = x W^T + b (bias optional).
 torch::Tensor fast_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias = {});
 torch::Tensor fast_linear(const torch::nn::Linear& linear, const torch::Tensor& input);
+
+// a b for 2-D tensors: on BLIS where fast_linear uses it (fp32 CPU tensors), at::mm elsewhere.
+torch::Tensor fast_mm(const torch::Tensor& a, const torch::Tensor& b);
 
 // HF's ACT2FN for the names the configs admit: gelu_new / gelu_pytorch_tanh (tanh approximation),
 // gelu, relu, silu.

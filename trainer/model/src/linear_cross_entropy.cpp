@@ -100,8 +100,8 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     }
     if (!gradients) continue;
     const at::Tensor g = p.to(weight.scalar_type());
-    r.grad_hidden.narrow(0, first, n).copy_(at::mm(g, weight));
-    const at::Tensor gw = at::mm(g.t(), h);
+    r.grad_hidden.narrow(0, first, n).copy_(fast_mm(g, weight));
+    const at::Tensor gw = fast_mm(g.t(), h);
     if (!several) {
       r.grad_weight = gw;
     } else if (grad_weight_sum.defined()) {

@@ -1,0 +1,19 @@
+// blis_gemm.hpp over BLIS's typed expert API: strides as given (a transpose is a stride swap, no
+// copy), the thread count per call through a runtime object instead of BLIS's process-wide setting.
+#include "blis_gemm.hpp"
+
+#include <blis.h>
+
+namespace llmrdzv::model::detail {
+
+void blis_sgemm(const StridedMatrix& a, const StridedMatrix& b, float beta, float* c, std::int64_t c_row_stride,
+                int threads) {
+  rntm_t runtime = BLIS_RNTM_INITIALIZER;
+  bli_rntm_set_num_threads(threads, &runtime);
+  float one = 1.0f;
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, a.rows, b.cols, a.cols, &one, const_cast<float*>(a.data),
+               a.row_stride, a.col_stride, const_cast<float*>(b.data), b.row_stride, b.col_stride, &beta, c, c_row_stride,
+               1, nullptr, &runtime);
+}
+
+}  // namespace llmrdzv::model::detail
