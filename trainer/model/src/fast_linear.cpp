@@ -33,6 +33,17 @@
 namespace llmrdzv::model::detail {
 namespace {
 
+// `variable`=0 in the environment: a library path turned off for an A/B run or a suspected bug.
+bool switched_off(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value && std::string_view(value) == "0";
+}
+
+bool cpu_has_avx512() {
+  static const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
+  return avx512;
+}
+
 // Which GEMM serves fp32 CPU tensors. Measured at 2 threads on an AVX2-only AMD EPYC with the
 // matrices of bench/trainer's OPT-125m step (512 tokens; forward, input and weight gradients of
 // q/k/v/out, fc1, fc2 and the 50k-row LM head, interleaved in one process): BLIS (Debian's 0.9,
@@ -40,17 +51,9 @@ namespace {
 // 3.09 s of GEMM per step. On AVX-512 CPUs oneDNN measured 1.3-1.8x MKL and BLIS 0.9 has no
 // AVX-512 kernels for AMD, so there the products stay on oneDNN and MKL. LLMRDZV_BLIS=0 in the
 // environment turns BLIS off (A/B runs).
-bool cpu_has_avx512() {
-  static const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
-  return avx512;
-}
-
 #if LLMRDZV_HAVE_BLIS
 bool blis_enabled() {
-  static const bool on = [] {
-    const char* env = std::getenv("LLMRDZV_BLIS");
-    return !(env && std::string_view(env) == "0") && !cpu_has_avx512();
-  }();
+  static const bool on = !switched_off("LLMRDZV_BLIS") && !cpu_has_avx512();
   return on;
 }
 
@@ -181,14 +184,11 @@ struct CpuLinearNoBias : public torch::autograd::Function<CpuLinearNoBias> {
   }
 };
 
-// LLMRDZV_DNNL_LINEAR=0 in the environment turns the oneDNN path off (A/B runs, or a suspected
-// oneDNN problem).
+// LLMRDZV_DNNL_LINEAR=0 turns the oneDNN path off.
 bool dnnl_available() {
-  static const bool available = [] {
-    const char* env = std::getenv("LLMRDZV_DNNL_LINEAR");
-    if (env && std::string_view(env) == "0") return false;
-    return at::hasMKLDNN() && c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""}).has_value();
-  }();
+  static const bool available =
+      !switched_off("LLMRDZV_DNNL_LINEAR") && at::hasMKLDNN() &&
+      c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""}).has_value();
   return available;
 }
 
