@@ -39,6 +39,12 @@ bool switched_off(const char* variable) {
   return value && std::string_view(value) == "0";
 }
 
+// fp32 tensors on the CPU outside autocast: what the project's CPU GEMM paths take.
+bool fp32_cpu(const at::Tensor& a, const at::Tensor& b) {
+  return a.is_cpu() && b.is_cpu() && a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
+         a.numel() > 0 && b.numel() > 0 && !at::autocast::is_autocast_enabled(at::kCPU);
+}
+
 bool cpu_has_avx512() {
   static const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
   return avx512;
@@ -88,8 +94,7 @@ at::Tensor blis_mm(const at::Tensor&, const at::Tensor&, const at::Tensor& = {})
 #endif
 
 bool blis_applies(const at::Tensor& a, const at::Tensor& b) {
-  return blis_enabled() && a.is_cpu() && b.is_cpu() && a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
-         a.dim() == 2 && b.dim() == 2 && a.numel() > 0 && b.numel() > 0 && !at::autocast::is_autocast_enabled(at::kCPU);
+  return blis_enabled() && a.dim() == 2 && b.dim() == 2 && fp32_cpu(a, b);
 }
 
 // Where BLIS is not used: y = x W^T + b on oneDNN's fp32 inner product (mkldnn::_linear_pointwise,
@@ -193,9 +198,7 @@ bool dnnl_available() {
 }
 
 bool cpu_linear_applies(const at::Tensor& input, const at::Tensor& weight) {
-  return (blis_enabled() || dnnl_available()) && input.is_cpu() && weight.is_cpu() &&
-         input.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat && input.dim() >= 2 &&
-         input.numel() > 0 && weight.numel() > 0 && !at::autocast::is_autocast_enabled(at::kCPU);
+  return (blis_enabled() || dnnl_available()) && input.dim() >= 2 && fp32_cpu(input, weight);
 }
 
 }  // namespace

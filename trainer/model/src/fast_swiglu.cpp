@@ -12,8 +12,6 @@
 #include <ATen/ops/silu.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 
 #include "cpu_kernels.hpp"
