@@ -21,48 +21,21 @@
 #include "cpu_kernels.hpp"
 #include "linear_cross_entropy.hpp"
 #include "llmrdzv/model/gpt2.hpp"
+#include "loss_problem.hpp"
 #include "tiny_gpt2.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
 
 using namespace llmrdzv;
+using loss_problem::Outcome;
+using loss_problem::Problem;
+using loss_problem::run;
 
 namespace {
 
-struct Problem {
-  at::Tensor hidden, weight, targets;
-  Problem(at::ScalarType type, std::int64_t rows = 37, std::int64_t width = 24, std::int64_t vocab = 101) {
-    torch::manual_seed(7);
-    hidden = torch::randn({rows, width}).to(type).requires_grad_(true);
-    weight = (torch::randn({vocab, width}) * 0.3).to(type).requires_grad_(true);
-    targets = at::randint(vocab, {rows}, at::TensorOptions().dtype(at::kLong));
-    targets.index_put_({torch::arange(0, rows, 5)}, -100);  // every fifth position ignored
-  }
-};
-
-struct Outcome {
-  at::Tensor loss, grad_hidden, grad_weight;
-};
-
-// `scale` stands for what multiplies the loss before backward (fp16's scale / micro-batches).
-Outcome run(const Problem& p, bool fused, std::int64_t chunk_elements, double scale) {
-  const at::Tensor h = p.hidden.detach().clone().requires_grad_(true);
-  const at::Tensor w = p.weight.detach().clone().requires_grad_(true);
-  const at::Tensor loss = fused ? model::detail::linear_cross_entropy(h, w, p.targets, chunk_elements)
-                                : at::cross_entropy_loss(at::mm(h, w.t()).to(at::kFloat), p.targets, std::nullopt,
-                                                         at::Reduction::Mean, -100);
-  (loss * scale).backward();
-  return {loss.detach(), h.grad(), w.grad()};
-}
-
 void require_close(const Outcome& a, const Outcome& b, double rtol, double atol) {
-  CHECK(a.loss.scalar_type() == at::kFloat);
-  CHECK(at::allclose(a.loss, b.loss, rtol, atol));
-  CHECK(a.grad_hidden.scalar_type() == b.grad_hidden.scalar_type());
-  CHECK(a.grad_weight.scalar_type() == b.grad_weight.scalar_type());
-  CHECK(at::allclose(a.grad_hidden.to(at::kFloat), b.grad_hidden.to(at::kFloat), rtol, atol));
-  CHECK(at::allclose(a.grad_weight.to(at::kFloat), b.grad_weight.to(at::kFloat), rtol, atol));
+  CHECK(loss_problem::outcomes_close(a, b, rtol, atol));
 }
 
 }  // namespace

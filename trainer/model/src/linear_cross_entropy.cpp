@@ -4,6 +4,7 @@
 
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/embedding.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/embedding_backward.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/logsumexp.h>
@@ -12,6 +13,9 @@
 #include <torch/autograd.h>
 
 #include <ATen/Parallel.h>
+#if LLMRDZV_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include <algorithm>
 #include <numeric>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "cpu_kernels.hpp"
+#include "cuda_kernels.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model::detail {
@@ -69,6 +74,38 @@ double softmax_cross_entropy_rows(at::Tensor& logits, const at::Tensor& targets,
   return std::accumulate(row_loss.begin(), row_loss.end(), 0.0);
 }
 
+// The GPU kernel's rows (cuda/softmax_xent_rows.cuh) where the build has it: contiguous CUDA logits
+// in fp32, bf16 or fp16, with the targets on the same device. The logits stay in their own type
+// and become the gradient in place, so no fp32 copy of the chunk is made.
+bool device_softmax_rows([[maybe_unused]] const at::Tensor& logits, [[maybe_unused]] const at::Tensor& targets) {
+#if LLMRDZV_HAVE_CUDA_KERNELS
+  const at::ScalarType type = logits.scalar_type();
+  return logits.is_cuda() && logits.is_contiguous() && targets.device() == logits.device() &&
+         (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
+#else
+  return false;
+#endif
+}
+
+// The chunk's summed loss, on the device; with `gradients` the logits hold the gradient after.
+at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, [[maybe_unused]] const at::Tensor& targets,
+                                           [[maybe_unused]] bool gradients) {
+#if LLMRDZV_HAVE_CUDA_KERNELS
+  const at::ScalarType type = logits.scalar_type();
+  const DeviceElement element = type == at::kFloat      ? DeviceElement::f32
+                                : type == at::kBFloat16 ? DeviceElement::bf16
+                                                        : DeviceElement::f16;
+  const at::Tensor ids = targets.contiguous();
+  at::Tensor row_loss = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
+  softmax_xent_rows_cuda(logits.data_ptr(), element, logits.size(0), logits.size(1), ids.data_ptr<std::int64_t>(),
+                         row_loss.data_ptr<float>(), gradients,
+                         c10::cuda::getCurrentCUDAStream(logits.device().index()).stream());
+  return row_loss.sum();
+#else
+  throw std::logic_error("linear_cross_entropy: this build has no CUDA kernels");
+#endif
+}
+
 Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, std::int64_t chunk_elements,
                bool gradients) {
   const std::int64_t rows = hidden.size(0), vocab = weight.size(0);
@@ -84,22 +121,29 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
   for (std::int64_t first = 0; first < rows; first += chunk_rows) {
     const std::int64_t n = std::min(chunk_rows, rows - first);
     const at::Tensor h = hidden.narrow(0, first, n);
-    at::Tensor p = fast_linear(h, weight).to(at::kFloat);  // [n, V], fp32 (a fresh tensor either way)
-    if (p.is_cpu() && p.is_contiguous()) {
-      loss_sum += softmax_cross_entropy_rows(p, targets.narrow(0, first, n), gradients);
+    at::Tensor logits = fast_linear(h, weight);  // [n, V], a fresh tensor
+    at::Tensor g;  // the chunk's gradient (softmax - one-hot), in the head's type
+    if (device_softmax_rows(logits, targets)) {
+      loss_sum += softmax_cross_entropy_rows_cuda(logits, targets.narrow(0, first, n), gradients);
+      g = logits.to(weight.scalar_type());
     } else {
-      const at::Tensor counted = valid.narrow(0, first, n);
-      const at::Tensor target = targets.narrow(0, first, n).clamp_min(0).unsqueeze(1);
-      const at::Tensor lse = at::logsumexp(p, {1});
-      loss_sum += ((lse - p.gather(1, target).squeeze(1)) * counted).sum();
-      if (gradients) {
-        p.sub_(lse.unsqueeze(1)).exp_();  // softmax
-        p.scatter_add_(1, target, -counted.to(at::kFloat).unsqueeze(1));
-        p.mul_(counted.to(at::kFloat).unsqueeze(1));  // ignored rows: 0
+      at::Tensor p = logits.to(at::kFloat);
+      if (p.is_cpu() && p.is_contiguous()) {
+        loss_sum += softmax_cross_entropy_rows(p, targets.narrow(0, first, n), gradients);
+      } else {
+        const at::Tensor counted = valid.narrow(0, first, n);
+        const at::Tensor target = targets.narrow(0, first, n).clamp_min(0).unsqueeze(1);
+        const at::Tensor lse = at::logsumexp(p, {1});
+        loss_sum += ((lse - p.gather(1, target).squeeze(1)) * counted).sum();
+        if (gradients) {
+          p.sub_(lse.unsqueeze(1)).exp_();  // softmax
+          p.scatter_add_(1, target, -counted.to(at::kFloat).unsqueeze(1));
+          p.mul_(counted.to(at::kFloat).unsqueeze(1));  // ignored rows: 0
+        }
       }
+      if (gradients) g = p.to(weight.scalar_type());
     }
     if (!gradients) continue;
-    const at::Tensor g = p.to(weight.scalar_type());
     r.grad_hidden.narrow(0, first, n).copy_(fast_mm(g, weight));
     const at::Tensor gw = fast_mm(g.t(), h);
     if (!several) {

@@ -1,0 +1,90 @@
+// Runs a CUDA kernel's own source on the CPU, one block at a time, each of the block's threads a
+// fiber (ucontext) of this thread: threadIdx/blockIdx are set as each runs, __syncthreads hands
+// control back to a round-robin scheduler, and __shared__ variables are statics (one block runs at
+// a time, so they are the block's). A round resumes every thread once, so no thread passes a
+// barrier before the whole block has reached it. It covers kernels that use only these built-ins
+// (no warp shuffles or atomics), and refuses a block whose threads reach __syncthreads a different
+// number of times. This checks a kernel's indexing, reductions and edge cases on a machine
+// without a GPU; the GPU tests (ctest -L gpu) check it on the hardware.
+#pragma once
+
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <functional>
+#include <stdexcept>
+#include <vector>
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __shared__ static
+
+struct EmulatedDim3 {
+  unsigned x = 0, y = 0, z = 0;
+};
+inline EmulatedDim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace cuda_emulation {
+
+struct Block {
+  ucontext_t scheduler{};
+  std::vector<ucontext_t> threads;
+  std::vector<std::vector<char>> stacks;
+  std::vector<bool> finished;
+  unsigned current = 0;
+  const std::function<void()>* kernel = nullptr;
+};
+inline Block block_state;
+
+inline void thread_entry() {
+  (*block_state.kernel)();
+  block_state.finished[block_state.current] = true;  // then back to the scheduler (uc_link)
+}
+
+// kernel() as if launched <<<grid, block>>>: every block in turn, its threads in rounds from one
+// __syncthreads to the next.
+inline void launch(unsigned grid, unsigned block, const std::function<void()>& kernel) {
+  constexpr std::size_t kStack = 256 * 1024;
+  Block& b = block_state;
+  b.kernel = &kernel;
+  b.threads.assign(block, ucontext_t{});
+  b.stacks.resize(block);
+  blockDim = {block, 1, 1};
+  gridDim = {grid, 1, 1};
+  for (unsigned g = 0; g < grid; ++g) {
+    blockIdx = {g, 0, 0};
+    b.finished.assign(block, false);
+    for (unsigned t = 0; t < block; ++t) {
+      b.stacks[t].resize(kStack);
+      getcontext(&b.threads[t]);
+      b.threads[t].uc_stack.ss_sp = b.stacks[t].data();
+      b.threads[t].uc_stack.ss_size = kStack;
+      b.threads[t].uc_link = &b.scheduler;
+      makecontext(&b.threads[t], thread_entry, 0);
+    }
+    for (bool running = true; running;) {
+      unsigned done = 0;
+      for (unsigned t = 0; t < block; ++t) {
+        if (b.finished[t]) continue;
+        b.current = t;
+        threadIdx = {t, 0, 0};
+        swapcontext(&b.scheduler, &b.threads[t]);
+        done += b.finished[t] ? 1 : 0;
+      }
+      const unsigned left = block - static_cast<unsigned>(std::count(b.finished.begin(), b.finished.end(), true));
+      if (left != 0 && done != 0) {
+        throw std::logic_error("emulated kernel: some threads of a block ended while others wait at __syncthreads");
+      }
+      running = left != 0;
+    }
+  }
+}
+
+}  // namespace cuda_emulation
+
+inline void __syncthreads() {
+  cuda_emulation::Block& b = cuda_emulation::block_state;
+  swapcontext(&b.threads[b.current], &b.scheduler);
+}

@@ -1,0 +1,168 @@
+// The GPU kernel of the fused cross-entropy (trainer/model/src/cuda/softmax_xent_rows.cuh), its
+// own source run on the CPU under cuda_block_emulation.hpp, against a double-precision reference:
+// each row's loss (logsumexp - target's logit) and its gradient written over the row (softmax -
+// one-hot, rounded to the logits' type), for vocabularies smaller than, equal to and larger than a
+// block, in fp32 and bf16; ignored, negative and out-of-vocabulary targets; NaN and -inf logits;
+// and no write at all without gradients. The same kernel on a GPU: tests/trainer/gpu.
+#include <c10/util/BFloat16.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "cuda_block_emulation.hpp"
+
+namespace llmrdzv::model::cuda_kernels {
+// The element conversions softmax_xent_rows.cu gives the kernel, with torch's types on the CPU
+// (c10::BFloat16 rounds to nearest even, as __float2bfloat16_rn).
+inline float to_float(float x) { return x; }
+inline float to_float(c10::BFloat16 x) { return static_cast<float>(x); }
+inline float from_float(float x, const float*) { return x; }
+inline c10::BFloat16 from_float(float x, const c10::BFloat16*) { return c10::BFloat16(x); }
+}  // namespace llmrdzv::model::cuda_kernels
+
+#include "cuda/softmax_xent_rows.cuh"
+
+#include <catch2/catch.hpp>
+
+namespace {
+
+using llmrdzv::model::cuda_kernels::kIgnoredTarget;
+using llmrdzv::model::cuda_kernels::kSoftmaxRowThreads;
+using llmrdzv::model::cuda_kernels::softmax_xent_rows_kernel;
+
+template <typename T>
+struct Rows {
+  std::int64_t vocab;
+  std::vector<T> logits;
+  std::vector<std::int64_t> targets;
+  std::vector<float> loss;
+
+  Rows(std::int64_t rows, std::int64_t vocab_size, std::uint32_t seed, double spread)
+      : vocab(vocab_size), logits(static_cast<std::size_t>(rows * vocab_size)), targets(static_cast<std::size_t>(rows)) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<double> normal(0.0, spread);
+    std::uniform_int_distribution<std::int64_t> id(0, vocab - 1);
+    for (T& x : logits) x = T(static_cast<float>(normal(gen)));
+    for (std::int64_t& t : targets) t = id(gen);
+  }
+
+  std::int64_t rows() const { return static_cast<std::int64_t>(targets.size()); }
+  float at(std::int64_t r, std::int64_t i) const { return static_cast<float>(logits[static_cast<std::size_t>(r * vocab + i)]); }
+  void set(std::int64_t r, std::int64_t i, float x) { logits[static_cast<std::size_t>(r * vocab + i)] = T(x); }
+
+  // Runs the kernel <<<rows, kSoftmaxRowThreads>>> over the rows, in place.
+  void run(bool gradients) {
+    loss.assign(targets.size(), -1.0f);
+    T* data = logits.data();
+    const std::int64_t* ids = targets.data();
+    float* out = loss.data();
+    const std::int64_t v = vocab;
+    cuda_emulation::launch(static_cast<unsigned>(rows()), kSoftmaxRowThreads,
+                           [=] { softmax_xent_rows_kernel<T>(data, v, ids, out, gradients); });
+  }
+};
+
+struct Reference {
+  double loss;
+  std::vector<double> gradient;  // softmax - one-hot
+};
+
+template <typename T>
+Reference reference(const Rows<T>& rows, std::int64_t r, std::int64_t target) {
+  double max = -std::numeric_limits<double>::infinity();
+  for (std::int64_t i = 0; i < rows.vocab; ++i) max = std::max(max, static_cast<double>(rows.at(r, i)));
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < rows.vocab; ++i) sum += std::exp(static_cast<double>(rows.at(r, i)) - max);
+  const double lse = max + std::log(sum);
+  Reference ref{lse - static_cast<double>(rows.at(r, target)), {}};
+  for (std::int64_t i = 0; i < rows.vocab; ++i) {
+    ref.gradient.push_back(std::exp(static_cast<double>(rows.at(r, i)) - lse) - (i == target ? 1.0 : 0.0));
+  }
+  return ref;
+}
+
+// Every row against the reference: the loss within `loss_tol` (relative to the row's logsumexp
+// scale), each gradient entry within `grad_rel` of its size plus 1e-7.
+template <typename T>
+void check_rows(std::int64_t rows_n, std::int64_t vocab, double spread, double loss_tol, double grad_rel) {
+  Rows<T> rows(rows_n, vocab, static_cast<std::uint32_t>(vocab * 31 + rows_n), spread);
+  std::vector<Reference> refs;
+  for (std::int64_t r = 0; r < rows.rows(); ++r) refs.push_back(reference(rows, r, rows.targets[static_cast<std::size_t>(r)]));
+  rows.run(true);
+  for (std::int64_t r = 0; r < rows.rows(); ++r) {
+    const Reference& ref = refs[static_cast<std::size_t>(r)];
+    INFO("vocab " << vocab << " row " << r);
+    CHECK(std::abs(rows.loss[static_cast<std::size_t>(r)] - ref.loss) <= loss_tol * (1.0 + std::abs(ref.loss)));
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < vocab; ++i) {
+      const double want = ref.gradient[static_cast<std::size_t>(i)];
+      if (std::abs(rows.at(r, i) - want) > grad_rel * std::abs(want) + 1e-7) ++bad;
+    }
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the GPU softmax rows, emulated, give each row's loss and gradient as computed in double (fp32)",
+          "[model][loss][cuda]") {
+  // Fewer elements than threads, a block's worth exactly, one more, and a GPT-2-sized row.
+  for (const std::int64_t vocab : {1, 7, 511, 512, 513, 5000, 50257}) {
+    check_rows<float>(vocab > 5000 ? 2 : 5, vocab, 3.0, 2e-6, 2e-5);
+  }
+  check_rows<float>(3, 1000, 40.0, 2e-6, 2e-4);  // a wide spread: the running max moves often
+}
+
+TEST_CASE("the GPU softmax rows, emulated, round bf16 gradients to the nearest bf16 of the exact value",
+          "[model][loss][cuda]") {
+  // A bf16 value has 8 significant bits: one rounding is within 2^-8 of the value; the fp32
+  // maths before it moves the result by far less, so 2^-7 bounds it with room.
+  for (const std::int64_t vocab : {3, 512, 1031, 50257}) {
+    check_rows<c10::BFloat16>(3, vocab, 2.0, 2e-6, 1.0 / 128);
+  }
+}
+
+TEST_CASE("the GPU softmax rows, emulated: ignored rows are zero, other negative targets count as 0, "
+          "a target past the vocabulary gives NaN and touches nothing outside its row", "[model][loss][cuda]") {
+  Rows<float> rows(4, 600, 5, 2.0);
+  rows.targets = {kIgnoredTarget, -7, 600, 3};
+  const Reference negative = reference(rows, 1, 0), fine = reference(rows, 3, 3);
+  rows.run(true);
+  CHECK(rows.loss[0] == 0.0f);
+  CHECK(std::abs(rows.loss[1] - negative.loss) <= 1e-5 * (1.0 + negative.loss));
+  CHECK(std::isnan(rows.loss[2]));
+  CHECK(std::abs(rows.loss[3] - fine.loss) <= 1e-5 * (1.0 + fine.loss));
+  for (std::int64_t i = 0; i < rows.vocab; ++i) {
+    INFO("column " << i);
+    REQUIRE(rows.at(0, i) == 0.0f);
+    REQUIRE(rows.at(2, i) == 0.0f);
+    REQUIRE(std::abs(rows.at(1, i) - negative.gradient[static_cast<std::size_t>(i)]) <= 1e-6);
+  }
+}
+
+TEST_CASE("the GPU softmax rows, emulated: a NaN logit makes the row's loss NaN, -inf logits get zero probability",
+          "[model][loss][cuda]") {
+  Rows<float> rows(2, 700, 9, 1.0);
+  rows.targets = {10, 20};
+  rows.set(0, 650, std::numeric_limits<float>::quiet_NaN());
+  for (std::int64_t i = 0; i < 700; i += 3) rows.set(1, i, -std::numeric_limits<float>::infinity());
+  const Reference masked = reference(rows, 1, 20);
+  rows.run(true);
+  CHECK(std::isnan(rows.loss[0]));
+  CHECK(std::abs(rows.loss[1] - masked.loss) <= 1e-5 * (1.0 + masked.loss));
+  for (std::int64_t i = 0; i < 700; i += 3) CHECK(rows.at(1, i) == 0.0f);
+  CHECK(std::abs(rows.at(1, 20) - masked.gradient[20]) <= 1e-6);
+}
+
+TEST_CASE("the GPU softmax rows, emulated, without gradients leave the logits as they were", "[model][loss][cuda]") {
+  Rows<c10::BFloat16> rows(3, 2049, 4, 2.0);
+  const std::vector<c10::BFloat16> before = rows.logits;
+  std::vector<Reference> refs;
+  for (std::int64_t r = 0; r < 3; ++r) refs.push_back(reference(rows, r, rows.targets[static_cast<std::size_t>(r)]));
+  rows.run(false);
+  for (std::size_t i = 0; i < before.size(); ++i) REQUIRE(rows.logits[i].x == before[i].x);
+  for (std::size_t r = 0; r < 3; ++r) CHECK(std::abs(rows.loss[r] - refs[r].loss) <= 2e-6 * (1.0 + refs[r].loss));
+}

@@ -1,0 +1,83 @@
+// The fused cross-entropy's softmax rows on a GPU, as one kernel: each block takes one row of a
+// chunk's logits (the LM head's output, in the head's type), finds its logsumexp in one pass (a
+// running max and sum per thread, merged across the block), writes the row's loss, and then
+// overwrites the row in place with its gradient, softmax less the one-hot target, rounded to the
+// logits' type. torch's ops for the same maths (a copy to fp32, logsumexp, sub, exp, scatter_add,
+// mul, a copy back) make about fifteen passes over a chunk; this makes one read and one write,
+// and the row's second read comes from L2.
+//
+// Written against a small set of CUDA's built-ins (threadIdx, blockIdx, __syncthreads,
+// __shared__, expf/logf/fmaxf) and to_float/from_float overloads for the element type, so that
+// tests can also run this very source under a CPU emulation of a block.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+namespace llmrdzv::model::cuda_kernels {
+
+constexpr int kSoftmaxRowThreads = 512;  // a power of two: the block's tree reduction halves it
+constexpr int64_t kIgnoredTarget = -100;
+
+// A running logsumexp: sum of exp(x - max) over the values seen.
+struct MaxSum {
+  float max;
+  float sum;
+};
+
+__device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = fmaxf(a.max, b.max);  // never NaN: a NaN logit makes the sum NaN instead
+  if (m == -INFINITY) return {m, a.sum + b.sum};
+  return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
+}
+
+// One block per row of logits [rows, vocab] (contiguous). targets[row] is the row's target id,
+// kIgnoredTarget for a row that does not count (loss 0, gradient 0); other negative ids count as
+// 0, as the torch path's clamp does; an id at or past `vocab` gives a NaN loss and a zero
+// gradient row (no read outside the row). row_loss[row] gets logsumexp - logit[target].
+template <typename T>
+__global__ void softmax_xent_rows_kernel(T* logits, int64_t vocab, const int64_t* targets, float* row_loss,
+                                         bool gradients) {
+  __shared__ MaxSum partial[kSoftmaxRowThreads];
+  __shared__ float picked;
+  const int64_t r = blockIdx.x;
+  const int tid = static_cast<int>(threadIdx.x);
+  T* row = logits + r * vocab;
+  int64_t target = targets[r];
+  const bool ignored = target == kIgnoredTarget;
+  if (target < 0) target = 0;
+  if (ignored || target >= vocab) {  // the same for every thread of the block: no barrier is skipped
+    if (tid == 0) row_loss[r] = ignored ? 0.0f : NAN;
+    if (gradients) {
+      for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) row[i] = from_float(0.0f, row);
+    }
+    return;
+  }
+  if (tid == 0) picked = to_float(row[target]);  // read before any thread overwrites the row
+  MaxSum acc{-INFINITY, 0.0f};
+  for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) {
+    const float x = to_float(row[i]);
+    if (x > acc.max) {
+      acc.sum = acc.sum * expf(acc.max - x) + 1.0f;
+      acc.max = x;
+    } else if (x != -INFINITY) {
+      acc.sum += expf(x - acc.max);  // NaN stays NaN
+    }
+  }
+  partial[tid] = acc;
+  __syncthreads();
+  for (int stride = kSoftmaxRowThreads / 2; stride > 0; stride /= 2) {
+    if (tid < stride) partial[tid] = combine(partial[tid], partial[tid + stride]);
+    __syncthreads();
+  }
+  const float lse = partial[0].max + logf(partial[0].sum);
+  if (tid == 0) row_loss[r] = lse - picked;
+  if (!gradients) return;
+  for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) {
+    float g = expf(to_float(row[i]) - lse);
+    if (i == target) g -= 1.0f;
+    row[i] = from_float(g, row);
+  }
+}
+
+}  // namespace llmrdzv::model::cuda_kernels
