@@ -2,14 +2,15 @@
 # The GPU checks in one run, on a CUDA node where the project is built (build/, or the build
 # directory given as the first argument): the GPU tests (ctest -L gpu), then trainer-bench on the
 # GPU side by side with HF transformers: GPT-2 124M at 16 x 1024 in bf16 against HF eager and HF +
-# torch.compile, GPT-2 XL at 8 x 1024 against HF eager, and --offload optimizer (plain, and with
-# delayed updates) against no offload. The bench and xl parts also profile 3 steps of ours and print
-# where they went (trainer-profile-summary; traces in <build>/profile/). GPU_CHECKS_PARTS picks parts (tests,bench,xl,offload; all by
+# torch.compile, ours against ours without its CUDA kernels (LLMRDZV_CUDA_KERNELS=0), GPT-2 XL at
+# 8 x 1024 against HF eager, and --offload optimizer (plain, and with delayed updates) against no
+# offload. The bench and xl parts also profile 3 steps of ours and print
+# where they went (trainer-profile-summary; traces in <build>/profile/). GPU_CHECKS_PARTS picks parts (tests,bench,kernels,xl,offload; all by
 # default). Each part starts with a "=== part" line; a failing part does not stop the next, and the
 # exit status is 1 when any failed, 77 when no GPU is visible.
 set -u -o pipefail
 build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "gpu-checks: no build directory ${1:-build}" >&2; exit 2; }
-parts=${GPU_CHECKS_PARTS:-tests,bench,xl,offload}
+parts=${GPU_CHECKS_PARTS:-tests,bench,kernels,xl,offload}
 if ! nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; then
   echo "gpu-checks: no GPU is visible (nvidia-smi failed)" >&2
   exit 77
@@ -25,6 +26,9 @@ if part tests "ctest -L gpu"; then
 fi
 if part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile"; then
   "${bench[@]}" --shapes gpt2-16x1024 --profile_dir "$build/profile" || status=1
+fi
+if part kernels "GPT-2 124M, 16 x 1024: ours without its CUDA kernels (B) against ours (A)"; then
+  "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "LLMRDZV_CUDA_KERNELS=0" || status=1
 fi
 if part xl "GPT-2 XL, 8 x 1024, bf16: ours, HF eager"; then
   "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager --profile_dir "$build/profile" || status=1

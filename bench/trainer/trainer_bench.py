@@ -23,7 +23,8 @@ against HF's), same dropout, same torch thread count.
   stock glibc malloc unless --hf_same_malloc (our trainer keeps freed memory instead of unmapping it).
 
 With --compare_trainer_args ARGS the other side is our trainer again, with ARGS added (e.g.
-"--report_to none" to measure what TensorBoard logging costs): the figure is then each side's
+"--report_to none" to measure what TensorBoard logging costs; NAME=value words set the trainer's
+environment, e.g. "LLMRDZV_CUDA_KERNELS=0"): the figure is then each side's
 train_runtime (the whole step loop, logging included, from all_results.json) over its steps.
 
 With --device cuda both sides train on the GPU in bf16 mixed precision (ours: its default there,
@@ -49,6 +50,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import statistics
 import struct
@@ -190,6 +192,10 @@ class GpuMemoryPeak:
         return False
 
 
+# An environment assignment among --trainer_args / --compare_trainer_args, e.g. LLMRDZV_CUDA_KERNELS=0.
+ENV_TOKEN = re.compile(r"[A-Z_][A-Z0-9_]*=.*")
+
+
 def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     """Trains `steps` steps of `shape` (logging every step, no checkpoints) in workdir/out; returns
     metrics.jsonl's training records (one per step) and the output directory."""
@@ -205,7 +211,12 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
            "--learning_rate", str(LEARNING_RATE), "--weight_decay", str(WEIGHT_DECAY),
            "--max_grad_norm", str(MAX_GRAD_NORM), "--lr_scheduler_type", "constant",
            "--threads", str(threads)] + extra
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    env = dict(os.environ)
+    for token in [t for t in cmd if ENV_TOKEN.fullmatch(t)]:  # NAME=value: the trainer's environment
+        cmd.remove(token)
+        name, value = token.split("=", 1)
+        env[name] = value
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
     with open(os.path.join(out, "metrics.jsonl")) as f:
         records = [r for r in map(json.loads, f) if "tokens_per_second" in r]
     if len(records) != steps:
@@ -344,8 +355,9 @@ def main():
                         help="the device's peak for MFU (default 989: an H100's dense bf16)")
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
     parser.add_argument("--compare_trainer_args", default=None,
-                        help="instead of HF, compare with our trainer run with these flags added; both sides timed "
-                             "by train_runtime (logging included), e.g. '--report_to none'")
+                        help="instead of HF, compare with our trainer run with these flags added (NAME=value words: "
+                             "its environment); both sides timed by train_runtime (logging included), e.g. "
+                             "'--report_to none' or 'LLMRDZV_CUDA_KERNELS=0'")
     parser.add_argument("--profile_dir", default=None,
                         help="also profile 3 steps of ours per shape: traces to DIR/<shape>.json, summaries printed")
     parser.add_argument("--hf_worker", help=argparse.SUPPRESS)

@@ -26,18 +26,13 @@
 #include <utility>
 #include <vector>
 
+#include "env_switch.hpp"
 #if LLMRDZV_HAVE_BLIS
 #include "blis_gemm.hpp"
 #endif
 
 namespace llmrdzv::model::detail {
 namespace {
-
-// `variable`=0 in the environment: a library path turned off for an A/B run or a suspected bug.
-bool switched_off(const char* variable) {
-  const char* value = std::getenv(variable);
-  return value && std::string_view(value) == "0";
-}
 
 // fp32 tensors on the CPU outside autocast: what the project's CPU GEMM paths take.
 bool fp32_cpu(const at::Tensor& a, const at::Tensor& b) {

@@ -26,6 +26,7 @@
 
 #include "cpu_kernels.hpp"
 #include "cuda_kernels.hpp"
+#include "env_switch.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model::detail {
@@ -76,11 +77,13 @@ double softmax_cross_entropy_rows(at::Tensor& logits, const at::Tensor& targets,
 
 // The GPU kernel's rows (cuda/softmax_xent_rows.cuh) where the build has it: contiguous CUDA logits
 // in fp32, bf16 or fp16, with the targets on the same device. The logits stay in their own type
-// and become the gradient in place, so no fp32 copy of the chunk is made.
+// and become the gradient in place, so no fp32 copy of the chunk is made. LLMRDZV_CUDA_KERNELS=0
+// in the environment keeps torch's ops (A/B runs).
 bool device_softmax_rows([[maybe_unused]] const at::Tensor& logits, [[maybe_unused]] const at::Tensor& targets) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
+  static const bool enabled = !switched_off("LLMRDZV_CUDA_KERNELS");
   const at::ScalarType type = logits.scalar_type();
-  return logits.is_cuda() && logits.is_contiguous() && targets.device() == logits.device() &&
+  return enabled && logits.is_cuda() && logits.is_contiguous() && targets.device() == logits.device() &&
          (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
 #else
   return false;
