@@ -4,8 +4,6 @@
 // one-hot, rounded to the logits' type), for vocabularies smaller than, equal to and larger than a
 // block, in fp32 and bf16; ignored, negative and out-of-vocabulary targets; NaN and -inf logits;
 // and no write at all without gradients. The same kernel on a GPU: tests/trainer/gpu.
-#include <c10/util/BFloat16.h>
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,16 +11,6 @@
 #include <vector>
 
 #include "cuda_block_emulation.hpp"
-
-namespace llmrdzv::model::cuda_kernels {
-// The element conversions softmax_xent_rows.cu gives the kernel, with torch's types on the CPU
-// (c10::BFloat16 rounds to nearest even, as __float2bfloat16_rn).
-inline float to_float(float x) { return x; }
-inline float to_float(c10::BFloat16 x) { return static_cast<float>(x); }
-inline float from_float(float x, const float*) { return x; }
-inline c10::BFloat16 from_float(float x, const c10::BFloat16*) { return c10::BFloat16(x); }
-}  // namespace llmrdzv::model::cuda_kernels
-
 #include "cuda/softmax_xent_rows.cuh"
 
 #include <catch2/catch.hpp>

@@ -6,16 +6,16 @@
 
 #include <cstdint>
 
-namespace llmrdzv::model::detail {
+#include "llmrdzv/kernel_support/device_element.hpp"
 
-enum class DeviceElement { f32, bf16, f16 };
+namespace llmrdzv::model::detail {
 
 // For each row of logits [rows, vocab] (contiguous, on the GPU, in `element`): row_loss[row] =
 // logsumexp(row) - row[target] (fp32), and, with `gradients`, the row overwritten in place by
 // softmax(row) - one_hot(target). Target -100: loss 0 and a zero row; other negative targets count
 // as 0; a target >= vocab gives a NaN loss and a zero row. Asynchronous on `stream`; throws
 // std::runtime_error if the launch fails.
-void softmax_xent_rows_cuda(void* logits, DeviceElement element, std::int64_t rows, std::int64_t vocab,
+void softmax_xent_rows_cuda(void* logits, kernel_support::DeviceElement element, std::int64_t rows, std::int64_t vocab,
                             const std::int64_t* targets, float* row_loss, bool gradients, void* stream);
 
 }  // namespace llmrdzv::model::detail

@@ -3,6 +3,7 @@
 // name.
 #include "fast_linear.hpp"
 
+#include "llmrdzv/kernel_support/env_switch.hpp"
 #include "llmrdzv/model/cpu_gemm.hpp"
 
 #include <ATen/Context.h>
@@ -26,7 +27,6 @@
 #include <utility>
 #include <vector>
 
-#include "env_switch.hpp"
 #if LLMRDZV_HAVE_BLIS
 #include "blis_gemm.hpp"
 #endif
@@ -54,7 +54,7 @@ bool cpu_has_avx512() {
 // environment turns BLIS off (A/B runs).
 #if LLMRDZV_HAVE_BLIS
 bool blis_enabled() {
-  static const bool on = !switched_off("LLMRDZV_BLIS") && !cpu_has_avx512();
+  static const bool on = !kernel_support::switched_off("LLMRDZV_BLIS") && !cpu_has_avx512();
   return on;
 }
 
@@ -187,7 +187,7 @@ struct CpuLinearNoBias : public torch::autograd::Function<CpuLinearNoBias> {
 // LLMRDZV_DNNL_LINEAR=0 turns the oneDNN path off.
 bool dnnl_available() {
   static const bool available =
-      !switched_off("LLMRDZV_DNNL_LINEAR") && at::hasMKLDNN() &&
+      !kernel_support::switched_off("LLMRDZV_DNNL_LINEAR") && at::hasMKLDNN() &&
       c10::Dispatcher::singleton().findSchema({"mkldnn::_linear_pointwise", ""}).has_value();
   return available;
 }

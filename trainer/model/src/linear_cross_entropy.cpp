@@ -26,7 +26,7 @@
 
 #include "cpu_kernels.hpp"
 #include "cuda_kernels.hpp"
-#include "env_switch.hpp"
+#include "llmrdzv/kernel_support/env_switch.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model::detail {
@@ -81,9 +81,8 @@ double softmax_cross_entropy_rows(at::Tensor& logits, const at::Tensor& targets,
 // in the environment keeps torch's ops (A/B runs).
 bool device_softmax_rows([[maybe_unused]] const at::Tensor& logits, [[maybe_unused]] const at::Tensor& targets) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
-  static const bool enabled = !switched_off("LLMRDZV_CUDA_KERNELS");
   const at::ScalarType type = logits.scalar_type();
-  return enabled && logits.is_cuda() && logits.is_contiguous() && targets.device() == logits.device() &&
+  return kernel_support::cuda_kernels_enabled() && logits.is_cuda() && logits.is_contiguous() && targets.device() == logits.device() &&
          (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
 #else
   return false;
@@ -95,6 +94,7 @@ at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, 
                                            [[maybe_unused]] bool gradients) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
   const at::ScalarType type = logits.scalar_type();
+  using kernel_support::DeviceElement;
   const DeviceElement element = type == at::kFloat      ? DeviceElement::f32
                                 : type == at::kBFloat16 ? DeviceElement::bf16
                                                         : DeviceElement::f16;

@@ -1,24 +1,10 @@
 // The launcher of softmax_xent_rows.cuh for fp32, bf16 and fp16 logits (cuda_kernels.hpp).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <stdexcept>
 #include <string>
 
-namespace llmrdzv::model::cuda_kernels {
-
-// Conversions the kernel finds by overload; the float -> 16-bit roundings are to nearest even,
-// as torch's .to() rounds.
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float from_float(float x, const float*) { return x; }
-__device__ __forceinline__ __nv_bfloat16 from_float(float x, const __nv_bfloat16*) { return __float2bfloat16_rn(x); }
-__device__ __forceinline__ __half from_float(float x, const __half*) { return __float2half_rn(x); }
-
-}  // namespace llmrdzv::model::cuda_kernels
-
+#include "llmrdzv/kernel_support/device_convert.cuh"
 #include "softmax_xent_rows.cuh"
 #include "../cuda_kernels.hpp"
 
@@ -34,11 +20,12 @@ void launch(void* logits, std::int64_t rows, std::int64_t vocab, const std::int6
 
 }  // namespace
 
-void softmax_xent_rows_cuda(void* logits, DeviceElement element, std::int64_t rows, std::int64_t vocab,
+void softmax_xent_rows_cuda(void* logits, kernel_support::DeviceElement element, std::int64_t rows, std::int64_t vocab,
                             const std::int64_t* targets, float* row_loss, bool gradients, void* stream) {
   if (rows <= 0 || vocab <= 0) return;
   if (rows > 0x7fffffff) throw std::runtime_error("softmax_xent_rows_cuda: more rows than one grid takes");
   const auto s = static_cast<cudaStream_t>(stream);
+  using kernel_support::DeviceElement;
   switch (element) {
     case DeviceElement::f32: launch<float>(logits, rows, vocab, targets, row_loss, gradients, s); break;
     case DeviceElement::bf16: launch<__nv_bfloat16>(logits, rows, vocab, targets, row_loss, gradients, s); break;

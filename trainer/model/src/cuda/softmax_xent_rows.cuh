@@ -7,8 +7,9 @@
 // and the row's second read comes from L2.
 //
 // Written against a small set of CUDA's built-ins (threadIdx, blockIdx, __syncthreads,
-// __shared__, expf/logf/fmaxf) and to_float/from_float overloads for the element type, so that
-// tests can also run this very source under a CPU emulation of a block.
+// __shared__, expf/logf/fmaxf) and the kernel_support::to_float/from_float overloads for the element type
+// (llmrdzv/kernel_support/device_convert.cuh), so that tests can also run this very source under a CPU
+// emulation of a block (tests/support/cuda_block_emulation.hpp).
 #pragma once
 
 #include <math.h>
@@ -49,14 +50,14 @@ __global__ void softmax_xent_rows_kernel(T* logits, int64_t vocab, const int64_t
   if (ignored || target >= vocab) {  // the same for every thread of the block: no barrier is skipped
     if (tid == 0) row_loss[r] = ignored ? 0.0f : NAN;
     if (gradients) {
-      for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) row[i] = from_float(0.0f, row);
+      for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) row[i] = kernel_support::from_float(0.0f, row);
     }
     return;
   }
-  if (tid == 0) picked = to_float(row[target]);  // read before any thread overwrites the row
+  if (tid == 0) picked = kernel_support::to_float(row[target]);  // read before any thread overwrites the row
   MaxSum acc{-INFINITY, 0.0f};
   for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) {
-    const float x = to_float(row[i]);
+    const float x = kernel_support::to_float(row[i]);
     if (x > acc.max) {
       acc.sum = acc.sum * expf(acc.max - x) + 1.0f;
       acc.max = x;
@@ -74,9 +75,9 @@ __global__ void softmax_xent_rows_kernel(T* logits, int64_t vocab, const int64_t
   if (tid == 0) row_loss[r] = lse - picked;
   if (!gradients) return;
   for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) {
-    float g = expf(to_float(row[i]) - lse);
+    float g = expf(kernel_support::to_float(row[i]) - lse);
     if (i == target) g -= 1.0f;
-    row[i] = from_float(g, row);
+    row[i] = kernel_support::from_float(g, row);
   }
 }
 

@@ -8,6 +8,8 @@
 // without a GPU; the GPU tests (ctest -L gpu) check it on the hardware.
 #pragma once
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #include <ucontext.h>
 
 #include <algorithm>
@@ -25,6 +27,15 @@ struct EmulatedDim3 {
   unsigned x = 0, y = 0, z = 0;
 };
 inline EmulatedDim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace llmrdzv::kernel_support {
+inline float to_float(float x) { return x; }
+inline float to_float(c10::BFloat16 x) { return static_cast<float>(x); }
+inline float to_float(c10::Half x) { return static_cast<float>(x); }
+inline float from_float(float x, const float*) { return x; }
+inline c10::BFloat16 from_float(float x, const c10::BFloat16*) { return c10::BFloat16(x); }
+inline c10::Half from_float(float x, const c10::Half*) { return c10::Half(x); }
+}  // namespace llmrdzv::kernel_support
 
 namespace cuda_emulation {
 
