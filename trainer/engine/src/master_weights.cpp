@@ -35,6 +35,14 @@ std::vector<at::Tensor> MasterWeights::master_tensors() const {
   return tensors;
 }
 
+bool MasterWeights::folded_gradients() const {
+  if (!copies_) return false;
+  for (const NamedParameter& p : masters_) {
+    if (p.tensor.grad().defined()) return true;
+  }
+  return false;
+}
+
 void MasterWeights::fold_gradients() {
   if (!copies_) return;
   at::NoGradGuard no_grad;

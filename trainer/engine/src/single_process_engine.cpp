@@ -1,7 +1,8 @@
 // The one-process TrainingEngine: no synchronisation; AdamW with a decay and a no-decay group
 // (adamw_updaters.hpp: the fused SIMD kernel on the CPU, torch's multi-tensor fused AdamW on
 // CUDA). bf16/fp16 parameters get fp32 master weights (MasterWeights): the optimizer works on
-// those.
+// those; on CUDA, where the build has the trainer's kernels, one kernel per parameter does the
+// clip, the update and the write-back (cuda_mixed_adamw.hpp).
 #include "llmrdzv/engine/single_process_engine.hpp"
 
 #include <ATen/ops/_foreach_mul.h>
@@ -18,6 +19,7 @@
 
 #include "llmrdzv/engine/adamw_updaters.hpp"
 #include "llmrdzv/engine/master_weights.hpp"
+#include "cuda_mixed_adamw.hpp"
 
 namespace llmrdzv::engine {
 namespace {
@@ -64,12 +66,15 @@ class SingleProcessEngine final : public TrainingEngine {
     masters_.emplace(std::move(parameters));
     parameters_ = masters_->masters();
     tensors_ = masters_->master_tensors();
-    updater_ = make_adamw(parameters_, settings);
+    std::unique_ptr<MixedPrecisionUpdater> mixed = make_cuda_mixed_adamw(*masters_, settings, device_);
+    mixed_ = mixed.get();
+    updater_ = mixed ? std::unique_ptr<AdamWUpdater>(std::move(mixed)) : make_adamw(parameters_, settings);
   }
 
   void begin_micro_step(bool) override { masters_->fold_gradients(); }
 
   GradientNorm finish_gradients(double max_norm, double gradient_multiplier) override {
+    if (mixed_) return mixed_->finish_gradients(max_norm, gradient_multiplier);
     masters_->fold_gradients();
     if (gradient_multiplier != 1.0) {
       at::NoGradGuard no_grad;
@@ -85,7 +90,7 @@ class SingleProcessEngine final : public TrainingEngine {
   void optimizer_step(double learning_rate) override {
     updater_->step(learning_rate, std::exchange(grad_scale_, 1.0));
     masters_->zero_gradients();
-    masters_->write_back();
+    if (!mixed_) masters_->write_back();  // the mixed-precision kernel wrote the weights itself
   }
 
   void skip_step() override {
@@ -144,6 +149,7 @@ class SingleProcessEngine final : public TrainingEngine {
   std::vector<NamedParameter> parameters_;  // the masters: what the optimizer updates
   std::vector<torch::Tensor> tensors_;
   std::unique_ptr<AdamWUpdater> updater_;
+  MixedPrecisionUpdater* mixed_ = nullptr;  // updater_ itself, where it is the GPU's mixed-precision one
   double grad_scale_ = 1.0;  // the clip coefficient finish_gradients() left to the next step
 };
 

@@ -9,21 +9,21 @@
 #include <thread>
 
 #include "kernel_coeffs.hpp"
+#include "step_coeffs.hpp"
 #include "worker_pool.hpp"
 
 namespace llmrdzv::optim {
 namespace {
 
 using detail::AdamWCoeffs;
+using detail::check_hyperparams;
+using detail::make_coeffs;
+using detail::require;
 
 // 64 Ki floats per chunk: 256 KiB of each array, large enough to amortise scheduling, small
 // enough to balance two to a few dozen threads; a multiple of 16 so chunks start on cache lines
 // whenever the arrays do.
 constexpr std::size_t kChunkElements = std::size_t{1} << 16;
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw std::invalid_argument("adamw: " + message);
-}
 
 void check_lengths(const AdamWState& s) {
   const auto n = s.param.size();
@@ -49,33 +49,6 @@ void for_each_chunk(const AdamWState& s, unsigned threads, Kernel kernel) {
     kernel(s.param.data() + begin, s.grad.data() + begin, s.exp_avg.data() + begin,
            s.exp_avg_sq.data() + begin, count);
   });
-}
-
-AdamWCoeffs make_coeffs(const AdamWHyperparams& hp, std::int64_t step) {
-  const double bias_correction1 = 1.0 - std::pow(hp.beta1, static_cast<double>(step));
-  const double bias_correction2 = 1.0 - std::pow(hp.beta2, static_cast<double>(step));
-  return AdamWCoeffs{
-      .grad_scale = static_cast<float>(hp.grad_scale),
-      .decay = static_cast<float>(1.0 - hp.lr * hp.weight_decay),
-      .beta1 = static_cast<float>(hp.beta1),
-      .one_minus_beta1 = static_cast<float>(1.0 - hp.beta1),
-      .beta2 = static_cast<float>(hp.beta2),
-      .one_minus_beta2 = static_cast<float>(1.0 - hp.beta2),
-      .sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2)),
-      .eps = static_cast<float>(hp.eps),
-      .neg_step_size = static_cast<float>(-hp.lr / bias_correction1),
-  };
-}
-
-void check_hyperparams(const AdamWHyperparams& hp, std::int64_t step) {
-  require(step >= 1, "step must be >= 1 (got " + std::to_string(step) + ")");
-  require(std::isfinite(hp.lr) && hp.lr >= 0, "lr must be a finite number >= 0");
-  require(hp.beta1 >= 0 && hp.beta1 < 1, "beta1 must be in [0, 1)");
-  require(hp.beta2 >= 0 && hp.beta2 < 1, "beta2 must be in [0, 1)");
-  require(std::isfinite(hp.eps) && hp.eps > 0, "eps must be a finite number > 0");
-  require(std::isfinite(hp.weight_decay) && hp.weight_decay >= 0,
-          "weight_decay must be a finite number >= 0");
-  require(std::isfinite(hp.grad_scale) && hp.grad_scale >= 0, "grad_scale must be a finite number >= 0");
 }
 
 void check_isa(Isa isa) {

@@ -3,11 +3,19 @@
 // its own -m flags) instantiates these with its lanes type, so the variants cannot drift apart.
 // Only <immintrin.h>-level code may live here: these TUs are compiled for CPUs the program may
 // not run on, so they must not define inline library code the linker could share with others.
+// The GPU kernel (cuda/adamw_cuda.cuh) instantiates AdamWUpdate too, with lanes of one float.
 #pragma once
 
 #include <cstddef>
 
 #include "kernel_coeffs.hpp"
+
+// AdamWUpdate runs on the host and, under nvcc, on the device.
+#ifdef __CUDACC__
+#define LLMRDZV_HOST_DEVICE __host__ __device__
+#else
+#define LLMRDZV_HOST_DEVICE
+#endif
 
 namespace llmrdzv::optim::detail {
 
@@ -19,7 +27,7 @@ struct AdamWUpdate {
   typename Lanes::reg grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps,
       neg_step_size;
 
-  explicit AdamWUpdate(const AdamWCoeffs& c)
+  LLMRDZV_HOST_DEVICE explicit AdamWUpdate(const AdamWCoeffs& c)
       : grad_scale(Lanes::splat(c.grad_scale)),
         decay(Lanes::splat(c.decay)),
         beta1(Lanes::splat(c.beta1)),
@@ -33,8 +41,8 @@ struct AdamWUpdate {
   // The same operations, in the same order and with the same fused multiply-adds, as
   // torch's clip_grad_norm_ then torch::optim::AdamW's tensor ops (checked bit for bit on m and
   // v): scale g, decay p, update m and v, then p += (-step_size * m) / (sqrt(v) / sqrt(bc2) + eps).
-  void operator()(typename Lanes::reg& p, typename Lanes::reg g, typename Lanes::reg& m,
-                  typename Lanes::reg& v) const {
+  LLMRDZV_HOST_DEVICE void operator()(typename Lanes::reg& p, typename Lanes::reg g, typename Lanes::reg& m,
+                                      typename Lanes::reg& v) const {
     g = Lanes::mul(g, grad_scale);
     p = Lanes::mul(p, decay);
     m = Lanes::fmadd(g, one_minus_beta1, Lanes::mul(m, beta1));

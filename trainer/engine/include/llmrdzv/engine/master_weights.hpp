@@ -21,6 +21,10 @@ class MasterWeights {
   // What the optimizer updates: same names and decay flags as the model's, always fp32.
   const std::vector<NamedParameter>& masters() const { return masters_; }
   std::vector<at::Tensor> master_tensors() const;
+  // The model's own parameters, in the masters' order.
+  const std::vector<NamedParameter>& model() const { return model_; }
+  // True when fold_gradients() has moved gradients into the masters since the last zero_gradients().
+  bool folded_gradients() const;
 
   // With copies: adds each model gradient to its master's fp32 gradient and drops the model's,
   // so gradients accumulate over micro-batches in fp32 (call before each micro-batch's backward

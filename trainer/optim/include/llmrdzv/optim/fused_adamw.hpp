@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llmrdzv/optim/adamw_hyperparams.hpp"
+
 namespace llmrdzv::optim {
 
 // Instruction sets the kernel has a variant for, from slowest to fastest.
@@ -22,18 +24,6 @@ bool isa_supported(Isa isa);
 Isa best_isa();
 // Every variant this CPU supports, scalar first.
 std::vector<Isa> supported_isas();
-
-struct AdamWHyperparams {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 1e-2;
-  // Each gradient element is multiplied by this (rounded to fp32) as it is read, as torch's
-  // clip_grad_norm_ multiplies the gradients in place by its coefficient before the step: the clip
-  // without a pass of its own over the gradients. 1 changes no bit.
-  double grad_scale = 1.0;
-};
 
 struct KernelOptions {
   Isa isa = best_isa();
