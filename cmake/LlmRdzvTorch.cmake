@@ -42,6 +42,17 @@ endif()
 list(APPEND CMAKE_PREFIX_PATH "${_torch_prefix}")
 find_package(Torch REQUIRED)
 
+# The trainer's own CUDA kernels (trainer/model/src/cuda, trainer/optim/src/cuda) build where torch
+# is a CUDA build and CMake has enabled CUDA with it (a CPU-only torch enables no CUDA language,
+# even where nvcc is installed). For the data-centre GPUs from T4 (sm_75) through A100 (sm_80) and
+# H100 (sm_90), with sm_90's PTX for newer ones.
+if(CMAKE_CUDA_COMPILER_LOADED AND NOT _torch_cuda STREQUAL "none")
+  set(LLMRDZV_CUDA_KERNELS ON CACHE INTERNAL "")
+  set(LLMRDZV_CUDA_KERNEL_ARCHITECTURES "75;80;90" CACHE INTERNAL "")
+else()
+  set(LLMRDZV_CUDA_KERNELS OFF CACHE INTERNAL "")
+endif()
+
 file(GLOB _nvidia_lib_dirs LIST_DIRECTORIES true "${_site_packages}/nvidia/*/lib")
 list(JOIN _nvidia_lib_dirs ":" _nvidia_path)
 # LibTorch as its CMake package gives it (llmrdzv_torch_as_packaged: only tests/trainer/link's

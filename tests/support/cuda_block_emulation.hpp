@@ -4,8 +4,14 @@
 // a time, so they are the block's). A round resumes every thread once, so no thread passes a
 // barrier before the whole block has reached it. It covers kernels that use only these built-ins
 // (no warp shuffles or atomics), and refuses a block whose threads reach __syncthreads a different
-// number of times. This checks a kernel's indexing, reductions and edge cases on a machine
-// without a GPU; the GPU tests (ctest -L gpu) check it on the hardware.
+// number of times. Threads run one after another between barriers, in thread order, so a race
+// between two threads of one barrier phase (both touching one shared slot) goes unseen here.
+//
+// The element conversions the kernels call (kernel_support::to_float/from_float; for nvcc in
+// llmrdzv/kernel_support/device_convert.cuh) are given here for torch's host types: fp32,
+// c10::BFloat16 and c10::Half, which round to nearest even as CUDA's _rn conversions do. Include
+// this before the kernel's .cuh. It checks a kernel's indexing, reductions and edge cases on a
+// machine without a GPU; the GPU tests (ctest -L gpu) check it on the hardware.
 #pragma once
 
 #include <c10/util/BFloat16.h>

@@ -44,7 +44,9 @@ TEST_CASE("the fused loss on the GPU follows torch's in bf16 at a GPT-2 vocabula
   const Outcome plain = run(p, false, 0, 0.3);
   for (const std::int64_t chunk : {std::int64_t{1} << 26, std::int64_t{300} * 50257}) {
     INFO("chunk of " << chunk << " logits");
-    CHECK(loss_problem::outcomes_close(run(p, true, chunk, 0.3), plain, 1e-2, 1e-3));
+    // Gradient entries here are ~1e-6 (one unit spread over 50k entries), so they are compared as
+    // wholes: bf16 rounds each to 2^-9 of itself, and the two paths round at the same points.
+    CHECK(loss_problem::outcomes_close_in_norm(run(p, true, chunk, 0.3), plain, 1e-3, 1e-2));
   }
 }
 

@@ -54,4 +54,19 @@ inline bool outcomes_close(const Outcome& a, const Outcome& b, double rtol, doub
          at::allclose(a.grad_weight.to(at::kFloat), b.grad_weight.to(at::kFloat), rtol, atol);
 }
 
+// The loss within rtol (at::allclose's, atol 0), and each gradient within `relative` of the other
+// as a whole: |a - b| <= relative * |b| in the L2 norm. For gradients whose entries are far below
+// any useful absolute tolerance (a GPT-2-sized vocabulary spreads each position's unit of gradient
+// over 50k entries), where an elementwise atol would pass even all-zero gradients.
+inline bool outcomes_close_in_norm(const Outcome& a, const Outcome& b, double rtol, double relative) {
+  const auto near = [relative](const at::Tensor& x, const at::Tensor& y) {
+    const at::Tensor xf = x.to(at::kFloat), yf = y.to(at::kFloat);
+    return (xf - yf).norm().item<double>() <= relative * yf.norm().item<double>() && yf.norm().item<double>() > 0;
+  };
+  return a.loss.scalar_type() == at::kFloat && at::allclose(a.loss, b.loss, rtol, 0.0) &&
+         a.grad_hidden.scalar_type() == b.grad_hidden.scalar_type() &&
+         a.grad_weight.scalar_type() == b.grad_weight.scalar_type() && near(a.grad_hidden, b.grad_hidden) &&
+         near(a.grad_weight, b.grad_weight);
+}
+
 }  // namespace loss_problem

@@ -131,6 +131,28 @@ TEST_CASE("fused AdamW gives bit-identical results for any thread count") {
   CHECK(run(3) == one);
 }
 
+// The SIMD kernels make the scalar one's operations (nothing fused beyond its fmadds, the library
+// being built with -ffp-contract=off), so every ISA gives its bits; the GPU's mixed-precision
+// AdamW gives them too (cuda_adamw_emulated_test.cpp, and tests/trainer/gpu on the hardware).
+TEST_CASE("every ISA's fused AdamW gives the scalar kernel's bits") {
+  const std::size_t n = 2 * 65536 + 13;
+  torch::manual_seed(5);
+  const auto init = to_vector(torch::randn({std::int64_t(n)}));
+  const auto grad = to_vector(torch::randn({std::int64_t(n)}) * 0.1);
+  auto run = [&](Isa isa) {
+    std::vector<float> p = init, m(n, 0.f), v(n, 0.f);
+    AdamWHyperparams hp = kHyper;
+    hp.grad_scale = 0.7;
+    for (int step = 1; step <= 3; ++step) adamw_step({p, grad, m, v}, hp, step, {.isa = isa, .threads = 2});
+    return std::vector<std::vector<float>>{p, m, v};
+  };
+  const auto scalar = run(Isa::scalar);
+  for (Isa isa : supported_isas()) {
+    INFO(isa_name(isa));
+    CHECK(run(isa) == scalar);
+  }
+}
+
 TEST_CASE("grad_scale gives the bits of a gradient multiplied beforehand") {
   const std::size_t n = 65536 + 37;
   torch::manual_seed(11);

@@ -67,7 +67,10 @@ class CpuAdamW final : public AdamWUpdater {
     return state;
   }
 
-  void set(const NamedParameter& p, MomentState state) override { states_[index_of(parameters_, p)] = std::move(state); }
+  // The kernel reads the moments as flat arrays: loaded ones are made contiguous.
+  void set(const NamedParameter& p, MomentState state) override {
+    states_[index_of(parameters_, p)] = {state.exp_avg.contiguous(), state.exp_avg_sq.contiguous(), state.step};
+  }
 
  private:
   std::vector<NamedParameter> parameters_;

@@ -11,6 +11,7 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <cmath>
@@ -66,6 +67,7 @@ class CudaMixedAdamW final : public MixedPrecisionUpdater {
     if (!scale_.defined()) return;  // no gradients
     const std::vector<NamedParameter>& masters = masters_.masters();
     const std::vector<NamedParameter>& model = masters_.model();
+    const c10::cuda::CUDAGuard on_device(scale_.device());
     const c10::cuda::CUDAStream stream = c10::cuda::getCurrentCUDAStream(scale_.device().index());
     for (std::size_t i = 0; i < masters.size(); ++i) {
       const at::Tensor& holder = from_masters_ ? masters[i].tensor : model[i].tensor;
@@ -93,7 +95,10 @@ class CudaMixedAdamW final : public MixedPrecisionUpdater {
     return state;
   }
 
-  void set(const NamedParameter& p, MomentState state) override { states_[index_of(p)] = std::move(state); }
+  // The kernel indexes the moments linearly: loaded ones are made contiguous.
+  void set(const NamedParameter& p, MomentState state) override {
+    states_[index_of(p)] = {state.exp_avg.contiguous(), state.exp_avg_sq.contiguous(), state.step};
+  }
 
  private:
   std::size_t index_of(const NamedParameter& p) const {

@@ -14,6 +14,7 @@
 
 #include <ATen/Parallel.h>
 #if LLMRDZV_HAVE_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -98,6 +99,7 @@ at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, 
   const DeviceElement element = type == at::kFloat      ? DeviceElement::f32
                                 : type == at::kBFloat16 ? DeviceElement::bf16
                                                         : DeviceElement::f16;
+  const c10::cuda::CUDAGuard on_device(logits.device());
   const at::Tensor ids = targets.contiguous();
   at::Tensor row_loss = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
   softmax_xent_rows_cuda(logits.data_ptr(), element, logits.size(0), logits.size(1), ids.data_ptr<std::int64_t>(),
