@@ -76,14 +76,15 @@ double softmax_cross_entropy_rows(at::Tensor& logits, const at::Tensor& targets,
   return std::accumulate(row_loss.begin(), row_loss.end(), 0.0);
 }
 
-// The GPU kernel's rows (cuda/softmax_xent_rows.cuh) where the build has it: contiguous CUDA logits
-// in fp32, bf16 or fp16, with the targets on the same device. The logits stay in their own type
-// and become the gradient in place, so no fp32 copy of the chunk is made. LLMRDZV_CUDA_KERNELS=0
-// in the environment keeps torch's ops (A/B runs).
-bool device_softmax_rows([[maybe_unused]] const at::Tensor& logits, [[maybe_unused]] const at::Tensor& targets) {
+// The GPU kernel's rows (cuda/softmax_xent_rows.cuh) where the build has it: logits on a CUDA
+// device in fp32, bf16 or fp16 (the type of `hidden`, which the head's product keeps), with the
+// targets on the same device. The logits stay in their own type and become the gradient in
+// place, so no fp32 copy of the chunk is made. LLMRDZV_CUDA_KERNELS=0 in the environment keeps
+// torch's ops (A/B runs).
+bool device_softmax_rows([[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] const at::Tensor& targets) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
-  const at::ScalarType type = logits.scalar_type();
-  return kernel_support::cuda_kernels_enabled() && logits.is_cuda() && logits.is_contiguous() && targets.device() == logits.device() &&
+  const at::ScalarType type = hidden.scalar_type();
+  return kernel_support::cuda_kernels_enabled() && hidden.is_cuda() && targets.device() == hidden.device() &&
          (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
 #else
   return false;
@@ -114,7 +115,11 @@ at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, 
 Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, std::int64_t chunk_elements,
                bool gradients) {
   const std::int64_t rows = hidden.size(0), vocab = weight.size(0);
-  const std::int64_t chunk_rows = std::max<std::int64_t>(1, chunk_elements / std::max<std::int64_t>(1, vocab));
+  // The budget counts fp32 logits, the torch path's copy; the kernel keeps them in the head's
+  // type, so the same memory holds more rows (fewer chunks, fewer fp32 sums of the head's gradient).
+  const bool kernel = device_softmax_rows(hidden, targets);
+  const std::int64_t budget = kernel ? chunk_elements * 4 / static_cast<std::int64_t>(hidden.element_size()) : chunk_elements;
+  const std::int64_t chunk_rows = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, vocab));
   const at::Tensor valid = targets != kIgnored;
   // Counted positions, kept on the device: no host read inside the step.
   const at::Tensor count = valid.sum().to(at::kFloat);
@@ -128,7 +133,7 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     const at::Tensor h = hidden.narrow(0, first, n);
     at::Tensor logits = fast_linear(h, weight);  // [n, V], a fresh tensor
     at::Tensor g;  // the chunk's gradient (softmax - one-hot), in the head's type
-    if (device_softmax_rows(logits, targets)) {
+    if (kernel && logits.is_contiguous() && logits.scalar_type() == hidden.scalar_type()) {
       loss_sum += softmax_cross_entropy_rows_cuda(logits, targets.narrow(0, first, n), gradients);
       g = logits.to(weight.scalar_type());
     } else {

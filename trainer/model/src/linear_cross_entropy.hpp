@@ -17,7 +17,8 @@ namespace llmrdzv::model::detail {
 
 // Mean cross-entropy of hidden [N, C] x weight [V, C]^T against targets [N] (int64, -100 =
 // ignored). Differentiable in hidden and weight. `chunk_elements` bounds a chunk's logits
-// (rows x V); at least one row per chunk.
+// (rows x V) to the memory of that many fp32 values: twice as many bf16/fp16 logits on a GPU,
+// where the CUDA kernel keeps them in the head's type; at least one row per chunk.
 //
 // `tied_box` (optional) joins the loss to tied_embedding() of the same forward when the head's
 // weight is the token embedding: backward then hands the head's weight gradient to the lookup
