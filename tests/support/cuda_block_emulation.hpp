@@ -4,8 +4,10 @@
 // a time, so they are the block's). A round resumes every thread once, so no thread passes a
 // barrier before the whole block has reached it. It covers kernels that use only these built-ins
 // (no warp shuffles or atomics), and refuses a block whose threads reach __syncthreads a different
-// number of times. Threads run one after another between barriers, in thread order, so a race
-// between two threads of one barrier phase (both touching one shared slot) goes unseen here.
+// number of times. Threads run one after another between barriers, each round in a new shuffled
+// order (deterministic per block), so a race between two threads of one barrier phase (one
+// writes a slot another reads) gives order-dependent results a test against a reference can see;
+// a race whose every order gives the same result goes unseen.
 //
 // The element conversions the kernels call (kernel_support::to_float/from_float; for nvcc in
 // llmrdzv/kernel_support/device_convert.cuh) are given here for torch's host types: fp32,
@@ -21,6 +23,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -61,7 +65,7 @@ inline void thread_entry() {
 }
 
 // kernel() as if launched <<<grid, block>>>: every block in turn, its threads in rounds from one
-// __syncthreads to the next.
+// __syncthreads to the next, each round in a shuffled order.
 inline void launch(unsigned grid, unsigned block, const std::function<void()>& kernel) {
   constexpr std::size_t kStack = 256 * 1024;
   Block& b = block_state;
@@ -81,9 +85,13 @@ inline void launch(unsigned grid, unsigned block, const std::function<void()>& k
       b.threads[t].uc_link = &b.scheduler;
       makecontext(&b.threads[t], thread_entry, 0);
     }
+    std::vector<unsigned> order(block);
+    std::iota(order.begin(), order.end(), 0u);
+    std::mt19937 shuffle(g + 1);
     for (bool running = true; running;) {
       unsigned done = 0;
-      for (unsigned t = 0; t < block; ++t) {
+      std::shuffle(order.begin(), order.end(), shuffle);
+      for (const unsigned t : order) {
         if (b.finished[t]) continue;
         b.current = t;
         threadIdx = {t, 0, 0};
