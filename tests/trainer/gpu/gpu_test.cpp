@@ -82,6 +82,7 @@ TEST_CASE("bf16 on the GPU follows fp32 within 3% per step, and both runs end cl
   const RunResult bf16 = run_trainer(run_args(c.dir, c.dir.file("bf16"), {}));  // the default on a bf16 GPU
   expect_ok(bf16);
   CHECK_THAT(bf16.out, Catch::Contains("in bf16 (fp32 master weights), TF32 on"));
+  CHECK_THAT(bf16.out, Catch::Contains("the trainer's CUDA kernels: on"));
   const auto reference = metric_series(c.dir.file("fp32/metrics.jsonl"), "loss");
   REQUIRE(reference.back() < reference.front() * 0.8);
   expect_close(metric_series(c.dir.file("bf16/metrics.jsonl"), "loss"), reference, 0.03);

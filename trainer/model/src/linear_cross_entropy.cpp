@@ -28,6 +28,7 @@
 #include "cpu_kernels.hpp"
 #include "cuda_kernels.hpp"
 #include "llmrdzv/kernel_support/env_switch.hpp"
+#include "llmrdzv/model/cuda_kernels_status.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model::detail {
@@ -268,3 +269,17 @@ torch::Tensor tied_embedding(const torch::Tensor& weight, const torch::Tensor& i
 }
 
 }  // namespace llmrdzv::model::detail
+
+namespace llmrdzv::model {
+
+// Here, beside the one kernel of the model's that decides it (device_softmax_rows); the optimizer's
+// kernel is built and switched by the same CMake decision and environment variable.
+std::string cuda_kernels_status() {
+#if LLMRDZV_HAVE_CUDA_KERNELS
+  return kernel_support::cuda_kernels_enabled() ? "on" : "off (LLMRDZV_CUDA_KERNELS=0)";
+#else
+  return "not in this build (built without a CUDA compiler)";
+#endif
+}
+
+}  // namespace llmrdzv::model

@@ -23,6 +23,7 @@
 #include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/model/cpu_gemm.hpp"
+#include "llmrdzv/model/cuda_kernels_status.hpp"
 #include "llmrdzv/tensorboard/event_writer.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/lr_schedule.hpp"
@@ -472,6 +473,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value());
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
+  if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());
   reporter.message("tokenizer: " + chosen.origin);
   reporter.announce_tensorboard(state.global_step);
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
