@@ -44,13 +44,21 @@ find_package(Torch REQUIRED)
 
 # The trainer's own CUDA kernels (trainer/model/src/cuda, trainer/optim/src/cuda) build where torch
 # is a CUDA build and CMake has enabled CUDA with it (a CPU-only torch enables no CUDA language,
-# even where nvcc is installed). For the data-centre GPUs from T4 (sm_75) through A100 (sm_80) and
-# H100 (sm_90), with sm_90's PTX for newer ones.
-if(CMAKE_CUDA_COMPILER_LOADED AND NOT _torch_cuda STREQUAL "none")
+# even where nvcc is installed), with an nvcc of torch's CUDA major version: the kernels link the
+# toolkit's CUDA runtime (libcudart.so.<major>), which must be the one torch loads. For the
+# data-centre GPUs from T4 (sm_75) through A100 (sm_80) and H100 (sm_90), with sm_90's PTX for
+# newer ones.
+string(REGEX MATCH "^[0-9]+" _torch_cuda_major "${_torch_cuda}")
+string(REGEX MATCH "^[0-9]+" _nvcc_major "${CMAKE_CUDA_COMPILER_VERSION}")
+if(CMAKE_CUDA_COMPILER_LOADED AND _torch_cuda_major AND _torch_cuda_major STREQUAL _nvcc_major)
   set(LLMRDZV_CUDA_KERNELS ON CACHE INTERNAL "")
   set(LLMRDZV_CUDA_KERNEL_ARCHITECTURES "75;80;90" CACHE INTERNAL "")
 else()
   set(LLMRDZV_CUDA_KERNELS OFF CACHE INTERNAL "")
+  if(CMAKE_CUDA_COMPILER_LOADED AND _torch_cuda_major)
+    message(STATUS "The trainer's CUDA kernels: not built: nvcc ${CMAKE_CUDA_COMPILER_VERSION} is not of torch's "
+                   "CUDA ${_torch_cuda} (name a matching one with -DCMAKE_CUDA_COMPILER)")
+  endif()
 endif()
 
 file(GLOB _nvidia_lib_dirs LIST_DIRECTORIES true "${_site_packages}/nvidia/*/lib")
