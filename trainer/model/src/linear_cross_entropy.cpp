@@ -27,6 +27,9 @@
 
 #include "cpu_kernels.hpp"
 #include "cuda_kernels.hpp"
+#if LLMRDZV_HAVE_CUDA_KERNELS
+#include "cuda_head_gradient.hpp"
+#endif
 #include "llmrdzv/kernel_support/env_switch.hpp"
 #include "llmrdzv/model/cuda_kernels_status.hpp"
 #include "fast_linear.hpp"
@@ -113,6 +116,29 @@ at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, 
 #endif
 }
 
+// Several chunks' 16-bit gradients on a GPU: their head gradient is summed in fp32 by cuBLAS
+// (cuda_head_gradient.hpp) where the build has it, not rounded per chunk and added in a pass of
+// its own. LLMRDZV_CUDA_KERNELS=0 keeps torch's products.
+bool sum_on_gpu([[maybe_unused]] const at::Tensor& grad_logits, [[maybe_unused]] const at::Tensor& hidden) {
+#if LLMRDZV_HAVE_CUDA_KERNELS
+  return kernel_support::cuda_kernels_enabled() && head_gradient_sum_applies(grad_logits, hidden);
+#else
+  return false;
+#endif
+}
+
+// sum (fp32 [V, C], made at the first chunk) += grad_logits^T hidden.
+void add_head_gradient([[maybe_unused]] at::Tensor& sum, [[maybe_unused]] const at::Tensor& grad_logits,
+                       [[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] std::int64_t vocab) {
+#if LLMRDZV_HAVE_CUDA_KERNELS
+  const bool first = !sum.defined();
+  if (first) sum = at::empty({vocab, hidden.size(1)}, hidden.options().dtype(at::kFloat));
+  sum_head_gradient(sum, grad_logits, hidden, first);
+#else
+  throw std::logic_error("linear_cross_entropy: this build has no CUDA kernels");
+#endif
+}
+
 Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, std::int64_t chunk_elements,
                bool gradients) {
   const std::int64_t rows = hidden.size(0), vocab = weight.size(0);
@@ -156,6 +182,10 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     }
     if (!gradients) continue;
     r.grad_hidden.narrow(0, first, n).copy_(fast_mm(g, weight));
+    if (several && sum_on_gpu(g, h)) {
+      add_head_gradient(grad_weight_sum, g, h, vocab);
+      continue;
+    }
     const at::Tensor gw = fast_mm(g.t(), h);
     if (!several) {
       r.grad_weight = gw;
