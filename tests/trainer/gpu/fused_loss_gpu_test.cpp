@@ -42,7 +42,9 @@ TEST_CASE("the fused loss on the GPU equals torch's in fp32, in one chunk or man
 TEST_CASE("the fused loss on the GPU follows torch's in bf16 at a GPT-2 vocabulary", "[gpu][loss]") {
   const Problem p(at::kBFloat16, 1000, 64, 50257, kGpu);
   const Outcome plain = run(p, false, 0, 0.3);
-  for (const std::int64_t chunk : {std::int64_t{1} << 26, std::int64_t{300} * 50257}) {
+  // One chunk; 2 (600 + 400 rows: bf16 logits hold twice the fp32 budget's rows); 5, the head's
+  // gradient summed in fp32 by cuBLAS over them.
+  for (const std::int64_t chunk : {std::int64_t{1} << 26, std::int64_t{300} * 50257, std::int64_t{100} * 50257}) {
     INFO("chunk of " << chunk << " logits");
     // Gradient entries here are ~1e-6 (one unit spread over 50k entries), so they are compared as
     // wholes: bf16 rounds each to 2^-9 of itself, and the two paths round at the same points.

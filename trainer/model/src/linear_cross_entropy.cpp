@@ -13,6 +13,7 @@
 #include <torch/autograd.h>
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
 #if LLMRDZV_HAVE_CUDA_KERNELS
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -88,7 +89,9 @@ double softmax_cross_entropy_rows(at::Tensor& logits, const at::Tensor& targets,
 bool device_softmax_rows([[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] const at::Tensor& targets) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
   const at::ScalarType type = hidden.scalar_type();
+  // Under autocast the head's product may come out in another type: torch's path then.
   return kernel_support::cuda_kernels_enabled() && hidden.is_cuda() && targets.device() == hidden.device() &&
+         !at::autocast::is_autocast_enabled(at::kCUDA) &&
          (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
 #else
   return false;
@@ -127,13 +130,16 @@ bool sum_on_gpu([[maybe_unused]] const at::Tensor& grad_logits, [[maybe_unused]]
 #endif
 }
 
-// sum (fp32 [V, C], made at the first chunk) += grad_logits^T hidden.
-void add_head_gradient([[maybe_unused]] at::Tensor& sum, [[maybe_unused]] const at::Tensor& grad_logits,
+// sum (fp32 [V, C], made at the first chunk) += grad_logits^T hidden; false, with `sum` as it
+// was, when cuBLAS had no memory for it (the chunk then takes torch's product).
+bool add_head_gradient([[maybe_unused]] at::Tensor& sum, [[maybe_unused]] const at::Tensor& grad_logits,
                        [[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] std::int64_t vocab) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
-  const bool first = !sum.defined();
-  if (first) sum = at::empty({vocab, hidden.size(1)}, hidden.options().dtype(at::kFloat));
-  sum_head_gradient(sum, grad_logits, hidden, first);
+  if (sum.defined()) return sum_head_gradient(sum, grad_logits, hidden, /*first=*/false);
+  at::Tensor fresh = at::empty({vocab, hidden.size(1)}, hidden.options().dtype(at::kFloat));
+  if (!sum_head_gradient(fresh, grad_logits, hidden, /*first=*/true)) return false;
+  sum = std::move(fresh);
+  return true;
 #else
   throw std::logic_error("linear_cross_entropy: this build has no CUDA kernels");
 #endif
@@ -182,10 +188,7 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     }
     if (!gradients) continue;
     r.grad_hidden.narrow(0, first, n).copy_(fast_mm(g, weight));
-    if (several && sum_on_gpu(g, h)) {
-      add_head_gradient(grad_weight_sum, g, h, vocab);
-      continue;
-    }
+    if (several && sum_on_gpu(g, h) && add_head_gradient(grad_weight_sum, g, h, vocab)) continue;
     const at::Tensor gw = fast_mm(g.t(), h);
     if (!several) {
       r.grad_weight = gw;

@@ -17,8 +17,9 @@ namespace llmrdzv::model::detail {
 
 // Mean cross-entropy of hidden [N, C] x weight [V, C]^T against targets [N] (int64, -100 =
 // ignored). Differentiable in hidden and weight. `chunk_elements` bounds a chunk's logits
-// (rows x V) to the memory of that many fp32 values: twice as many bf16/fp16 logits on a GPU,
-// where the CUDA kernel keeps them in the head's type; at least one row per chunk.
+// (rows x V) to the memory of that many fp32 values; at least one row per chunk. Where the
+// trainer's CUDA kernel takes the chunks (a CUDA build with the kernels on, hidden and targets on
+// one GPU, no autocast) the logits stay in the head's type: twice as many bf16/fp16 rows fit.
 //
 // `tied_box` (optional) joins the loss to tied_embedding() of the same forward when the head's
 // weight is the token embedding: backward then hands the head's weight gradient to the lookup
