@@ -3,7 +3,8 @@
 // each row's loss (logsumexp - target's logit) and its gradient written over the row (softmax -
 // one-hot, rounded to the logits' type), for vocabularies smaller than, equal to and larger than a
 // block, in fp32 and bf16; ignored, negative and out-of-vocabulary targets; NaN and -inf logits;
-// and no write at all without gradients. The same kernel on a GPU: tests/trainer/gpu.
+// and no write at all without gradients; and what its launcher refuses. The same kernel on a
+// GPU: tests/trainer/gpu.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +13,7 @@
 
 #include "cuda_block_emulation.hpp"
 #include "cuda/softmax_xent_rows.cuh"
+#include "cuda_kernels.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -154,3 +156,16 @@ TEST_CASE("the GPU softmax rows, emulated, without gradients leave the logits as
   for (std::size_t i = 0; i < before.size(); ++i) REQUIRE(rows.logits[i].x == before[i].x);
   for (std::size_t r = 0; r < 3; ++r) CHECK(std::abs(rows.loss[r] - refs[r].loss) <= 2e-6 * (1.0 + refs[r].loss));
 }
+
+#if LLMRDZV_HAVE_CUDA_KERNELS
+TEST_CASE("the GPU softmax rows' launcher refuses more rows than one grid takes, before reaching a GPU",
+          "[model][loss][cuda][errors]") {
+  CHECK_THROWS_WITH(llmrdzv::model::detail::softmax_xent_rows_cuda(nullptr, llmrdzv::kernel_support::DeviceElement::bf16,
+                                                                   std::int64_t{1} << 31, 50257, nullptr, nullptr, true,
+                                                                   nullptr),
+                    Catch::Contains("more rows than one grid takes"));
+  // Nothing to do: no launch, no error.
+  CHECK_NOTHROW(llmrdzv::model::detail::softmax_xent_rows_cuda(nullptr, llmrdzv::kernel_support::DeviceElement::f32, 0,
+                                                               50257, nullptr, nullptr, true, nullptr));
+}
+#endif

@@ -2,7 +2,8 @@
 // the CPU under cuda_block_emulation.hpp, against the CPU's scalar kernel (adamw_step): the same
 // master weights and moments bit for bit over several steps, the model's weights equal to the
 // masters rounded to bf16/fp16, gradients in the model's type or in fp32, with and without a
-// device-side gradient scale, over a grid-stride loop that leaves a ragged tail.
+// device-side gradient scale, over a grid-stride loop that leaves a ragged tail; and what the
+// launcher refuses.
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -10,6 +11,7 @@
 
 #include "cuda_block_emulation.hpp"
 #include "cuda/adamw_cuda.cuh"
+#include "llmrdzv/optim/cuda_adamw.hpp"
 #include "llmrdzv/optim/fused_adamw.hpp"
 #include "step_coeffs.hpp"
 
@@ -82,3 +84,27 @@ TEST_CASE("the GPU's mixed-precision AdamW, emulated, matches the CPU's scalar k
   compare<c10::Half, c10::Half>(1000, &unscale, 3);
   compare<c10::Half, float>(333, nullptr, 3);
 }
+
+#if LLMRDZV_OPTIM_CUDA
+// What the launcher refuses, checked before anything reaches a GPU (so this runs without one).
+TEST_CASE("the GPU's mixed-precision AdamW refuses fp32 weights, mismatched gradients and bad hyperparameters by name",
+          "[optim][cuda][errors]") {
+  using llmrdzv::kernel_support::DeviceElement;
+  using llmrdzv::optim::CudaMixedAdamWState;
+  const CudaMixedAdamWState fp32_weights{nullptr, nullptr, nullptr, nullptr, DeviceElement::f32,
+                                         nullptr, DeviceElement::f32, 10};
+  CHECK_THROWS_WITH(llmrdzv::optim::adamw_step_cuda(fp32_weights, AdamWHyperparams{}, 1, nullptr, nullptr),
+                    Catch::Contains("writes bf16 or fp16 weights, not fp32 ones"));
+  const CudaMixedAdamWState mismatched{nullptr, nullptr, nullptr, nullptr, DeviceElement::f16,
+                                       nullptr, DeviceElement::bf16, 10};
+  CHECK_THROWS_WITH(llmrdzv::optim::adamw_step_cuda(mismatched, AdamWHyperparams{}, 1, nullptr, nullptr),
+                    Catch::Contains("the gradient must be fp32 or in the weights' type"));
+  const CudaMixedAdamWState fine{nullptr, nullptr, nullptr, nullptr, DeviceElement::bf16, nullptr, DeviceElement::bf16, 0};
+  AdamWHyperparams bad;
+  bad.beta2 = 1.0;
+  CHECK_THROWS_WITH(llmrdzv::optim::adamw_step_cuda(fine, bad, 1, nullptr, nullptr), Catch::Contains("beta2 must be in [0, 1)"));
+  CHECK_THROWS_WITH(llmrdzv::optim::adamw_step_cuda(fine, AdamWHyperparams{}, 0, nullptr, nullptr),
+                    Catch::Contains("step must be >= 1"));
+  CHECK_NOTHROW(llmrdzv::optim::adamw_step_cuda(fine, AdamWHyperparams{}, 1, nullptr, nullptr));  // n = 0: no launch
+}
+#endif
