@@ -1,5 +1,8 @@
 // The chunked LM head + cross-entropy of linear_cross_entropy.hpp, as an autograd function whose
-// forward computes the gradients and whose backward scales them.
+// forward computes the gradients and whose backward scales them. Each chunk's softmax runs row by
+// row in cache on the CPU (cpu_kernels.hpp), in the trainer's CUDA kernel on a GPU
+// (cuda_kernels.hpp, with the head's gradient summed in fp32 by cuBLAS), and on torch's ops
+// elsewhere.
 #include "linear_cross_entropy.hpp"
 
 #include <ATen/core/grad_mode.h>
