@@ -31,7 +31,7 @@
 
 #include "cpu_kernels.hpp"
 #include "cuda_kernels.hpp"
-#if LLMRDZV_HAVE_CUDA_KERNELS
+#if LLMRDZV_HAVE_HEAD_GRADIENT_SUM
 #include "cuda_head_gradient.hpp"
 #endif
 #include "llmrdzv/kernel_support/env_switch.hpp"
@@ -123,10 +123,10 @@ at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, 
 }
 
 // Several chunks' 16-bit gradients on a GPU: their head gradient is summed in fp32 by cuBLAS
-// (cuda_head_gradient.hpp) where the build has it, not rounded per chunk and added in a pass of
-// its own. LLMRDZV_CUDA_KERNELS=0 keeps torch's products.
+// (cuda_head_gradient.hpp) where the build has it (LLMRDZV_HAVE_HEAD_GRADIENT_SUM), not rounded
+// per chunk and added in a pass of its own. LLMRDZV_CUDA_KERNELS=0 keeps torch's products.
 bool sum_on_gpu([[maybe_unused]] const at::Tensor& grad_logits, [[maybe_unused]] const at::Tensor& hidden) {
-#if LLMRDZV_HAVE_CUDA_KERNELS
+#if LLMRDZV_HAVE_HEAD_GRADIENT_SUM
   return kernel_support::cuda_kernels_enabled() && head_gradient_sum_applies(grad_logits, hidden);
 #else
   return false;
@@ -137,14 +137,14 @@ bool sum_on_gpu([[maybe_unused]] const at::Tensor& grad_logits, [[maybe_unused]]
 // was, when cuBLAS had no memory for it (the chunk then takes torch's product).
 bool add_head_gradient([[maybe_unused]] at::Tensor& sum, [[maybe_unused]] const at::Tensor& grad_logits,
                        [[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] std::int64_t vocab) {
-#if LLMRDZV_HAVE_CUDA_KERNELS
+#if LLMRDZV_HAVE_HEAD_GRADIENT_SUM
   if (sum.defined()) return sum_head_gradient(sum, grad_logits, hidden, /*first=*/false);
   at::Tensor fresh = at::empty({vocab, hidden.size(1)}, hidden.options().dtype(at::kFloat));
   if (!sum_head_gradient(fresh, grad_logits, hidden, /*first=*/true)) return false;
   sum = std::move(fresh);
   return true;
 #else
-  throw std::logic_error("linear_cross_entropy: this build has no CUDA kernels");
+  throw std::logic_error("linear_cross_entropy: this build has no cuBLAS sum of the head's gradient");
 #endif
 }
 
