@@ -17,14 +17,6 @@
 namespace llmrdzv::engine {
 namespace {
 
-// Position of a parameter in the list the updater was made with (by tensor identity).
-std::size_t index_of(const std::vector<NamedParameter>& parameters, const NamedParameter& p) {
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    if (parameters[i].tensor.is_same(p.tensor)) return i;
-  }
-  throw std::logic_error("unknown parameter " + p.name);
-}
-
 class CpuAdamW final : public AdamWUpdater {
  public:
   CpuAdamW(const std::vector<NamedParameter>& parameters, const AdamWSettings& s) : parameters_(parameters) {
@@ -62,14 +54,14 @@ class CpuAdamW final : public AdamWUpdater {
   }
 
   std::optional<MomentState> get(const NamedParameter& p) const override {
-    const MomentState& state = states_[index_of(parameters_, p)];
+    const MomentState& state = states_[parameter_index(parameters_, p)];
     if (state.step == 0) return std::nullopt;
     return state;
   }
 
   // The kernel reads the moments as flat arrays: loaded ones are made contiguous.
   void set(const NamedParameter& p, MomentState state) override {
-    states_[index_of(parameters_, p)] = {state.exp_avg.contiguous(), state.exp_avg_sq.contiguous(), state.step};
+    states_[parameter_index(parameters_, p)] = {state.exp_avg.contiguous(), state.exp_avg_sq.contiguous(), state.step};
   }
 
  private:
@@ -117,13 +109,13 @@ class MultiTensorAdamW final : public AdamWUpdater {
   }
 
   std::optional<MomentState> get(const NamedParameter& p) const override {
-    const MomentState& state = states_[index_of(parameters_, p)];
+    const MomentState& state = states_[parameter_index(parameters_, p)];
     if (state.step == 0) return std::nullopt;
     return state;
   }
 
   void set(const NamedParameter& p, MomentState state) override {
-    const std::size_t i = index_of(parameters_, p);
+    const std::size_t i = parameter_index(parameters_, p);
     device_steps_[i].fill_(static_cast<double>(state.step));
     states_[i] = std::move(state);
   }
@@ -136,6 +128,13 @@ class MultiTensorAdamW final : public AdamWUpdater {
 };
 
 }  // namespace
+
+std::size_t parameter_index(const std::vector<NamedParameter>& parameters, const NamedParameter& p) {
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    if (parameters[i].tensor.is_same(p.tensor)) return i;
+  }
+  throw std::logic_error("unknown parameter " + p.name);
+}
 
 std::unique_ptr<AdamWUpdater> make_cpu_adamw(const std::vector<NamedParameter>& parameters, const AdamWSettings& s) {
   return std::make_unique<CpuAdamW>(parameters, s);

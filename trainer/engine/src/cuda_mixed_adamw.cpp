@@ -101,13 +101,7 @@ class CudaMixedAdamW final : public MixedPrecisionUpdater {
   }
 
  private:
-  std::size_t index_of(const NamedParameter& p) const {
-    const std::vector<NamedParameter>& masters = masters_.masters();
-    for (std::size_t i = 0; i < masters.size(); ++i) {
-      if (masters[i].tensor.is_same(p.tensor)) return i;
-    }
-    throw std::logic_error("unknown parameter " + p.name);
-  }
+  std::size_t index_of(const NamedParameter& p) const { return parameter_index(masters_.masters(), p); }
 
   MasterWeights& masters_;
   AdamWSettings settings_;

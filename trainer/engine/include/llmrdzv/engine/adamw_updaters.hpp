@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -35,6 +36,10 @@ class AdamWUpdater {
   virtual std::optional<MomentState> get(const NamedParameter& p) const = 0;
   virtual void set(const NamedParameter& p, MomentState state) = 0;
 };
+
+// Position of `p` in the list an updater was made with, by tensor identity (get/set find their
+// state with it); throws std::logic_error for a parameter not in the list.
+std::size_t parameter_index(const std::vector<NamedParameter>& parameters, const NamedParameter& p);
 
 // The fused SIMD kernel; the parameters must be contiguous fp32 CPU tensors.
 std::unique_ptr<AdamWUpdater> make_cpu_adamw(const std::vector<NamedParameter>& parameters, const AdamWSettings& s);
