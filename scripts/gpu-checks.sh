@@ -4,13 +4,14 @@
 # GPU side by side with HF transformers: GPT-2 124M at 16 x 1024 in bf16 against HF eager and HF +
 # torch.compile, ours against ours without its CUDA kernels (LLMRDZV_CUDA_KERNELS=0), GPT-2 XL at
 # 8 x 1024 against HF eager, and --offload optimizer (plain, and with delayed updates) against no
-# offload. The bench and xl parts also profile 3 steps of ours and print
-# where they went (trainer-profile-summary; traces in <build>/profile/). GPU_CHECKS_PARTS picks parts (tests,bench,kernels,xl,offload; all by
-# default). Each part starts with a "=== part" line; a failing part does not stop the next, and the
-# exit status is 1 when any failed, 77 when no GPU is visible.
+# offload. The bench and xl parts also profile 3 steps of ours and print where they went
+# (trainer-profile-summary; traces in <build>/profile/). GPU_CHECKS_PARTS picks parts (tests,
+# kernels, bench, offload, xl; they run in that order, all by default). Each part starts with a
+# "=== part" line; a failing part does not stop the next, and the exit status is 1 when any failed,
+# 77 when no GPU is visible. Each GPU test gets at most 240 s.
 set -u -o pipefail
 build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "gpu-checks: no build directory ${1:-build}" >&2; exit 2; }
-parts=${GPU_CHECKS_PARTS:-tests,bench,kernels,xl,offload}
+parts=${GPU_CHECKS_PARTS:-tests,kernels,bench,offload,xl}
 if ! nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; then
   echo "gpu-checks: no GPU is visible (nvidia-smi failed)" >&2
   exit 77
@@ -22,19 +23,19 @@ part() {
 }
 bench=("$build/bin/trainer-bench" --device cuda --warmup 3 --steps 10 --rounds 1)
 if part tests "ctest -L gpu"; then
-  ctest --test-dir "$build" -L gpu --output-on-failure || status=1
-fi
-if part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile"; then
-  "${bench[@]}" --shapes gpt2-16x1024 --profile_dir "$build/profile" || status=1
+  ctest --test-dir "$build" -L gpu --timeout 240 --output-on-failure || status=1
 fi
 if part kernels "GPT-2 124M, 16 x 1024: ours without its CUDA kernels (B) against ours (A)"; then
   "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "LLMRDZV_CUDA_KERNELS=0" || status=1
 fi
-if part xl "GPT-2 XL, 8 x 1024, bf16: ours, HF eager"; then
-  "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager --profile_dir "$build/profile" || status=1
+if part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile"; then
+  "${bench[@]}" --shapes gpt2-16x1024 --profile_dir "$build/profile" || status=1
 fi
 if part offload "GPT-2 124M, 16 x 1024: --offload optimizer against no offload, plain and with delayed updates"; then
   "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "--offload optimizer" || status=1
   "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "--offload optimizer --offload_delayed_update 2" || status=1
+fi
+if part xl "GPT-2 XL, 8 x 1024, bf16: ours, HF eager"; then
+  "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager --profile_dir "$build/profile" || status=1
 fi
 exit "$status"

@@ -24,8 +24,9 @@ against HF's), same dropout, same torch thread count.
 
 With --compare_trainer_args ARGS the other side is our trainer again, with ARGS added (e.g.
 "--report_to none" to measure what TensorBoard logging costs; NAME=value words set the trainer's
-environment, e.g. "LLMRDZV_CUDA_KERNELS=0"): the figure is then each side's
-train_runtime (the whole step loop, logging included, from all_results.json) over its steps.
+environment, e.g. "LLMRDZV_CUDA_KERNELS=0"): the figure is then each side's tokens over the wall
+time of its timed steps taken together (the step loop after the warmup, logging included), so work
+one step leaves for the next (delayed offload updates) is counted, and start-up is not.
 
 With --device cuda both sides train on the GPU in bf16 mixed precision (ours: its default there,
 bf16 compute with fp32 master weights; HF: torch.autocast(bfloat16) over fp32 parameters, as the HF
@@ -224,13 +225,14 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     return records, out
 
 
-def runtime_per_step(trainer, shape, steps, threads, workdir, activation, extra):
-    """Seconds per step of the whole step loop (logging and its writes included), as a
-    one-element list of tokens/s so it medians like the per-step figures."""
-    _, out = run_trainer(trainer, shape, steps, threads, workdir, activation, extra)
-    with open(os.path.join(out, "all_results.json")) as f:
-        runtime = json.load(f)["train_runtime"]
-    return [shape["block"] * shape["batch"] * steps / runtime]
+def steady_rate(trainer, shape, warmup, steps, threads, workdir, activation, extra):
+    """Tokens/s over the timed steps as a whole: their tokens over the sum of their step_time_s,
+    which tile the step loop after the warmup (logging included, so a step's work that another step
+    waits for is counted wherever it lands, as with delayed offload updates). One-element list, so
+    it medians like the per-step figures."""
+    records, _ = run_trainer(trainer, shape, warmup + steps, threads, workdir, activation, extra)
+    seconds = sum(r["step_time_s"] for r in records[warmup:])
+    return [shape["block"] * shape["batch"] * steps / seconds]
 
 
 def ours(trainer, shape, steps, threads, workdir, activation, extra):
@@ -356,7 +358,7 @@ def main():
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
     parser.add_argument("--compare_trainer_args", default=None,
                         help="instead of HF, compare with our trainer run with these flags added (NAME=value words: "
-                             "its environment); both sides timed by train_runtime (logging included), e.g. "
+                             "its environment); both sides timed by the wall time of their timed steps (logging included), e.g. "
                              "'--report_to none' or 'LLMRDZV_CUDA_KERNELS=0'")
     parser.add_argument("--profile_dir", default=None,
                         help="also profile 3 steps of ours per shape: traces to DIR/<shape>.json, summaries printed")
@@ -471,8 +473,8 @@ def compare_trainer_args(args):
             for _ in range(args.rounds):
                 for side, extra in (("a", base), ("b", other)):
                     with GpuMemoryPeak(args.device) as peak, steal[side]:
-                        rates[side] += runtime_per_step(args.trainer, shape, args.warmup + args.steps, args.threads,
-                                                        workdir, args.activation, extra)
+                        rates[side] += steady_rate(args.trainer, shape, args.warmup, args.steps, args.threads,
+                                                   workdir, args.activation, extra)
                     memory[side] = max(memory[side], peak.peak or 0.0)
                     loads.append(loadavg())
             a, b = statistics.median(rates["a"]), statistics.median(rates["b"])
@@ -483,8 +485,8 @@ def compare_trainer_args(args):
             if args.device == "cuda":
                 results[name].update(a_peak_gib=round(memory["a"], 2), b_peak_gib=round(memory["b"], 2))
             print(f"{name}: A ({' '.join(base) or 'defaults'}) {a:.1f} tok/s, B (+ {args.compare_trainer_args}) "
-                  f"{b:.1f} tok/s, B/A {b / a:.4f} (median of {args.rounds} runs each, train_runtime over "
-                  f"{args.warmup + args.steps} steps; load {min(loads)}-{max(loads)}; CPU time stolen by the "
+                  f"{b:.1f} tok/s, B/A {b / a:.4f} (median of {args.rounds} runs each, the wall time of "
+                  f"{args.steps} steps after {args.warmup} of warmup; load {min(loads)}-{max(loads)}; CPU time stolen by the "
                   f"hypervisor A {steal['a'].share:.1%}, B {steal['b'].share:.1%})"
                   + (f"; peak GPU memory A {memory['a']:.2f} GiB, B {memory['b']:.2f} GiB" if args.device == "cuda" else ""))
     print(json.dumps({"a": args.trainer_args, "b_adds": args.compare_trainer_args, **results}))
