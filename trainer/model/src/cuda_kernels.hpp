@@ -10,12 +10,14 @@
 
 namespace llmrdzv::model::detail {
 
-// For each row of logits [rows, vocab] (contiguous, on the GPU, in `element`): row_loss[row] =
-// logsumexp(row) - row[target] (fp32), and, with `gradients`, the row overwritten in place by
-// softmax(row) - one_hot(target). Target -100: loss 0 and a zero row; other negative targets count
-// as 0; a target >= vocab gives a NaN loss and a zero row. Asynchronous on `stream`; throws
-// std::runtime_error if the launch fails.
+// For each row of logits [rows, row_stride] (on the GPU, in `element`), whose first `vocab`
+// columns are its logits: row_loss[row] = logsumexp(row) - row[target] (fp32), and, with
+// `gradients`, the row overwritten in place by softmax(row) - one_hot(target), its columns past
+// `vocab` by zeros. Target -100: loss 0 and a zero row; other negative targets count as 0; a
+// target >= vocab gives a NaN loss and a zero row. Asynchronous on `stream`; throws
+// std::invalid_argument for a row_stride < vocab and std::runtime_error if the launch fails.
 void softmax_xent_rows_cuda(void* logits, kernel_support::DeviceElement element, std::int64_t rows, std::int64_t vocab,
-                            const std::int64_t* targets, float* row_loss, bool gradients, void* stream);
+                            std::int64_t row_stride, const std::int64_t* targets, float* row_loss, bool gradients,
+                            void* stream);
 
 }  // namespace llmrdzv::model::detail

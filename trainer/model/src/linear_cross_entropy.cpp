@@ -1,8 +1,8 @@
 // The chunked LM head + cross-entropy of linear_cross_entropy.hpp, as an autograd function whose
 // forward computes the gradients and whose backward scales them. Each chunk's softmax runs row by
 // row in cache on the CPU (cpu_kernels.hpp), in the trainer's CUDA kernel on a GPU
-// (cuda_kernels.hpp, with the head's gradient summed in fp32 by cuBLAS), and on torch's ops
-// elsewhere.
+// (cuda_kernels.hpp, with the head padded to an aligned vocabulary and its gradient summed in
+// fp32 by cuBLAS), and on torch's ops elsewhere.
 #include "linear_cross_entropy.hpp"
 
 #include <ATen/core/grad_mode.h>
@@ -84,16 +84,17 @@ double softmax_cross_entropy_rows(at::Tensor& logits, const at::Tensor& targets,
   return std::accumulate(row_loss.begin(), row_loss.end(), 0.0);
 }
 
-// The GPU kernel's rows (cuda/softmax_xent_rows.cuh) where the build has it: logits on a CUDA
-// device in fp32, bf16 or fp16 (the type of `hidden`, which the head's product keeps), with the
-// targets on the same device. The logits stay in their own type and become the gradient in
-// place, so no fp32 copy of the chunk is made. LLMRDZV_CUDA_KERNELS=0 in the environment keeps
-// torch's ops (A/B runs).
-bool device_softmax_rows([[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] const at::Tensor& targets) {
+// The GPU kernel's rows (cuda/softmax_xent_rows.cuh) where the build has it: hidden and the head
+// on a CUDA device in one of fp32, bf16 or fp16 (the logits keep it), with the targets on the same
+// device. The logits stay in their own type and become the gradient in place, so no fp32 copy of
+// the chunk is made. LLMRDZV_CUDA_KERNELS=0 in the environment keeps torch's ops (A/B runs).
+bool device_softmax_rows([[maybe_unused]] const at::Tensor& hidden, [[maybe_unused]] const at::Tensor& weight,
+                         [[maybe_unused]] const at::Tensor& targets) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
   const at::ScalarType type = hidden.scalar_type();
   // Under autocast the head's product may come out in another type: torch's path then.
   return kernel_support::cuda_kernels_enabled() && hidden.is_cuda() && targets.device() == hidden.device() &&
+         weight.device() == hidden.device() && weight.scalar_type() == type &&
          !at::autocast::is_autocast_enabled(at::kCUDA) &&
          (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf);
 #else
@@ -101,9 +102,27 @@ bool device_softmax_rows([[maybe_unused]] const at::Tensor& hidden, [[maybe_unus
 #endif
 }
 
-// The chunk's summed loss, on the device; with `gradients` the logits hold the gradient after.
-at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, [[maybe_unused]] const at::Tensor& targets,
-                                           [[maybe_unused]] bool gradients) {
+// The kernel's path multiplies by the head padded with zero rows to a multiple of this many: a
+// vocabulary such as GPT-2's 50257 (odd) as the leading dimension of the logits and of their
+// gradient leaves cuBLAS only its unaligned kernels, which on an H200 took ~32 of a ~65 ms GPT-2
+// 124M step (16 x 1024, bf16) for the head's three products.
+constexpr std::int64_t kVocabPadding = 64;
+
+// weight [V, C] with zero rows appended to `rows` rows (a fresh tensor; the same one if no row is
+// missing).
+at::Tensor padded_head(const at::Tensor& weight, std::int64_t rows) {
+  const std::int64_t vocab = weight.size(0);
+  if (rows == vocab) return weight;
+  at::Tensor padded = at::empty({rows, weight.size(1)}, weight.options());
+  padded.narrow(0, 0, vocab).copy_(weight);
+  padded.narrow(0, vocab, rows - vocab).zero_();
+  return padded;
+}
+
+// The chunk's summed loss, on the device, over the first `vocab` columns of logits [n, stride];
+// with `gradients` the logits hold the gradient after (zero past `vocab`).
+at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, [[maybe_unused]] std::int64_t vocab,
+                                           [[maybe_unused]] const at::Tensor& targets, [[maybe_unused]] bool gradients) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
   const at::ScalarType type = logits.scalar_type();
   using kernel_support::DeviceElement;
@@ -113,7 +132,7 @@ at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, 
   const c10::cuda::CUDAGuard on_device(logits.device());
   const at::Tensor ids = targets.contiguous();
   at::Tensor row_loss = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
-  softmax_xent_rows_cuda(logits.data_ptr(), element, logits.size(0), logits.size(1), ids.data_ptr<std::int64_t>(),
+  softmax_xent_rows_cuda(logits.data_ptr(), element, logits.size(0), vocab, logits.size(1), ids.data_ptr<std::int64_t>(),
                          row_loss.data_ptr<float>(), gradients,
                          c10::cuda::getCurrentCUDAStream(logits.device().index()).stream());
   return row_loss.sum();
@@ -151,11 +170,16 @@ bool add_head_gradient([[maybe_unused]] at::Tensor& sum, [[maybe_unused]] const 
 Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& targets, std::int64_t chunk_elements,
                bool gradients) {
   const std::int64_t rows = hidden.size(0), vocab = weight.size(0);
+  const bool kernel = device_softmax_rows(hidden, weight, targets);
+  // The kernel's products run on a padded head (kVocabPadding): logits [n, padded] whose columns
+  // past the vocabulary come out 0 and get a zero gradient, and a head gradient [padded, C] whose
+  // first `vocab` rows are the gradient.
+  const std::int64_t padded = kernel ? (vocab + kVocabPadding - 1) / kVocabPadding * kVocabPadding : vocab;
+  const at::Tensor head = kernel ? padded_head(weight, padded) : weight;
   // The budget counts fp32 logits, the torch path's copy; the kernel keeps them in the head's
   // type, so the same memory holds more rows (fewer chunks, fewer fp32 sums of the head's gradient).
-  const bool kernel = device_softmax_rows(hidden, targets);
   const std::int64_t budget = kernel ? chunk_elements * 4 / static_cast<std::int64_t>(hidden.element_size()) : chunk_elements;
-  const std::int64_t chunk_rows = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, vocab));
+  const std::int64_t chunk_rows = std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, padded));
   const at::Tensor valid = targets != kIgnored;
   // Counted positions, kept on the device: no host read inside the step.
   const at::Tensor count = valid.sum().to(at::kFloat);
@@ -167,11 +191,11 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
   for (std::int64_t first = 0; first < rows; first += chunk_rows) {
     const std::int64_t n = std::min(chunk_rows, rows - first);
     const at::Tensor h = hidden.narrow(0, first, n);
-    at::Tensor logits = fast_linear(h, weight);  // [n, V], a fresh tensor
+    at::Tensor logits = fast_linear(h, head);  // [n, padded], a fresh contiguous tensor in the head's type
     at::Tensor g;  // the chunk's gradient (softmax - one-hot), in the head's type
-    if (kernel && logits.is_contiguous() && logits.scalar_type() == hidden.scalar_type()) {
-      loss_sum += softmax_cross_entropy_rows_cuda(logits, targets.narrow(0, first, n), gradients);
-      g = logits.to(weight.scalar_type());
+    if (kernel) {
+      loss_sum += softmax_cross_entropy_rows_cuda(logits, vocab, targets.narrow(0, first, n), gradients);
+      g = logits;
     } else {
       at::Tensor p = logits.to(at::kFloat);
       if (p.is_cpu() && p.is_contiguous()) {
@@ -190,8 +214,8 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
       if (gradients) g = p.to(weight.scalar_type());
     }
     if (!gradients) continue;
-    r.grad_hidden.narrow(0, first, n).copy_(fast_mm(g, weight));
-    if (several && sum_on_gpu(g, h) && add_head_gradient(grad_weight_sum, g, h, vocab)) continue;
+    r.grad_hidden.narrow(0, first, n).copy_(fast_mm(g, head));
+    if (several && sum_on_gpu(g, h) && add_head_gradient(grad_weight_sum, g, h, padded)) continue;
     const at::Tensor gw = fast_mm(g.t(), h);
     if (!several) {
       r.grad_weight = gw;
@@ -202,6 +226,7 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     }
   }
   if (gradients && several) r.grad_weight = grad_weight_sum;  // rounded once, in backward
+  if (gradients) r.grad_weight = r.grad_weight.narrow(0, 0, vocab);  // the padding's rows dropped
   r.loss = loss_sum / count;  // NaN when nothing is counted, as torch's mean
   if (gradients) r.gradient_scale = count.clamp_min(1).reciprocal();
   return r;

@@ -4,7 +4,8 @@
 // overwrites the row in place with its gradient, softmax less the one-hot target, rounded to the
 // logits' type. torch's ops for the same maths (a copy to fp32, logsumexp, sub, exp, scatter_add,
 // mul, a copy back) make about fifteen passes over a chunk; this makes one read and one write,
-// and the row's second read comes from L2.
+// and the row's second read comes from L2. Rows are read and written 16 bytes at a time where
+// their alignment allows.
 //
 // Written against a small set of CUDA's built-ins (threadIdx, blockIdx, __syncthreads,
 // __shared__, expf/logf/fmaxf) and the kernel_support::to_float/from_float overloads for the element type
@@ -32,39 +33,57 @@ __device__ __forceinline__ MaxSum combine(MaxSum a, MaxSum b) {
   return {m, a.sum * expf(a.max - m) + b.sum * expf(b.max - m)};
 }
 
-// One block per row of logits [rows, vocab] (contiguous). targets[row] is the row's target id,
+// A running max and sum, with one more value.
+__device__ __forceinline__ void push(MaxSum& acc, float x) {
+  if (x > acc.max) {
+    acc.sum = acc.sum * expf(acc.max - x) + 1.0f;
+    acc.max = x;
+  } else if (x != -INFINITY) {
+    acc.sum += expf(x - acc.max);  // NaN stays NaN
+  }
+}
+
+// P elements of T read or written as one aligned load or store (16 bytes for P = 16 / sizeof(T)).
+template <typename T, int P>
+struct alignas(sizeof(T) * P) Pack {
+  T v[P];
+};
+
+// One block per row of logits [rows, row_stride], of which the first `vocab` columns are the
+// row's logits; with gradients the rest get zero (the head's product pads the vocabulary so that
+// its leading dimension suits the tensor cores). targets[row] is the row's target id,
 // kIgnoredTarget for a row that does not count (loss 0, gradient 0); other negative ids count as
 // 0, as the torch path's clamp does; an id at or past `vocab` gives a NaN loss and a zero
 // gradient row (no read outside the row). row_loss[row] gets logsumexp - logit[target].
-template <typename T>
-__global__ void softmax_xent_rows_kernel(T* logits, int64_t vocab, const int64_t* targets, float* row_loss,
-                                         bool gradients) {
+// P > 1 reads and writes P elements at a time: `logits` must then be aligned to sizeof(T) * P
+// bytes and row_stride a multiple of P (the launcher checks); the last vocab % P columns go one by one.
+template <typename T, int P>
+__global__ void softmax_xent_rows_kernel(T* logits, int64_t vocab, int64_t row_stride, const int64_t* targets,
+                                         float* row_loss, bool gradients) {
   __shared__ MaxSum partial[kSoftmaxRowThreads];
   __shared__ float picked;
   const int64_t r = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x);
-  T* row = logits + r * vocab;
+  T* row = logits + r * row_stride;
+  Pack<T, P>* packs = reinterpret_cast<Pack<T, P>*>(row);
+  const int64_t whole = vocab / P, rest = whole * P;  // packs, and the first column after them
   int64_t target = targets[r];
   const bool ignored = target == kIgnoredTarget;
   if (target < 0) target = 0;
   if (ignored || target >= vocab) {  // the same for every thread of the block: no barrier is skipped
     if (tid == 0) row_loss[r] = ignored ? 0.0f : NAN;
     if (gradients) {
-      for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) row[i] = kernel_support::from_float(0.0f, row);
+      for (int64_t i = tid; i < row_stride; i += kSoftmaxRowThreads) row[i] = kernel_support::from_float(0.0f, row);
     }
     return;
   }
   if (tid == 0) picked = kernel_support::to_float(row[target]);  // read before any thread overwrites the row
   MaxSum acc{-INFINITY, 0.0f};
-  for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) {
-    const float x = kernel_support::to_float(row[i]);
-    if (x > acc.max) {
-      acc.sum = acc.sum * expf(acc.max - x) + 1.0f;
-      acc.max = x;
-    } else if (x != -INFINITY) {
-      acc.sum += expf(x - acc.max);  // NaN stays NaN
-    }
+  for (int64_t k = tid; k < whole; k += kSoftmaxRowThreads) {
+    const Pack<T, P> p = packs[k];
+    for (int j = 0; j < P; ++j) push(acc, kernel_support::to_float(p.v[j]));
   }
+  for (int64_t i = rest + tid; i < vocab; i += kSoftmaxRowThreads) push(acc, kernel_support::to_float(row[i]));
   partial[tid] = acc;
   __syncthreads();
   for (int stride = kSoftmaxRowThreads / 2; stride > 0; stride /= 2) {
@@ -74,11 +93,18 @@ __global__ void softmax_xent_rows_kernel(T* logits, int64_t vocab, const int64_t
   const float lse = partial[0].max + logf(partial[0].sum);
   if (tid == 0) row_loss[r] = lse - picked;
   if (!gradients) return;
-  for (int64_t i = tid; i < vocab; i += kSoftmaxRowThreads) {
-    float g = expf(kernel_support::to_float(row[i]) - lse);
+  const auto gradient = [&](int64_t i, T x) {
+    float g = expf(kernel_support::to_float(x) - lse);
     if (i == target) g -= 1.0f;
-    row[i] = kernel_support::from_float(g, row);
+    return kernel_support::from_float(g, row);
+  };
+  for (int64_t k = tid; k < whole; k += kSoftmaxRowThreads) {
+    Pack<T, P> p = packs[k];
+    for (int j = 0; j < P; ++j) p.v[j] = gradient(k * P + j, p.v[j]);
+    packs[k] = p;
   }
+  for (int64_t i = rest + tid; i < vocab; i += kSoftmaxRowThreads) row[i] = gradient(i, row[i]);
+  for (int64_t i = vocab + tid; i < row_stride; i += kSoftmaxRowThreads) row[i] = kernel_support::from_float(0.0f, row);
 }
 
 }  // namespace llmrdzv::model::cuda_kernels
