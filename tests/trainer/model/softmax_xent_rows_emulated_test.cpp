@@ -15,6 +15,7 @@
 #include "cuda_block_emulation.hpp"
 #include "cuda/softmax_xent_rows.cuh"
 #include "cuda_kernels.hpp"
+#include "llmrdzv/kernel_support/torch_element.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -206,6 +207,17 @@ TEST_CASE("the GPU softmax rows, emulated, without gradients leave the logits as
   rows.run(false);
   for (std::size_t i = 0; i < before.size(); ++i) REQUIRE(rows.logits[i].x == before[i].x);
   for (std::size_t r = 0; r < 3; ++r) CHECK(std::abs(rows.loss[r] - refs[r].loss) <= 2e-6 * (1.0 + refs[r].loss));
+}
+
+TEST_CASE("a tensor's type names the kernels' element type, and any type they lack is refused by name",
+          "[model][loss][cuda][errors]") {
+  using llmrdzv::kernel_support::device_element;
+  using llmrdzv::kernel_support::DeviceElement;
+  CHECK(device_element(c10::ScalarType::Float, "k") == DeviceElement::f32);
+  CHECK(device_element(c10::ScalarType::BFloat16, "k") == DeviceElement::bf16);
+  CHECK(device_element(c10::ScalarType::Half, "k") == DeviceElement::f16);
+  CHECK_THROWS_WITH(device_element(c10::ScalarType::Double, "the fused loss's kernel"),
+                    "the fused loss's kernel takes no Double tensors");
 }
 
 #if LLMRDZV_HAVE_CUDA_KERNELS

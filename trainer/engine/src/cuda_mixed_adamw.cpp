@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "llmrdzv/kernel_support/torch_element.hpp"
 #include "llmrdzv/optim/cuda_adamw.hpp"
 #endif
 
@@ -26,15 +27,8 @@ namespace llmrdzv::engine {
 #if LLMRDZV_OPTIM_CUDA
 namespace {
 
-using kernel_support::DeviceElement;
-
-DeviceElement element_of(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat: return DeviceElement::f32;
-    case at::kBFloat16: return DeviceElement::bf16;
-    case at::kHalf: return DeviceElement::f16;
-    default: throw std::invalid_argument(std::string("the GPU's AdamW takes no ") + c10::toString(t.scalar_type()) + " tensors");
-  }
+kernel_support::DeviceElement element_of(const at::Tensor& t) {
+  return kernel_support::device_element(t.scalar_type(), "the GPU's AdamW");
 }
 
 class CudaMixedAdamW final : public MixedPrecisionUpdater {

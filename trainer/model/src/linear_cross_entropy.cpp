@@ -35,6 +35,9 @@
 #include "cuda_head_gradient.hpp"
 #endif
 #include "llmrdzv/kernel_support/env_switch.hpp"
+#if LLMRDZV_HAVE_CUDA_KERNELS
+#include "llmrdzv/kernel_support/torch_element.hpp"
+#endif
 #include "llmrdzv/model/cuda_kernels_status.hpp"
 #include "fast_linear.hpp"
 
@@ -124,11 +127,7 @@ at::Tensor padded_head(const at::Tensor& weight, std::int64_t rows) {
 at::Tensor softmax_cross_entropy_rows_cuda([[maybe_unused]] at::Tensor& logits, [[maybe_unused]] std::int64_t vocab,
                                            [[maybe_unused]] const at::Tensor& targets, [[maybe_unused]] bool gradients) {
 #if LLMRDZV_HAVE_CUDA_KERNELS
-  const at::ScalarType type = logits.scalar_type();
-  using kernel_support::DeviceElement;
-  const DeviceElement element = type == at::kFloat      ? DeviceElement::f32
-                                : type == at::kBFloat16 ? DeviceElement::bf16
-                                                        : DeviceElement::f16;
+  const kernel_support::DeviceElement element = kernel_support::device_element(logits.scalar_type(), "the fused loss's kernel");
   const c10::cuda::CUDAGuard on_device(logits.device());
   const at::Tensor ids = targets.contiguous();
   at::Tensor row_loss = at::empty({logits.size(0)}, logits.options().dtype(at::kFloat));
