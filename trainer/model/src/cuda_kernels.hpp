@@ -20,4 +20,30 @@ void softmax_xent_rows_cuda(void* logits, kernel_support::DeviceElement element,
                             std::int64_t row_stride, const std::int64_t* targets, float* row_loss, bool gradients,
                             void* stream);
 
+// The widest rows layer_norm_backward_cuda takes (cuda/layer_norm_backward.cuh: 256 threads, 16
+// columns each).
+constexpr std::int64_t kLayerNormMaxWidth = 4096;
+
+// LayerNorm's backward over rows of `width` (pointers to device memory, contiguous, in one element
+// type but mean and rstd, which are fp32 [rows] as forward kept them).
+struct LayerNormBackward {
+  const void* dy;     // [rows, width]
+  const void* x;      // [rows, width], forward's input
+  const float* mean;  // [rows]
+  const float* rstd;  // [rows]
+  const void* gamma;  // [width]
+  std::int64_t rows, width;
+  std::int64_t blocks;  // the row kernel's grid: each block takes every blocks-th row
+  float* partial_gamma;  // [blocks, width] scratch
+  float* partial_beta;   // [blocks, width] scratch
+  void* dx;              // [rows, width] out
+  void* dgamma;          // [width] out
+  void* dbeta;           // [width] out
+};
+
+// dx, dgamma and dbeta of y = (x - mean) * rstd * gamma + beta, asynchronously on `stream`; the
+// same bits on every run. Throws std::invalid_argument for a width outside 1..kLayerNormMaxWidth or
+// a grid outside 1..2^31-1, std::runtime_error if a launch fails.
+void layer_norm_backward_cuda(const LayerNormBackward& args, kernel_support::DeviceElement element, void* stream);
+
 }  // namespace llmrdzv::model::detail

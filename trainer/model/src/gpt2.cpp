@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fast_dropout.hpp"
+#include "fast_layer_norm.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model {
@@ -20,7 +21,7 @@ using detail::fast_linear;
 
 torch::nn::Linear linear(std::int64_t in, std::int64_t out) { return torch::nn::Linear(torch::nn::LinearOptions(in, out)); }
 
-torch::nn::LayerNorm layer_norm(const Gpt2Config& c) {
+torch::nn::LayerNorm new_layer_norm(const Gpt2Config& c) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd}).eps(c.layer_norm_epsilon));
 }
 
@@ -76,21 +77,21 @@ torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& hidden) {
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {
-  ln_1 = register_module("ln_1", layer_norm(config));
+  ln_1 = register_module("ln_1", new_layer_norm(config));
   attn = register_module("attn", Gpt2Attention(config, layer_idx));
-  ln_2 = register_module("ln_2", layer_norm(config));
+  ln_2 = register_module("ln_2", new_layer_norm(config));
   mlp = register_module("mlp", Gpt2Mlp(config));
 }
 
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& hidden) {
-  torch::Tensor x = hidden + attn(ln_1(hidden));
-  return x + mlp(ln_2(x));
+  torch::Tensor x = hidden + attn(detail::layer_norm(ln_1, hidden));
+  return x + mlp(detail::layer_norm(ln_2, x));
 }
 
 torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
                                             std::int64_t past) {
-  torch::Tensor x = hidden + attn->forward_cached(ln_1(hidden), keys, values, past);
-  return x + mlp(ln_2(x));
+  torch::Tensor x = hidden + attn->forward_cached(detail::layer_norm(ln_1, hidden), keys, values, past);
+  return x + mlp(detail::layer_norm(ln_2, x));
 }
 
 Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) {
@@ -99,7 +100,7 @@ Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) {
   drop = register_module("drop", torch::nn::Dropout(config.embd_pdrop));
   h = register_module("h", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.n_layer; ++i) h->push_back(Gpt2Block(config, i));
-  ln_f = register_module("ln_f", layer_norm(config));
+  ln_f = register_module("ln_f", new_layer_norm(config));
 }
 
 Gpt2LmHeadModelImpl::Gpt2LmHeadModelImpl(const Gpt2Config& config, WeightInit init) : CausalLmImpl(config) {
@@ -115,6 +116,8 @@ torch::Tensor Gpt2LmHeadModelImpl::embed(const torch::Tensor& input_ids, std::in
   const torch::Tensor positions = at::arange(past, past + input_ids.size(1), input_ids.options().dtype(at::kLong));
   return fast_dropout(transformer->drop, embed_tokens(transformer->wte, input_ids) + transformer->wpe(positions));
 }
+
+torch::Tensor Gpt2LmHeadModelImpl::finish(const torch::Tensor& hidden) { return detail::layer_norm(transformer->ln_f, hidden); }
 
 const torch::Tensor& Gpt2LmHeadModelImpl::head_weight() const {
   return lm_head ? lm_head->weight : transformer->wte->weight;

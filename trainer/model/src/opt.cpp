@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "fast_dropout.hpp"
+#include "fast_layer_norm.hpp"
 #include "fast_linear.hpp"
 
 namespace llmrdzv::model {
@@ -21,7 +22,7 @@ torch::nn::Linear linear(std::int64_t in, std::int64_t out, bool bias) {
   return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
-torch::nn::LayerNorm layer_norm(const OptConfig& c) {
+torch::nn::LayerNorm new_layer_norm(const OptConfig& c) {
   return torch::nn::LayerNorm(
       torch::nn::LayerNormOptions({c.hidden_size}).elementwise_affine(c.layer_norm_elementwise_affine));
 }
@@ -68,23 +69,23 @@ torch::Tensor OptAttentionImpl::forward_cached(const torch::Tensor& hidden, torc
 OptDecoderLayerImpl::OptDecoderLayerImpl(const OptConfig& config)
     : norm_before_(config.do_layer_norm_before), activation_(config.activation_function) {
   self_attn = register_module("self_attn", OptAttention(config));
-  self_attn_layer_norm = register_module("self_attn_layer_norm", layer_norm(config));
+  self_attn_layer_norm = register_module("self_attn_layer_norm", new_layer_norm(config));
   fc1 = register_module("fc1", linear(config.hidden_size, config.ffn_dim, config.enable_bias));
   fc2 = register_module("fc2", linear(config.ffn_dim, config.hidden_size, config.enable_bias));
-  final_layer_norm = register_module("final_layer_norm", layer_norm(config));
+  final_layer_norm = register_module("final_layer_norm", new_layer_norm(config));
   dropout_ = register_module("dropout", torch::nn::Dropout(config.dropout));
 }
 
 torch::Tensor OptDecoderLayerImpl::attention_input(const torch::Tensor& hidden) {
-  return norm_before_ ? self_attn_layer_norm(hidden) : hidden;
+  return norm_before_ ? detail::layer_norm(self_attn_layer_norm, hidden) : hidden;
 }
 
 torch::Tensor OptDecoderLayerImpl::after_attention(const torch::Tensor& hidden, const torch::Tensor& attended) {
   torch::Tensor x = hidden + fast_dropout(dropout_, attended);
-  if (!norm_before_) x = self_attn_layer_norm(x);
-  const torch::Tensor mlp_input = norm_before_ ? final_layer_norm(x) : x;
+  if (!norm_before_) x = detail::layer_norm(self_attn_layer_norm, x);
+  const torch::Tensor mlp_input = norm_before_ ? detail::layer_norm(final_layer_norm, x) : x;
   x = x + fast_dropout(dropout_, fast_linear(fc2, activate(activation_, fast_linear(fc1, mlp_input))));
-  return norm_before_ ? x : final_layer_norm(x);
+  return norm_before_ ? x : detail::layer_norm(final_layer_norm, x);
 }
 
 torch::Tensor OptDecoderLayerImpl::forward(const torch::Tensor& hidden) {
@@ -106,7 +107,7 @@ OptDecoderImpl::OptDecoderImpl(const OptConfig& config) {
     project_out = register_module("project_out", linear(config.hidden_size, config.embed_dim(), false));
     project_in = register_module("project_in", linear(config.embed_dim(), config.hidden_size, false));
   }
-  if (config.has_final_layer_norm()) final_layer_norm = register_module("final_layer_norm", layer_norm(config));
+  if (config.has_final_layer_norm()) final_layer_norm = register_module("final_layer_norm", new_layer_norm(config));
   layers = register_module("layers", torch::nn::ModuleList());
   for (std::int64_t i = 0; i < config.num_hidden_layers; ++i) layers->push_back(OptDecoderLayer(config));
 }
@@ -134,7 +135,7 @@ torch::Tensor OptForCausalLmImpl::embed(const torch::Tensor& input_ids, std::int
 
 torch::Tensor OptForCausalLmImpl::finish(const torch::Tensor& hidden) {
   OptDecoderImpl& decoder = *model->decoder;
-  torch::Tensor x = decoder.final_layer_norm ? decoder.final_layer_norm(hidden) : hidden;
+  torch::Tensor x = decoder.final_layer_norm ? detail::layer_norm(decoder.final_layer_norm, hidden) : hidden;
   return decoder.project_out ? fast_linear(decoder.project_out, x) : x;
 }
 

@@ -102,7 +102,7 @@ class Gpt2LmHeadModelImpl : public CausalLmImpl {
  protected:
   torch::Tensor embed(const torch::Tensor& input_ids, std::int64_t past) override;
   const torch::nn::ModuleList& blocks() const override { return transformer->h; }
-  torch::Tensor finish(const torch::Tensor& hidden) override { return transformer->ln_f(hidden); }
+  torch::Tensor finish(const torch::Tensor& hidden) override;
   const torch::Tensor& head_weight() const override;
   CacheShape cache_shape() const override;
 };

@@ -1,0 +1,88 @@
+// LayerNorm on the GPU as the GPT-2 and OPT modules run it (trainer/model/src/fast_layer_norm.hpp):
+// torch's forward and the trainer's one-pass backward kernel (cuda/layer_norm_backward.cuh), whose
+// gradients for the input, weight and bias are checked against torch's LayerNorm in double on the
+// same GPU, in fp32 and bf16, at GPT-2 124M's, XL's and the widest taken width; a width past it
+// takes torch's module and is still right.
+#include <ATen/ops/layer_norm.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "fast_layer_norm.hpp"
+
+#include <catch2/catch.hpp>  // after torch: c10's CHECK must not replace Catch's
+
+namespace {
+
+const at::Device kGpu(at::kCUDA, 0);
+
+struct Grads {
+  at::Tensor x, weight, bias;
+};
+
+// |a - b| over |b|, over whole tensors.
+double relative_error(const at::Tensor& a, const at::Tensor& b) {
+  const at::Tensor bd = b.to(at::kDouble);
+  return (a.to(at::kDouble) - bd).norm().item<double>() / bd.norm().item<double>();
+}
+
+// Ours (detail::layer_norm) and the double reference on the same data; both sets of gradients.
+std::pair<Grads, Grads> gradients(at::ScalarType type, std::vector<std::int64_t> shape, bool expect_kernel) {
+  torch::manual_seed(static_cast<std::uint64_t>(shape.back()));
+  const std::int64_t width = shape.back();
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({width}).eps(1e-5));
+  norm->to(kGpu, type);
+  {
+    const torch::NoGradGuard no_grad;
+    norm->weight.normal_(1.0, 0.3);
+    norm->bias.normal_(0.0, 0.3);
+  }
+  const at::Tensor x0 = (at::randn(shape, at::TensorOptions(kGpu)) * 3 + 1).to(type);
+  const at::Tensor dy = at::randn(shape, at::TensorOptions(kGpu)).to(type);
+  REQUIRE(llmrdzv::model::detail::layer_norm_on_cuda_kernel(norm, x0) == expect_kernel);
+
+  const at::Tensor x = x0.clone().requires_grad_(true);
+  const at::Tensor y = llmrdzv::model::detail::layer_norm(norm, x);
+  y.backward(dy);
+  CHECK(at::equal(y.detach(), at::layer_norm(x0, {width}, norm->weight.detach(), norm->bias.detach(), 1e-5)));
+  Grads ours{x.grad(), norm->weight.grad(), norm->bias.grad()};
+
+  const at::Tensor xd = x0.to(at::kDouble).requires_grad_(true);
+  const at::Tensor wd = norm->weight.detach().to(at::kDouble).requires_grad_(true);
+  const at::Tensor bd = norm->bias.detach().to(at::kDouble).requires_grad_(true);
+  at::layer_norm(xd, {width}, wd, bd, 1e-5).backward(dy.to(at::kDouble));
+  return {ours, Grads{xd.grad(), wd.grad(), bd.grad()}};
+}
+
+void check_close(at::ScalarType type, std::vector<std::int64_t> shape, double tolerance, bool expect_kernel = true) {
+  INFO(c10::toString(type) << " shape [" << shape[0] << ", " << shape[1] << ", " << shape.back() << "]");
+  const auto [ours, reference] = gradients(type, shape, expect_kernel);
+  REQUIRE(ours.x.scalar_type() == type);
+  REQUIRE(ours.weight.scalar_type() == type);
+  CHECK(relative_error(ours.x, reference.x) <= tolerance);
+  CHECK(relative_error(ours.weight, reference.weight) <= tolerance);
+  CHECK(relative_error(ours.bias, reference.bias) <= tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("LayerNorm's GPU backward kernel gives the gradients of torch's LayerNorm in double (fp32)",
+          "[gpu][layer_norm]") {
+  check_close(at::kFloat, {4, 257, 768}, 1e-5);
+  check_close(at::kFloat, {2, 100, 1600}, 1e-5);
+  check_close(at::kFloat, {3, 5, 4096}, 1e-5);
+  check_close(at::kFloat, {1, 3, 7}, 1e-5);
+}
+
+TEST_CASE("LayerNorm's GPU backward kernel follows torch's LayerNorm in double within bf16's rounding",
+          "[gpu][layer_norm]") {
+  // bf16 holds 8 significant bits: each input and each result is one rounding (2^-9) off; the
+  // weight's and bias's sums run in fp32 over the rows.
+  check_close(at::kBFloat16, {16, 1024, 768}, 1e-2);
+  check_close(at::kBFloat16, {8, 1024, 1600}, 1e-2);
+}
+
+TEST_CASE("LayerNorm on the GPU past the kernel's widest rows takes torch's module", "[gpu][layer_norm]") {
+  check_close(at::kFloat, {2, 3, 4097}, 1e-5, /*expect_kernel=*/false);
+}
