@@ -60,6 +60,7 @@ void check_close(at::ScalarType type, std::vector<std::int64_t> shape, double to
   const auto [ours, reference] = gradients(type, shape, expect_kernel);
   REQUIRE(ours.x.scalar_type() == type);
   REQUIRE(ours.weight.scalar_type() == type);
+  REQUIRE(ours.bias.scalar_type() == type);
   CHECK(relative_error(ours.x, reference.x) <= tolerance);
   CHECK(relative_error(ours.weight, reference.weight) <= tolerance);
   CHECK(relative_error(ours.bias, reference.bias) <= tolerance);
@@ -75,12 +76,13 @@ TEST_CASE("LayerNorm's GPU backward kernel gives the gradients of torch's LayerN
   check_close(at::kFloat, {1, 3, 7}, 1e-5);
 }
 
-TEST_CASE("LayerNorm's GPU backward kernel follows torch's LayerNorm in double within bf16's rounding",
+TEST_CASE("LayerNorm's GPU backward kernel follows torch's LayerNorm in double within bf16's and fp16's rounding",
           "[gpu][layer_norm]") {
-  // bf16 holds 8 significant bits: each input and each result is one rounding (2^-9) off; the
+  // bf16 holds 8 significant bits (fp16 11): each result is one rounding (2^-9; 2^-12) off; the
   // weight's and bias's sums run in fp32 over the rows.
   check_close(at::kBFloat16, {16, 1024, 768}, 1e-2);
   check_close(at::kBFloat16, {8, 1024, 1600}, 1e-2);
+  check_close(at::kHalf, {4, 512, 768}, 2e-3);
 }
 
 TEST_CASE("LayerNorm on the GPU past the kernel's widest rows takes torch's module", "[gpu][layer_norm]") {

@@ -149,6 +149,7 @@ TEST_CASE("the GPU softmax rows, emulated, on rows padded past the vocabulary: t
   check_rows<float>(3, 5, 3.0, 2e-6, 2e-5, 64);
   check_rows<float>(3, 5, 3.0, 2e-6, 2e-5, 7, /*packed=*/false);
   check_rows<c10::BFloat16>(2, 9, 2.0, 2e-6, 1.0 / 128, 64);
+  check_rows<c10::BFloat16>(2, 3, 2.0, 2e-6, 1.0 / 128, 64);  // no whole pack: the tail alone
   // Ignored and out-of-vocabulary rows zero their padding too; without gradients it stays as it was.
   Rows<c10::BFloat16> rows(3, 100, 8, 2.0, 128);
   rows.targets = {kIgnoredTarget, 100, 4};

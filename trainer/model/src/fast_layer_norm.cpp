@@ -51,9 +51,10 @@ struct CudaLayerNorm : public torch::autograd::Function<CudaLayerNorm> {
     const c10::cuda::CUDAGuard on_device(x.device());
     const std::int64_t blocks = backward_blocks(rows, x.device());
     at::Tensor partial = at::empty({2, blocks, width}, x.options().dtype(at::kFloat));
-    at::Tensor dx = at::empty_like(x), dgamma = at::empty_like(weight), dbeta = at::empty_like(weight);
+    const at::Tensor gamma = weight.contiguous();
+    at::Tensor dx = at::empty_like(x), dgamma = at::empty_like(gamma), dbeta = at::empty_like(gamma);
     const LayerNormBackward args{dy.data_ptr(), x.data_ptr(), mean.data_ptr<float>(), rstd.data_ptr<float>(),
-                                 weight.contiguous().data_ptr(), rows, width, blocks, partial[0].data_ptr<float>(),
+                                 gamma.data_ptr(), rows, width, blocks, partial[0].data_ptr<float>(),
                                  partial[1].data_ptr<float>(), dx.data_ptr(), dgamma.data_ptr(), dbeta.data_ptr()};
     layer_norm_backward_cuda(args, kernel_support::device_element(x.scalar_type(), "the LayerNorm kernel"),
                              at::cuda::getCurrentCUDAStream(x.device().index()).stream());

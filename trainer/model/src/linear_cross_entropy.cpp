@@ -225,7 +225,8 @@ Result compute(const at::Tensor& hidden, const at::Tensor& weight, const at::Ten
     }
   }
   if (gradients && several) r.grad_weight = grad_weight_sum;  // rounded once, in backward
-  if (gradients) r.grad_weight = r.grad_weight.narrow(0, 0, vocab);  // the padding's rows dropped
+  // The padding's rows dropped (no rows at all: no gradient was made).
+  if (gradients && r.grad_weight.defined()) r.grad_weight = r.grad_weight.narrow(0, 0, vocab);
   r.loss = loss_sum / count;  // NaN when nothing is counted, as torch's mean
   if (gradients) r.gradient_scale = count.clamp_min(1).reciprocal();
   return r;
