@@ -27,6 +27,11 @@ std::span<float> span_of(const at::Tensor& t, std::int64_t begin, std::int64_t e
   return {t.data_ptr<float>() + begin, static_cast<std::size_t>(end - begin)};
 }
 
+// The raw bits of a bf16 tensor's elements [begin, end).
+std::span<std::uint16_t> bits_of(const at::Tensor& t, std::int64_t begin, std::int64_t end) {
+  return {reinterpret_cast<std::uint16_t*>(t.data_ptr<at::BFloat16>()) + begin, static_cast<std::size_t>(end - begin)};
+}
+
 }  // namespace
 
 OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector<FlatSlot> slots,
@@ -74,7 +79,7 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
   for (auto& buffer : download_) buffer = host_tensor(staged, type_, pinned);
   if (rounds) {
     for (auto& buffer : upload_) buffer = host_tensor(staged, type_, pinned);
-    gradient32_ = host_tensor(staged, at::kFloat, false);
+    if (!rounds_in_update()) gradient32_ = host_tensor(staged, at::kFloat, false);
   }
 
   // The flat parameters (padding zero), the parameters made views into them, and the master
@@ -134,7 +139,11 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
        .update =
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
-             update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale, kernel_);
+             if (!rounds_in_update()) {
+               return update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale, kernel_);
+             }
+             copies_->wait_upload(buffer);  // its previous chunk has left: the update rounds into it
+             update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale, kernel_, upload_[buffer]);
            },
        .start_upload =
            [&](std::int64_t chunk, int buffer) {
@@ -183,8 +192,12 @@ void OffloadAdamW::update_delayed(double learning_rate, double grad_scale) {
   for (std::int64_t chunk = 0, chunks = chunk_count(chunk_, owned_); chunk < chunks; ++chunk) {
     const ChunkRange r = chunk_range(chunk, chunk_, owned_);
     const at::Tensor part = delayed_.narrow(0, r.begin, r.size());
-    update_range(r.begin, r.end, part, learning_rate, grad_scale, kernel);
-    if (rounds) part.copy_(master_.narrow(0, r.begin, r.size()));
+    if (rounds_in_update()) {
+      update_range(r.begin, r.end, part, learning_rate, grad_scale, kernel, part);  // rounded over the gradient
+    } else {
+      update_range(r.begin, r.end, part, learning_rate, grad_scale, kernel);
+      if (rounds) part.copy_(master_.narrow(0, r.begin, r.size()));
+    }
   }
 }
 
@@ -205,9 +218,10 @@ void OffloadAdamW::start_upload(std::int64_t begin, std::int64_t end, int buffer
   const at::Tensor target = flat_params_.narrow(0, shard_begin_ + begin, end - begin);
   const at::Tensor master = master_.narrow(0, begin, end - begin);
   if (!upload_[buffer].defined()) return copies_->start_upload(master, target, buffer);
-  copies_->wait_upload(buffer);  // its previous chunk has left
+  // Its previous chunk has left (bf16: waited for before the update rounded into it).
+  if (!rounds_in_update()) copies_->wait_upload(buffer);
   const at::Tensor rounded = upload_[buffer].narrow(0, 0, end - begin);
-  rounded.copy_(master);
+  if (!rounds_in_update()) rounded.copy_(master);
   copies_->start_upload(rounded, target, buffer);
 }
 
@@ -223,9 +237,16 @@ void OffloadAdamW::all_gather() {
 }
 
 void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad,
-                                double learning_rate, double grad_scale, const optim::KernelOptions& kernel) {
+                                double learning_rate, double grad_scale, const optim::KernelOptions& kernel,
+                                const at::Tensor& rounded) {
   at::Tensor gradient = grad.narrow(0, 0, end - begin);
   if (gradient32_.defined()) gradient = gradient32_.narrow(0, 0, end - begin).copy_(gradient);
+  // rounded's elements before `written` hold this step's weights; those no run covers (the
+  // padding) are copied from the masters.
+  std::int64_t written = begin;
+  const auto round_masters = [&](std::int64_t from, std::int64_t to) {
+    if (from < to) rounded.narrow(0, from - begin, to - from).copy_(master_.narrow(0, from, to - from));
+  };
   for (const Run& run : runs_) {
     const std::int64_t from = std::max(begin, run.begin), to = std::min(end, run.end);
     if (from >= to) continue;
@@ -233,10 +254,20 @@ void OffloadAdamW::update_range(std::int64_t begin, std::int64_t end, const at::
     hp.lr = learning_rate;
     hp.grad_scale = grad_scale;  // applied by the kernel as it reads the gradient
     if (!run.decay) hp.weight_decay = 0;
-    optim::adamw_step({span_of(master_, from, to), span_of(gradient, from - begin, to - begin),
-                       span_of(exp_avg_, from, to), span_of(exp_avg_sq_, from, to)},
-                      hp, step_, kernel);
+    if (rounded.defined()) {
+      round_masters(written, from);
+      optim::adamw_step_bf16({span_of(master_, from, to), bits_of(gradient, from - begin, to - begin),
+                              span_of(exp_avg_, from, to), span_of(exp_avg_sq_, from, to),
+                              bits_of(rounded, from - begin, to - begin)},
+                             hp, step_, kernel);
+      written = to;
+    } else {
+      optim::adamw_step({span_of(master_, from, to), span_of(gradient, from - begin, to - begin),
+                         span_of(exp_avg_, from, to), span_of(exp_avg_sq_, from, to)},
+                        hp, step_, kernel);
+    }
   }
+  if (rounded.defined()) round_masters(written, end);
 }
 
 std::map<std::string, at::Tensor> OffloadAdamW::state() const {

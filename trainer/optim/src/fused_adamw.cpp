@@ -1,5 +1,5 @@
 // Validation, per-step coefficients, run-time ISA choice and chunked multi-threading for the
-// fused AdamW kernels (kernel_*.cpp).
+// fused AdamW kernels (kernel_*.cpp), fp32 and bf16-gradient.
 #include "llmrdzv/optim/fused_adamw.hpp"
 
 #include <algorithm>
@@ -39,15 +39,13 @@ unsigned resolve_threads(unsigned requested) {
   return hw > 0 ? hw : 1;
 }
 
+// kernel(begin, count) over [0, n) in kChunkElements pieces, on the pool's threads.
 template <class Kernel>
-void for_each_chunk(const AdamWState& s, unsigned threads, Kernel kernel) {
-  const std::size_t n = s.param.size();
+void for_each_chunk(std::size_t n, unsigned threads, Kernel kernel) {
   const std::size_t chunks = (n + kChunkElements - 1) / kChunkElements;
   WorkerPool::instance().run(chunks, resolve_threads(threads), [&](std::size_t chunk) {
     const std::size_t begin = chunk * kChunkElements;
-    const std::size_t count = std::min(kChunkElements, n - begin);
-    kernel(s.param.data() + begin, s.grad.data() + begin, s.exp_avg.data() + begin,
-           s.exp_avg_sq.data() + begin, count);
+    kernel(begin, std::min(kChunkElements, n - begin));
   });
 }
 
@@ -99,10 +97,31 @@ void adamw_step(const AdamWState& state, const AdamWHyperparams& hp, std::int64_
   auto range = options.isa == Isa::avx512 ? detail::adamw_range_avx512
                : options.isa == Isa::avx2 ? detail::adamw_range_avx2
                                           : detail::adamw_range_scalar;
-  for_each_chunk(state, options.threads,
-                 [&](float* p, const float* g, float* m, float* v, std::size_t n) {
-                   range(coeffs, p, g, m, v, n);
-                 });
+  const AdamWState& s = state;
+  for_each_chunk(s.param.size(), options.threads, [&](std::size_t i, std::size_t n) {
+    range(coeffs, s.param.data() + i, s.grad.data() + i, s.exp_avg.data() + i, s.exp_avg_sq.data() + i, n);
+  });
+}
+
+void adamw_step_bf16(const Bf16AdamWState& state, const AdamWHyperparams& hp, std::int64_t step,
+                     const KernelOptions& options) {
+  const auto n = state.param.size();
+  require(state.grad.size() == n && state.exp_avg.size() == n && state.exp_avg_sq.size() == n &&
+              state.rounded.size() == n,
+          "param, grad, exp_avg, exp_avg_sq and rounded must have the same length (got " + std::to_string(n) + ", " +
+              std::to_string(state.grad.size()) + ", " + std::to_string(state.exp_avg.size()) + ", " +
+              std::to_string(state.exp_avg_sq.size()) + ", " + std::to_string(state.rounded.size()) + ")");
+  check_hyperparams(hp, step);
+  check_isa(options.isa);
+  const AdamWCoeffs coeffs = make_coeffs(hp, step);
+  auto range = options.isa == Isa::avx512 ? detail::adamw_range_bf16_avx512
+               : options.isa == Isa::avx2 ? detail::adamw_range_bf16_avx2
+                                          : detail::adamw_range_bf16_scalar;
+  const Bf16AdamWState& s = state;
+  for_each_chunk(n, options.threads, [&](std::size_t i, std::size_t count) {
+    range(coeffs, s.param.data() + i, s.grad.data() + i, s.exp_avg.data() + i, s.exp_avg_sq.data() + i,
+          s.rounded.data() + i, count);
+  });
 }
 
 void adamw_traffic_pass(const AdamWState& state, const KernelOptions& options) {
@@ -111,7 +130,10 @@ void adamw_traffic_pass(const AdamWState& state, const KernelOptions& options) {
   auto range = options.isa == Isa::avx512 ? detail::traffic_range_avx512
                : options.isa == Isa::avx2 ? detail::traffic_range_avx2
                                           : detail::traffic_range_scalar;
-  for_each_chunk(state, options.threads, range);
+  const AdamWState& s = state;
+  for_each_chunk(s.param.size(), options.threads, [&](std::size_t i, std::size_t n) {
+    range(s.param.data() + i, s.grad.data() + i, s.exp_avg.data() + i, s.exp_avg_sq.data() + i, n);
+  });
 }
 
 }  // namespace llmrdzv::optim

@@ -23,6 +23,21 @@ struct Avx512Lanes {
   static reg sqrt(reg a) { return _mm512_maskz_sqrt_ps(__mmask16(0xFFFF), a); }
   static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static void opaque(reg& r) { asm volatile("" : "+v"(r)); }
+  // The maskz forms of the widening, shifts and narrowing, for the same reason as sqrt's.
+  static constexpr __mmask16 kAll = 0xFFFF;
+  static reg load_bf16(const std::uint16_t* p) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, bits), 16));
+  }
+  static void store_bf16(std::uint16_t* p, reg r) {
+    const __m512i bits = _mm512_castps_si512(r);
+    const __m512i odd = _mm512_and_si512(_mm512_maskz_srli_epi32(kAll, bits, 16), _mm512_set1_epi32(1));
+    __m512i rounded =
+        _mm512_maskz_srli_epi32(kAll, _mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+    rounded = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q), rounded, _mm512_set1_epi32(0x7FC0));
+    // Narrowing by truncation: each value fits in 16 bits.
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_maskz_cvtepi32_epi16(kAll, rounded));
+  }
 };
 
 }  // namespace
@@ -30,6 +45,11 @@ struct Avx512Lanes {
 void adamw_range_avx512(const AdamWCoeffs& c, float* p, const float* g, float* m, float* v,
                         std::size_t n) {
   apply_lanes<Avx512Lanes>(AdamWUpdate<Avx512Lanes>(c), p, g, m, v, n);
+}
+
+void adamw_range_bf16_avx512(const AdamWCoeffs& c, float* p, const std::uint16_t* g16, float* m, float* v,
+                             std::uint16_t* out16, std::size_t n) {
+  apply_lanes_bf16<Avx512Lanes>(AdamWUpdate<Avx512Lanes>(c), p, g16, m, v, out16, n);
 }
 
 void traffic_range_avx512(float* p, const float* g, float* m, float* v, std::size_t n) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernel_coeffs.hpp"
 
@@ -21,7 +22,9 @@ namespace llmrdzv::optim::detail {
 
 // Lanes requirements: width; load(p)/store(p, r); load_n(p, n)/store_n(p, r, n) for the tail
 // (n < width); splat(x); add, mul, div, sqrt, fmadd(a, b, c) = a * b + c; opaque(r), which hides
-// a register's value from the optimiser without changing it.
+// a register's value from the optimiser without changing it; for apply_lanes_bf16,
+// load_bf16(p) (width bf16 values, exactly) and store_bf16(p, r) (rounded to nearest even, NaN
+// as 0x7FC0: torch's rounding).
 template <class Lanes>
 struct AdamWUpdate {
   typename Lanes::reg grad_scale, decay, beta1, one_minus_beta1, beta2, one_minus_beta2, sqrt_bc2, eps,
@@ -81,6 +84,36 @@ void apply_lanes(const Update& update, float* p, const float* g, float* m, float
     Lanes::store_n(p + i, pr, rest);
     Lanes::store_n(m + i, mr, rest);
     Lanes::store_n(v + i, vr, rest);
+  }
+}
+
+// The update of apply_lanes for a gradient that arrives in bf16 (g16, raw bits), also writing the
+// updated parameters rounded to bf16 to out16, in the same pass: the bits of widening the
+// gradient, updating in fp32 and rounding the parameters in three passes, with two passes' memory
+// traffic less. out16 may be g16 itself (each block of lanes is read before it is written).
+template <class Lanes>
+void apply_lanes_bf16(const AdamWUpdate<Lanes>& update, float* p, const std::uint16_t* g16, float* m, float* v,
+                      std::uint16_t* out16, std::size_t n) {
+  constexpr std::size_t width = Lanes::width;
+  std::size_t i = 0;
+  for (; i + width <= n; i += width) {
+    auto pr = Lanes::load(p + i), mr = Lanes::load(m + i), vr = Lanes::load(v + i);
+    update(pr, Lanes::load_bf16(g16 + i), mr, vr);
+    Lanes::store(p + i, pr);
+    Lanes::store(m + i, mr);
+    Lanes::store(v + i, vr);
+    Lanes::store_bf16(out16 + i, pr);
+  }
+  if (const std::size_t rest = n - i; rest > 0) {  // through full-width copies of the 16-bit arrays
+    std::uint16_t g_tail[width] = {}, out_tail[width] = {};
+    __builtin_memcpy(g_tail, g16 + i, rest * sizeof(std::uint16_t));
+    auto pr = Lanes::load_n(p + i, rest), mr = Lanes::load_n(m + i, rest), vr = Lanes::load_n(v + i, rest);
+    update(pr, Lanes::load_bf16(g_tail), mr, vr);
+    Lanes::store_n(p + i, pr, rest);
+    Lanes::store_n(m + i, mr, rest);
+    Lanes::store_n(v + i, vr, rest);
+    Lanes::store_bf16(out_tail, pr);
+    __builtin_memcpy(out16 + i, out_tail, rest * sizeof(std::uint16_t));
   }
 }
 

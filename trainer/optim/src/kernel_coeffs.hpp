@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace llmrdzv::optim::detail {
 
@@ -15,10 +16,12 @@ struct AdamWCoeffs {
   float neg_step_size;  // -lr / (1 - beta1^step)
 };
 
-// One entry pair per ISA: n elements starting at the given pointers.
-#define LLMRDZV_OPTIM_DECLARE_KERNELS(isa)                                                    \
-  void adamw_range_##isa(const AdamWCoeffs& c, float* p, const float* g, float* m, float* v, \
-                         std::size_t n);                                                      \
+// The entry points of each ISA: n elements starting at the given pointers (adamw_range_bf16_*:
+// a bf16 gradient, and the updated parameters rounded to bf16 into out16).
+#define LLMRDZV_OPTIM_DECLARE_KERNELS(isa)                                                                     \
+  void adamw_range_##isa(const AdamWCoeffs& c, float* p, const float* g, float* m, float* v, std::size_t n);   \
+  void adamw_range_bf16_##isa(const AdamWCoeffs& c, float* p, const std::uint16_t* g16, float* m, float* v,    \
+                              std::uint16_t* out16, std::size_t n);                                            \
   void traffic_range_##isa(float* p, const float* g, float* m, float* v, std::size_t n);
 
 LLMRDZV_OPTIM_DECLARE_KERNELS(scalar)

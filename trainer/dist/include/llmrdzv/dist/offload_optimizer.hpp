@@ -5,8 +5,9 @@
 //
 // The parameters become views into one flat buffer in GradientBuckets' layout, padded to whole
 // shards. Each step takes this rank's slice of the synchronised flat gradient, updates its shard
-// with the fused SIMD AdamW (llmrdzv::optim), writes the new values, rounded to the parameters'
-// type on the host, into its slice of the flat parameters, and all-gathers the slices in place
+// with the fused SIMD AdamW (llmrdzv::optim; for bf16 the variant that reads the bf16 gradient
+// and writes the rounded bf16 weights in the same pass), writes the new values, rounded to the
+// parameters' type on the host, into its slice of the flat parameters, and all-gathers the slices in place
 // (nothing is gathered with one rank). The shard moves in chunks through two download and two
 // upload staging buffers (chunk_pipeline.hpp), so on CUDA the gradient download and weight upload
 // of neighbouring chunks overlap the host's update (copy stream, events, pinned host buffers).
@@ -108,11 +109,15 @@ class OffloadAdamW {
  private:
   void load_resharded(const std::map<std::string, at::Tensor>& state);
   // AdamW on shard elements [begin, end) from their gradient in `grad` (end - begin values of the
-  // parameters' type).
+  // parameters' type). For bf16 it also writes the new weights, rounded, to `rounded` (end - begin
+  // bf16 values; it may be `grad` itself) in the same pass (optim::adamw_step_bf16).
   void update_range(std::int64_t begin, std::int64_t end, const at::Tensor& grad, double learning_rate,
-                    double grad_scale, const optim::KernelOptions& kernel);
-  // Starts moving the updated master weights [begin, end) of the shard into the flat parameters.
+                    double grad_scale, const optim::KernelOptions& kernel, const at::Tensor& rounded = {});
+  // Starts moving the updated master weights [begin, end) of the shard into the flat parameters
+  // (bf16: from upload_[buffer], where update_range rounded them).
   void start_upload(std::int64_t begin, std::int64_t end, int buffer);
+  // bf16 weights: update_range rounds them itself (no separate widening and rounding passes).
+  bool rounds_in_update() const { return type_ == at::kBFloat16; }
   void all_gather();
   void check_gradient(const at::Tensor& flat_grad) const;
   void refuse_if_pending(const char* what) const;
@@ -144,7 +149,7 @@ class OffloadAdamW {
   at::Tensor master_, exp_avg_, exp_avg_sq_;  // shard_size_ floats each, host
   std::array<at::Tensor, 2> download_;         // host gradient chunks of type_, min(chunk, owned) each
   std::array<at::Tensor, 2> upload_;           // host rounded-weight chunks of type_ (none for fp32)
-  at::Tensor gradient32_;                      // one fp32 host chunk (none for fp32)
+  at::Tensor gradient32_;                      // one fp32 host chunk (fp16 only)
   at::Tensor delayed_;                         // owned_ host values of type_ for step_delayed(), made at its first call
   std::future<void> pending_;                  // the background update of step_delayed()
   std::unique_ptr<OffloadCopies> copies_;

@@ -46,6 +46,23 @@ struct AdamWState {
 void adamw_step(const AdamWState& state, const AdamWHyperparams& hp, std::int64_t step,
                 const KernelOptions& options = {});
 
+// The arrays of an update whose gradient comes in bf16 (the raw bits of a bf16 tensor's storage),
+// with the updated parameters also written rounded to bf16 (as torch rounds: to nearest even, any
+// NaN as 0x7FC0): the ZeRO-Offload step of bf16 models, which receives bf16 gradients and sends
+// bf16 weights. All have the same length; `rounded` may be the gradient's own array.
+struct Bf16AdamWState {
+  std::span<float> param;  // fp32 master weights
+  std::span<const std::uint16_t> grad;
+  std::span<float> exp_avg;
+  std::span<float> exp_avg_sq;
+  std::span<std::uint16_t> rounded;
+};
+
+// adamw_step for a bf16 gradient, in one pass: the bits of widening the gradient to fp32, then
+// adamw_step, then rounding `param` to bf16 into `rounded`. Throws as adamw_step does.
+void adamw_step_bf16(const Bf16AdamWState& state, const AdamWHyperparams& hp, std::int64_t step,
+                     const KernelOptions& options = {});
+
 // The benchmark's ceiling: the same memory traffic as adamw_step (reads param, grad, exp_avg,
 // exp_avg_sq; writes param, exp_avg, exp_avg_sq) with no arithmetic, over the same threads and
 // chunks. It leaves every array unchanged.
