@@ -13,7 +13,9 @@
 //   offload-overlap  (GPU) steps OffloadAdamW over one parameter of --params floats on cuda:0 in
 //                chunks of --chunk through an NCCL group, --steps times, printing per step
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
-//                events) before the host came to update their chunk
+//                events) before the host came to update their chunk; first "unused reserved MiB
+//                <n>": what the caching allocator holds that no tensor uses, once it is built
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -337,6 +339,12 @@ int run_offload_overlap(const Args& a) {
                                // One thread: each chunk's update (~3 ms for 1M floats) clearly outlasts
                                // its copies (~0.2 ms), so a download that overlapped has landed.
                                optim::KernelOptions{.threads = 1}, a.chunk);
+  // The parameter's old storage, which its move into the flat buffer freed: held back by the
+  // caching allocator unless the optimizer gave it back.
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
+  const auto all = static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  std::printf("unused reserved MiB %lld\n",
+              static_cast<long long>((stats.reserved_bytes[all].current - stats.allocated_bytes[all].current) >> 20));
   for (int step = 1; step <= a.steps; ++step) {
     optimizer.step(gradient, 1e-3, 1.0);
     torch::cuda::synchronize();

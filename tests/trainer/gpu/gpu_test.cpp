@@ -181,7 +181,8 @@ TEST_CASE("clipping and the optimizer step on the GPU never make the host wait (
   }
 }
 
-TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA events)", "[gpu][offload]") {
+TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA events), and the parameters' old "
+          "GPU memory goes back to the driver", "[gpu][offload]") {
   // 64 chunks of 1M floats: while the host updates chunk i, chunk i+1's gradient download must
   // already have landed when the host comes for it (its event complete), i.e. it ran meanwhile.
   // The worker updates on one thread, so an update outlasts a chunk's copies by an order of
@@ -191,6 +192,11 @@ TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA 
       1, {"--mode", "offload-overlap", "--params", std::to_string(64 << 20), "--chunk", std::to_string(1 << 20),
           "--steps", "3"});
   llmrdzv::testing::require_success(run);
+  // The 256 MiB parameter's storage before it became a view of the flat buffer: released, not
+  // held by the caching allocator.
+  const auto unused = llmrdzv::testing::lines_with(run, "unused reserved MiB ");
+  REQUIRE(unused.size() == 1);
+  CHECK(std::stoll(unused[0].substr(unused[0].rfind(' ') + 1)) < 32);
   const auto lines = llmrdzv::testing::lines_with(run, "step ");
   REQUIRE(lines.size() == 3);
   for (std::size_t i = 1; i < lines.size(); ++i) {  // the first step also pins and allocates

@@ -35,6 +35,10 @@ class OffloadCopies {
   // them (their CUDA event was complete): copies that ran while the host updated earlier chunks.
   // Synchronous copies overlap nothing: 0.
   virtual std::int64_t downloads_landed_before_wait() const { return 0; }
+  // After the parameters moved into their flat buffer: the device memory their old storage held,
+  // which a caching allocator keeps reserved, goes back to the driver, so that the GPU's memory
+  // figures (nvidia-smi) show what training holds. Nothing to do on the CPU.
+  virtual void release_unused_device_memory() {}
 };
 
 // The copies for parameters on `device` (CPU or CUDA); throws std::invalid_argument otherwise.

@@ -9,6 +9,7 @@
 // still being uploaded. Compiled and linked against the CUDA LibTorch on every build; it can
 // only run on a GPU.
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -24,6 +25,8 @@ class CudaCopies final : public OffloadCopies {
   explicit CudaCopies(c10::Device device)
       : device_index_(device.index() < 0 ? c10::cuda::current_device() : device.index()),
         copy_stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_index_)) {}
+
+  void release_unused_device_memory() override { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
   void begin_step() override {
     landed_before_wait_ = 0;

@@ -99,6 +99,7 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
     runs_.push_back(Run{begin - shard_begin_, end - shard_begin_, parameters_[k].decay});
   }
   std::sort(runs_.begin(), runs_.end(), [](const Run& a, const Run& b) { return a.begin < b.begin; });
+  copies_->release_unused_device_memory();  // the parameters' old storage
 }
 
 OffloadAdamW::~OffloadAdamW() {
