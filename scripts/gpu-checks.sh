@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks in one run, on a CUDA node where the project is built (build/, or the build
-# directory given as the first argument): the GPU tests (ctest -L gpu), then trainer-bench on the
+# directory given as the first argument): the GPU tests (ctest -L gpu) and the CPU AdamW kernels'
+# tests (whose AVX-512 variants only run on a CPU that has it, as GPU hosts often do), then trainer-bench on the
 # GPU side by side with HF transformers: GPT-2 124M at 16 x 1024 in bf16 against HF eager and HF +
 # torch.compile, ours against ours without its CUDA kernels (LLMRDZV_CUDA_KERNELS=0), GPT-2 XL at
 # 8 x 1024 against HF eager, and --offload optimizer (plain, and with delayed updates) against no
@@ -22,8 +23,13 @@ part() {
   case ",$parts," in *",$1,"*) echo "=== $1: $2" ;; *) return 1 ;; esac
 }
 bench=("$build/bin/trainer-bench" --device cuda --warmup 3 --steps 10 --rounds 1)
-if part tests "ctest -L gpu"; then
+if part tests "ctest -L gpu, and the CPU AdamW kernels on this host's instruction sets (AVX-512 where it has it)"; then
   ctest --test-dir "$build" -L gpu --timeout 240 --output-on-failure || status=1
+  if [ -x "$build/tests/optim_tests" ]; then
+    "$build/tests/optim_tests" || status=1
+  else
+    echo "gpu-checks: $build/tests/optim_tests is not built; the CPU kernels were not checked here"
+  fi
 fi
 if part kernels "GPT-2 124M, 16 x 1024: ours without its CUDA kernels (B) against ours (A)"; then
   "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "LLMRDZV_CUDA_KERNELS=0" || status=1
