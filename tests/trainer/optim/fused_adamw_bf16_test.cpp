@@ -107,11 +107,15 @@ TEST_CASE("the bf16-gradient AdamW gives the same bits on any thread count, and 
   CHECK(one.rounded[3] == 0x7FC0);
 }
 
-TEST_CASE("adamw_step_bf16 refuses arrays of different lengths, naming them") {
+TEST_CASE("adamw_step_bf16 refuses arrays of different lengths and an output shifted over the gradient, naming them") {
   std::vector<float> p(4), m(4), v(4);
-  std::vector<std::uint16_t> g(4), out(3);
+  std::vector<std::uint16_t> g(4), out(3), both(5);
   CHECK_THROWS_WITH(adamw_step_bf16({p, g, m, v, out}, kHyper, 1),
                     "adamw: param, grad, exp_avg, exp_avg_sq and rounded must have the same length (got 4, 4, 4, 4, 3)");
+  const std::span<std::uint16_t> all(both);
+  CHECK_THROWS_WITH(adamw_step_bf16({p, all.first(4), m, v, all.last(4)}, kHyper, 1),
+                    "adamw: rounded must be the gradient's own array or not overlap it");
+  CHECK_NOTHROW(adamw_step_bf16({p, all.first(4), m, v, all.first(4)}, kHyper, 1));
 }
 
 TEST_CASE("with lr 0 the bf16-gradient AdamW rounds each master as torch does: ties to even, NaN, infinities") {

@@ -111,6 +111,11 @@ void adamw_step_bf16(const Bf16AdamWState& state, const AdamWHyperparams& hp, st
           "param, grad, exp_avg, exp_avg_sq and rounded must have the same length (got " + std::to_string(n) + ", " +
               std::to_string(state.grad.size()) + ", " + std::to_string(state.exp_avg.size()) + ", " +
               std::to_string(state.exp_avg_sq.size()) + ", " + std::to_string(state.rounded.size()) + ")");
+  // Each block of lanes is read before it is written: the same array works, a shifted one not.
+  const auto* grad_begin = state.grad.data();
+  const auto* out_begin = state.rounded.data();
+  require(out_begin == grad_begin || out_begin + n <= grad_begin || grad_begin + n <= out_begin,
+          "rounded must be the gradient's own array or not overlap it");
   check_hyperparams(hp, step);
   check_isa(options.isa);
   const AdamWCoeffs coeffs = make_coeffs(hp, step);

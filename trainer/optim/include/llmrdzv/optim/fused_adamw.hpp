@@ -59,7 +59,8 @@ struct Bf16AdamWState {
 };
 
 // adamw_step for a bf16 gradient, in one pass: the bits of widening the gradient to fp32, then
-// adamw_step, then rounding `param` to bf16 into `rounded`. Throws as adamw_step does.
+// adamw_step, then rounding `param` to bf16 into `rounded`. Throws as adamw_step does, and for a
+// `rounded` that overlaps the gradient without being the same array.
 void adamw_step_bf16(const Bf16AdamWState& state, const AdamWHyperparams& hp, std::int64_t step,
                      const KernelOptions& options = {});
 
