@@ -49,6 +49,12 @@ void for_each_chunk(std::size_t n, unsigned threads, Kernel kernel) {
   });
 }
 
+// The entry point of `isa` among one kernel's three.
+template <class Entry>
+Entry for_isa(Isa isa, Entry avx512, Entry avx2, Entry scalar) {
+  return isa == Isa::avx512 ? avx512 : isa == Isa::avx2 ? avx2 : scalar;
+}
+
 void check_isa(Isa isa) {
   require(isa_supported(isa), "this CPU cannot run the " + std::string(isa_name(isa)) + " kernel");
 }
@@ -94,9 +100,8 @@ void adamw_step(const AdamWState& state, const AdamWHyperparams& hp, std::int64_
   check_hyperparams(hp, step);
   check_isa(options.isa);
   const AdamWCoeffs coeffs = make_coeffs(hp, step);
-  auto range = options.isa == Isa::avx512 ? detail::adamw_range_avx512
-               : options.isa == Isa::avx2 ? detail::adamw_range_avx2
-                                          : detail::adamw_range_scalar;
+  const auto range = for_isa(options.isa, detail::adamw_range_avx512, detail::adamw_range_avx2,
+                             detail::adamw_range_scalar);
   const AdamWState& s = state;
   for_each_chunk(s.param.size(), options.threads, [&](std::size_t i, std::size_t n) {
     range(coeffs, s.param.data() + i, s.grad.data() + i, s.exp_avg.data() + i, s.exp_avg_sq.data() + i, n);
@@ -119,9 +124,8 @@ void adamw_step_bf16(const Bf16AdamWState& state, const AdamWHyperparams& hp, st
   check_hyperparams(hp, step);
   check_isa(options.isa);
   const AdamWCoeffs coeffs = make_coeffs(hp, step);
-  auto range = options.isa == Isa::avx512 ? detail::adamw_range_bf16_avx512
-               : options.isa == Isa::avx2 ? detail::adamw_range_bf16_avx2
-                                          : detail::adamw_range_bf16_scalar;
+  const auto range = for_isa(options.isa, detail::adamw_range_bf16_avx512, detail::adamw_range_bf16_avx2,
+                             detail::adamw_range_bf16_scalar);
   const Bf16AdamWState& s = state;
   for_each_chunk(n, options.threads, [&](std::size_t i, std::size_t count) {
     range(coeffs, s.param.data() + i, s.grad.data() + i, s.exp_avg.data() + i, s.exp_avg_sq.data() + i,
@@ -132,9 +136,8 @@ void adamw_step_bf16(const Bf16AdamWState& state, const AdamWHyperparams& hp, st
 void adamw_traffic_pass(const AdamWState& state, const KernelOptions& options) {
   check_lengths(state);
   check_isa(options.isa);
-  auto range = options.isa == Isa::avx512 ? detail::traffic_range_avx512
-               : options.isa == Isa::avx2 ? detail::traffic_range_avx2
-                                          : detail::traffic_range_scalar;
+  const auto range = for_isa(options.isa, detail::traffic_range_avx512, detail::traffic_range_avx2,
+                             detail::traffic_range_scalar);
   const AdamWState& s = state;
   for_each_chunk(s.param.size(), options.threads, [&](std::size_t i, std::size_t n) {
     range(s.param.data() + i, s.grad.data() + i, s.exp_avg.data() + i, s.exp_avg_sq.data() + i, n);
