@@ -43,6 +43,9 @@ is the share of the machine's CPU time (all cores, idle included) taken that way
 side's segments (/proc/stat), so a ratio skewed by it shows as such; on a host with more cores
 than --threads it understates what the measured threads lost.
 
+`--hf_modes none` runs ours alone (the gpt2-6.7b-8x1024 shape, whose HF side would not fit in the
+memory of one GPU). The table's "host GiB" is our trainer process's peak resident memory.
+
 With --profile_dir DIR, our trainer then trains each shape once more with --profile_steps 3 (steps
 2-4 of a fresh process): the trace goes to DIR/<shape>.json and its summary (profile_summary.py:
 GPU busy share, kernel classes, host syncs, CPU ops) is printed before the table.
@@ -85,6 +88,10 @@ SHAPES = {
     # and GPT-2 XL (1.5B) at batch 8 x block 1024, for the MFU target at that size.
     "gpt2-xl-8x1024": dict(family="gpt2", preset="gpt2-xl", block=1024, batch=8,
                            config=_gpt2(0.0, n_layer=48, n_head=25, n_embd=1600, n_positions=1024, vocab_size=50257)),
+    # issue 14's offload goal: a GPT-2-shaped 6.65B model on one GPU (with --hf_modes none and
+    # --trainer_args "--offload optimizer --gradient_checkpointing --gradient_accumulation_steps 16").
+    "gpt2-6.7b-8x1024": dict(family="gpt2", preset="gpt2", block=1024, batch=8,
+                             config=_gpt2(0.0, n_layer=32, n_head=32, n_embd=4096, n_positions=1024, vocab_size=50304)),
     "opt-125m": dict(family="opt", preset="opt-125m", block=128, batch=4,
                      config=dict(num_hidden_layers=12, num_attention_heads=12, hidden_size=768, ffn_dim=3072,
                                  word_embed_proj_dim=768, max_position_embeddings=2048, vocab_size=50272,
@@ -197,9 +204,14 @@ class GpuMemoryPeak:
 ENV_TOKEN = re.compile(r"[A-Z_][A-Z0-9_]*=.*")
 
 
+# The peak resident memory of the last trainer process run_trainer ran (GiB).
+last_host_peak_gib = 0.0
+
+
 def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     """Trains `steps` steps of `shape` (logging every step, no checkpoints) in workdir/out; returns
-    metrics.jsonl's training records (one per step) and the output directory."""
+    metrics.jsonl's training records (one per step) and the output directory, and leaves the
+    process's peak resident memory in last_host_peak_gib."""
     out = os.path.join(workdir, "out")
     overrides = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in shape["config"].items())
     if activation:
@@ -217,11 +229,17 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
         cmd.remove(token)
         name, value = token.split("=", 1)
         env[name] = value
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, cmd)
     with open(os.path.join(out, "metrics.jsonl")) as f:
         records = [r for r in map(json.loads, f) if "tokens_per_second" in r]
     if len(records) != steps:
         raise RuntimeError(f"trainer logged {len(records)} steps, expected {steps}")
+    global last_host_peak_gib
+    last_host_peak_gib = usage.ru_maxrss / 2**20  # KiB on Linux
     return records, out
 
 
@@ -235,12 +253,22 @@ def steady_rate(trainer, shape, warmup, steps, threads, workdir, activation, ext
     return [shape["block"] * shape["batch"] * steps / seconds]
 
 
+def saved_model_numel(out):
+    """Elements of the final model in `out`: model.safetensors, or the shards its index names."""
+    index = os.path.join(out, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return safetensors_numel(os.path.join(out, "model.safetensors"))
+    with open(index) as f:
+        shards = sorted(set(json.load(f)["weight_map"].values()))
+    return sum(safetensors_numel(os.path.join(out, shard)) for shard in shards)
+
+
 def ours(trainer, shape, steps, threads, workdir, activation, extra):
     records, out = run_trainer(trainer, shape, steps, threads, workdir, activation, extra)
     rates = [r["tokens_per_second"] for r in records]
     with open(os.path.join(out, "config.json")) as f:
         config = json.load(f)
-    return rates, config, safetensors_numel(os.path.join(out, "model.safetensors"))
+    return rates, config, saved_model_numel(out)
 
 
 # The config key of each family's activation (--activation).
@@ -351,8 +379,8 @@ def main():
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where both sides train (cuda: bf16 mixed precision, the first GPU)")
     parser.add_argument("--hf_modes", default=None,
-                        help="comma-separated HF sides, of eager,compile (torch.compile); default: eager on the CPU, "
-                             "eager,compile on cuda")
+                        help="comma-separated HF sides, of eager,compile (torch.compile), or none (ours alone); "
+                             "default: eager on the CPU, eager,compile on cuda")
     parser.add_argument("--peak_tflops", type=float, default=989.0,
                         help="the device's peak for MFU (default 989: an H100's dense bf16)")
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
@@ -374,8 +402,10 @@ def main():
         return compare_trainer_args(args)
 
     modes = (args.hf_modes or ("eager,compile" if args.device == "cuda" else "eager")).split(",")
-    if set(modes) - {"eager", "compile"}:
-        parser.error(f"--hf_modes: unknown mode in {args.hf_modes!r} (eager, compile)")
+    if modes == ["none"]:
+        modes = []
+    elif set(modes) - {"eager", "compile"}:
+        parser.error(f"--hf_modes: unknown mode in {args.hf_modes!r} (eager, compile, or none)")
     our_extra = args.trainer_args.split() + (["--use_cpu"] if args.device == "cpu" else [])
     results = {}
     rows = []
@@ -387,6 +417,7 @@ def main():
             os.makedirs(workdir)
             rates = {side: [] for side in ["ours"] + modes}
             memory = {side: 0.0 for side in rates}
+            host_peak = 0.0
             steal = {side: CpuSteal() for side in rates}
             loads = [loadavg()]
             for _ in range(args.rounds):
@@ -395,19 +426,23 @@ def main():
                         if side == "ours":
                             got, our_config, our_params = ours(args.trainer, shape, total, args.threads, workdir,
                                                                args.activation, our_extra)
+                            host_peak = max(host_peak, last_host_peak_gib)
                         else:
                             got, hf_params = hf(name, total, args.threads, args.activation, args.hf_optim,
                                                 args.hf_same_malloc, args.device, side)
                     rates[side] += got[args.warmup:]
                     memory[side] = max(memory[side], peak.peak or 0.0)
                     loads.append(loadavg())
-                check_same_model(shape, args.activation, our_config, our_params, hf_params)
+                if modes:
+                    check_same_model(shape, args.activation, our_config, our_params, hf_params)
+                else:
+                    hf_params = our_params
             tokens = {side: statistics.median(r) for side, r in rates.items()}
-            best_peer = max(modes, key=lambda m: tokens[m])
+            best_peer = max(modes, key=lambda m: tokens[m]) if modes else None
             entry = {"params": hf_params, "block": shape["block"], "batch": shape["batch"],
                      "ours_tokens_per_s": round(tokens["ours"], 1), "ours_best": round(max(rates["ours"]), 1),
-                     "ratio": round(tokens["ours"] / tokens[best_peer], 3), "ratio_to": best_peer,
-                     "load_min": min(loads), "load_max": max(loads)}
+                     "ratio": round(tokens["ours"] / tokens[best_peer], 3) if modes else None, "ratio_to": best_peer,
+                     "ours_host_peak_gib": round(host_peak, 2), "load_min": min(loads), "load_max": max(loads)}
             for side in rates:
                 entry[f"{side}_tokens_per_s"] = round(tokens[side], 1)
                 entry[f"{side}_steal"] = round(steal[side].share, 3)
@@ -425,17 +460,18 @@ def main():
           f"rounds={args.rounds} activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} "
           f"hf_same_malloc={args.hf_same_malloc} (median tokens/s over all timed steps; best = fastest step of each side)")
     print(f"{'shape':<13} {'side':<11} {'params':>12} {'block':>6} {'batch':>6} {'tok/s':>11} {'ours/side':>9} "
-          f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'steal':>6} {'load 1m':>11}")
+          f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'host GiB':>8} {'steal':>6} {'load 1m':>11}")
     for name, side, params, block, batch, t, r, rb, mfu, mem, stolen, lo, hi in rows:
         side_name = side if side == "ours" else f"hf-{side}"
         mfu_text = f"{mfu * 100:5.1f}%" if mfu is not None else "     -"
         mem_text = f"{mem:8.2f}" if mem is not None else "       -"
+        host_text = f"{results[name]['ours_host_peak_gib']:8.2f}" if side == "ours" else "       -"
         print(f"{name:<13} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
-              f"{mfu_text} {mem_text} {stolen * 100:5.1f}% {lo:>5.2f}-{hi:<5.2f}")
+              f"{mfu_text} {mem_text} {host_text} {stolen * 100:5.1f}% {lo:>5.2f}-{hi:<5.2f}")
     summary = {"device": args.device, "threads": args.threads, "activation": args.activation or "gelu_new",
                "hf_optim": args.hf_optim, "hf_same_malloc": args.hf_same_malloc, "hf_modes": modes,
                "target_ratio": 1.2 if args.device == "cpu" else None, **results,
-               "min_ratio": round(min(r["ratio"] for r in results.values()), 3)}
+               "min_ratio": round(min(r["ratio"] for r in results.values()), 3) if modes else None}
     print(json.dumps(summary))
     return 0
 
