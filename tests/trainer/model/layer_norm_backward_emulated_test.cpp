@@ -97,7 +97,7 @@ struct Problem {
     const auto column_blocks = static_cast<unsigned>((width + k::kColumnSumColumns - 1) / k::kColumnSumColumns);
     const int parts = static_cast<int>(blocks);
     cuda_emulation::launch(column_blocks, k::kColumnSumColumns * k::kColumnSumGroups,
-                           [=] { k::layer_norm_column_sums_kernel<T>(pg, pb, parts, w, dgamma_p, dbeta_p); });
+                           [=] { k::partial_row_sums_kernel<T>(pg, pb, parts, w, dgamma_p, dbeta_p); });
   }
 };
 

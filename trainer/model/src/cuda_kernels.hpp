@@ -4,6 +4,7 @@
 // (LLMRDZV_HAVE_CUDA_KERNELS); otherwise the callers keep torch's ops.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "llmrdzv/kernel_support/device_element.hpp"
@@ -45,5 +46,29 @@ struct LayerNormBackward {
 // same bits on every run. Throws std::invalid_argument for a width outside 1..kLayerNormMaxWidth or
 // a grid outside 1..2^31-1, std::runtime_error if a launch fails.
 void layer_norm_backward_cuda(const LayerNormBackward& args, kernel_support::DeviceElement element, void* stream);
+
+// out[c] = the sum over the rows of table[r, c] (a [rows, width] table on the GPU, contiguous, in
+// `element`; out [width] in the same type), added in fp32 in a fixed order: each of `parts` groups
+// of rows into partial [parts, width] (fp32 scratch), then those. Asynchronous on `stream`. Throws
+// std::invalid_argument for a width or parts under 1 or a grid past 2^31-1 blocks,
+// std::runtime_error if a launch fails; no rows writes zeros.
+struct ColumnSums {
+  const void* table;
+  std::int64_t rows, width;
+  std::int64_t parts;
+  float* partial;
+  void* out;
+};
+void column_sums_cuda(const ColumnSums& args, kernel_support::DeviceElement element, void* stream);
+
+// Columns per block of column_sums_cuda's first pass (cuda/column_sums.cuh).
+constexpr std::int64_t kColumnSumTile = 256;
+
+// The `parts` for column_sums_cuda: about four blocks per multiprocessor over the table's column
+// tiles, and no more parts than rows.
+inline std::int64_t column_sum_parts(std::int64_t rows, std::int64_t width, std::int64_t multiprocessors) {
+  const std::int64_t tiles = (width + kColumnSumTile - 1) / kColumnSumTile;
+  return std::clamp<std::int64_t>(4 * multiprocessors / std::max<std::int64_t>(tiles, 1), 1, std::max<std::int64_t>(rows, 1));
+}
 
 }  // namespace llmrdzv::model::detail

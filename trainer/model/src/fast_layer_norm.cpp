@@ -17,6 +17,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include "cuda_multiprocessors.hpp"
+
 #include "llmrdzv/kernel_support/torch_element.hpp"
 #endif
 
@@ -27,8 +29,7 @@ namespace {
 // Rows per block of the backward's first kernel: about four blocks per multiprocessor, so that
 // each block's partial weight and bias gradients (fp32, [blocks, width]) stay a few MB.
 std::int64_t backward_blocks(std::int64_t rows, const at::Device& device) {
-  const int processors = at::cuda::getDeviceProperties(device.index())->multiProcessorCount;
-  return std::clamp<std::int64_t>(rows, 1, 4 * static_cast<std::int64_t>(processors));
+  return std::clamp<std::int64_t>(rows, 1, 4 * multiprocessors(device));
 }
 
 struct CudaLayerNorm : public torch::autograd::Function<CudaLayerNorm> {

@@ -1,8 +1,9 @@
 // fast_linear: a custom autograd Function over the fastest fp32 CPU GEMM measured for this CPU
-// (BLIS without AVX-512, oneDNN's inner product and the wheel's MKL with it); the activations by HF
-// name.
+// (BLIS without AVX-512, oneDNN's inner product and the wheel's MKL with it), cuda_linear on a GPU;
+// the activations by HF name.
 #include "fast_linear.hpp"
 
+#include "cuda_linear.hpp"
 #include "llmrdzv/kernel_support/env_switch.hpp"
 #include "llmrdzv/model/cpu_gemm.hpp"
 
@@ -199,6 +200,7 @@ bool cpu_linear_applies(const at::Tensor& input, const at::Tensor& weight) {
 }  // namespace
 
 torch::Tensor fast_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (linear_on_cuda_kernel(input, weight, bias)) return cuda_linear(input, weight, bias);
   if (!cpu_linear_applies(input, weight)) return at::linear(input, weight, bias.defined() ? std::optional<at::Tensor>(bias) : std::nullopt);
   return bias.defined() ? CpuLinear::apply(input, weight, bias) : CpuLinearNoBias::apply(input, weight);
 }

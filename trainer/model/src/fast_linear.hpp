@@ -1,5 +1,6 @@
 // The linear layers and activations every family's modules run through: the fastest fp32 CPU
-// GEMM measured for the CPU (BLIS or oneDNN, see fast_linear.cpp), at::linear elsewhere.
+// GEMM measured for the CPU (BLIS or oneDNN, see fast_linear.cpp), on a GPU with a bias the
+// trainer's bias-gradient kernel (cuda_linear.hpp), at::linear elsewhere.
 #pragma once
 
 #include <torch/nn/modules/linear.h>

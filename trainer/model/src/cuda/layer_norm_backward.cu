@@ -34,7 +34,7 @@ void launch(const LayerNormBackward& a, cudaStream_t stream) {
   }
   const auto column_blocks =
       static_cast<unsigned>((a.width + cuda_kernels::kColumnSumColumns - 1) / cuda_kernels::kColumnSumColumns);
-  cuda_kernels::layer_norm_column_sums_kernel<T>
+  cuda_kernels::partial_row_sums_kernel<T>
       <<<column_blocks, cuda_kernels::kColumnSumColumns * cuda_kernels::kColumnSumGroups, 0, stream>>>(
           a.partial_gamma, a.partial_beta, static_cast<int>(a.blocks), static_cast<int>(a.width),
           static_cast<T*>(a.dgamma), static_cast<T*>(a.dbeta));

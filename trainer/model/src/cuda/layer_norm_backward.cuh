@@ -3,7 +3,7 @@
 // (the input's gradient; then the weight's and bias's, whose column sums took ~77 us per GPT-2
 // 124M call on an H200, ~2 ms of a step); here each block takes a stride of rows, keeps its
 // columns' weight and bias gradient sums in registers across them, and writes one partial row
-// per block, which the second kernel sums.
+// per block, which column_sums.cuh's partial_row_sums_kernel sums.
 //
 // With x_hat = (x - mean) * rstd and g = dy * gamma, per row of width n:
 //   dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)),  dgamma = sum over rows of dy * x_hat,
@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "column_sums.cuh"
 #include "llmrdzv/kernel_support/unroll.hpp"
 
 namespace llmrdzv::model::cuda_kernels {
@@ -24,8 +25,6 @@ namespace llmrdzv::model::cuda_kernels {
 constexpr int kLayerNormThreads = 256;  // a power of two: the block's tree reduction halves it
 // Columns per thread: widths up to kLayerNormThreads * kLayerNormMaxColumns (4096).
 constexpr int kLayerNormMaxColumns = 16;
-constexpr int kColumnSumColumns = 32;  // the column-sum kernel: columns per block ...
-constexpr int kColumnSumGroups = 8;    // ... and threads per column (32 x 8 = 256 threads)
 
 // One block per stride of rows (r = blockIdx.x, blockIdx.x + gridDim.x, ...) of dy, x [rows, width]
 // (contiguous, in T); gamma [width]; mean, rstd [rows] (fp32). Writes dx [rows, width] (T) and the
@@ -93,38 +92,6 @@ __global__ void layer_norm_backward_rows_kernel(const T* dy, const T* x, const f
       partial_gamma[static_cast<int64_t>(blockIdx.x) * width + c] = dgamma[k];
       partial_beta[static_cast<int64_t>(blockIdx.x) * width + c] = dbeta[k];
     }
-  }
-}
-
-// Sums partial [parts, width] (fp32) over its rows into out [width] (T), for two such tables at
-// once (the weight's and the bias's). Block b takes columns b * kColumnSumColumns onwards; each of
-// its kColumnSumGroups threads per column adds every kColumnSumGroups-th row, and the groups' sums
-// are added in a fixed order: the same bits on every run.
-template <typename T>
-__global__ void layer_norm_column_sums_kernel(const float* partial_gamma, const float* partial_beta, int parts,
-                                              int width, T* dgamma, T* dbeta) {
-  __shared__ float gamma_sums[kColumnSumGroups][kColumnSumColumns];
-  __shared__ float beta_sums[kColumnSumGroups][kColumnSumColumns];
-  const int tid = static_cast<int>(threadIdx.x);
-  const int column = tid % kColumnSumColumns, group = tid / kColumnSumColumns;
-  const int c = static_cast<int>(blockIdx.x) * kColumnSumColumns + column;
-  float sum_gamma = 0.0f, sum_beta = 0.0f;
-  if (c < width) {
-    for (int p = group; p < parts; p += kColumnSumGroups) {
-      sum_gamma += partial_gamma[static_cast<int64_t>(p) * width + c];
-      sum_beta += partial_beta[static_cast<int64_t>(p) * width + c];
-    }
-  }
-  gamma_sums[group][column] = sum_gamma;
-  beta_sums[group][column] = sum_beta;
-  __syncthreads();
-  if (group == 0 && c < width) {
-    for (int q = 1; q < kColumnSumGroups; ++q) {
-      sum_gamma += gamma_sums[q][column];
-      sum_beta += beta_sums[q][column];
-    }
-    dgamma[c] = kernel_support::from_float(sum_gamma, dgamma);
-    dbeta[c] = kernel_support::from_float(sum_beta, dbeta);
   }
 }
 
