@@ -1,12 +1,15 @@
 // LayerNorm on the GPU as the GPT-2 and OPT modules run it (trainer/model/src/fast_layer_norm.hpp):
-// torch's forward and the trainer's one-pass backward kernel (cuda/layer_norm_backward.cuh), whose
-// gradients for the input, weight and bias are checked against torch's LayerNorm in double on the
-// same GPU, in fp32 and bf16, at GPT-2 124M's, XL's and the widest taken width; a width past it
-// takes torch's module and is still right.
+// the trainer's forward kernel (cuda/layer_norm_forward.cuh), alone and fused with the residual add
+// before it, and its one-pass backward kernel (cuda/layer_norm_backward.cuh); the output and the
+// gradients for the input(s), weight and bias are checked against torch's LayerNorm in double on
+// the same GPU, in fp32, bf16 and fp16, at GPT-2 124M's, XL's and the widest taken width; a width
+// past it takes torch's module and is still right.
 #include <ATen/ops/layer_norm.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/nn/modules/normalization.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "fast_layer_norm.hpp"
@@ -19,6 +22,7 @@ const at::Device kGpu(at::kCUDA, 0);
 
 struct Grads {
   at::Tensor x, weight, bias;
+  at::Tensor y;  // the forward's output
 };
 
 // |a - b| over |b|, over whole tensors.
@@ -45,22 +49,24 @@ std::pair<Grads, Grads> gradients(at::ScalarType type, std::vector<std::int64_t>
   const at::Tensor x = x0.clone().requires_grad_(true);
   const at::Tensor y = llmrdzv::model::detail::layer_norm(norm, x);
   y.backward(dy);
-  CHECK(at::equal(y.detach(), at::layer_norm(x0, {width}, norm->weight.detach(), norm->bias.detach(), 1e-5)));
-  Grads ours{x.grad(), norm->weight.grad(), norm->bias.grad()};
+  Grads ours{x.grad(), norm->weight.grad(), norm->bias.grad(), y.detach()};
 
   const at::Tensor xd = x0.to(at::kDouble).requires_grad_(true);
   const at::Tensor wd = norm->weight.detach().to(at::kDouble).requires_grad_(true);
   const at::Tensor bd = norm->bias.detach().to(at::kDouble).requires_grad_(true);
-  at::layer_norm(xd, {width}, wd, bd, 1e-5).backward(dy.to(at::kDouble));
-  return {ours, Grads{xd.grad(), wd.grad(), bd.grad()}};
+  const at::Tensor yd = at::layer_norm(xd, {width}, wd, bd, 1e-5);
+  yd.backward(dy.to(at::kDouble));
+  return {ours, Grads{xd.grad(), wd.grad(), bd.grad(), yd.detach()}};
 }
 
 void check_close(at::ScalarType type, std::vector<std::int64_t> shape, double tolerance, bool expect_kernel = true) {
   INFO(c10::toString(type) << " shape [" << shape[0] << ", " << shape[1] << ", " << shape.back() << "]");
   const auto [ours, reference] = gradients(type, shape, expect_kernel);
+  REQUIRE(ours.y.scalar_type() == type);
   REQUIRE(ours.x.scalar_type() == type);
   REQUIRE(ours.weight.scalar_type() == type);
   REQUIRE(ours.bias.scalar_type() == type);
+  CHECK(relative_error(ours.y, reference.y) <= tolerance);
   CHECK(relative_error(ours.x, reference.x) <= tolerance);
   CHECK(relative_error(ours.weight, reference.weight) <= tolerance);
   CHECK(relative_error(ours.bias, reference.bias) <= tolerance);
@@ -87,4 +93,45 @@ TEST_CASE("LayerNorm's GPU backward kernel follows torch's LayerNorm in double w
 
 TEST_CASE("LayerNorm on the GPU past the kernel's widest rows takes torch's module", "[gpu][layer_norm]") {
   check_close(at::kFloat, {2, 3, 4097}, 1e-5, /*expect_kernel=*/false);
+}
+
+TEST_CASE("LayerNorm fused with the residual add on the GPU: torch's rounded sum, and torch's LayerNorm and gradients in double",
+          "[gpu][layer_norm]") {
+  for (const auto& [type, tolerance] : {std::pair{at::kFloat, 1e-5}, std::pair{at::kBFloat16, 1e-2}, std::pair{at::kHalf, 2e-3}}) {
+    INFO(c10::toString(type));
+    torch::manual_seed(7);
+    const std::int64_t width = 768;
+    torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({width}).eps(1e-5));
+    norm->to(kGpu, type);
+    {
+      const torch::NoGradGuard no_grad;
+      norm->weight.normal_(1.0, 0.3);
+      norm->bias.normal_(0.0, 0.3);
+    }
+    const std::vector<std::int64_t> shape{8, 512, width};
+    const at::Tensor x0 = (at::randn(shape, at::TensorOptions(kGpu)) * 3 + 1).to(type);
+    const at::Tensor d0 = at::randn(shape, at::TensorOptions(kGpu)).to(type);
+    const at::Tensor dsum = at::randn(shape, at::TensorOptions(kGpu)).to(type);  // the residual stream's gradient
+    const at::Tensor dy = at::randn(shape, at::TensorOptions(kGpu)).to(type);
+    REQUIRE(llmrdzv::model::detail::layer_norm_on_cuda_kernel(norm, x0));
+
+    const at::Tensor x = x0.clone().requires_grad_(true), delta = d0.clone().requires_grad_(true);
+    const auto [sum, y] = llmrdzv::model::detail::add_layer_norm(norm, x, delta);
+    torch::autograd::backward({sum, y}, {dsum, dy});
+    CHECK(at::equal(sum.detach(), x0 + d0));
+
+    const at::Tensor xd = x0.to(at::kDouble).requires_grad_(true), dd = d0.to(at::kDouble).requires_grad_(true);
+    const at::Tensor wd = norm->weight.detach().to(at::kDouble).requires_grad_(true);
+    const at::Tensor bd = norm->bias.detach().to(at::kDouble).requires_grad_(true);
+    // The reference normalises the rounded sum, as the kernel does.
+    const at::Tensor rounded = (x0 + d0).to(at::kDouble);
+    const at::Tensor sd = xd + dd + (rounded - (xd + dd)).detach();
+    const at::Tensor yd = at::layer_norm(sd, {width}, wd, bd, 1e-5);
+    torch::autograd::backward({sd, yd}, {dsum.to(at::kDouble), dy.to(at::kDouble)});
+    CHECK(relative_error(y.detach(), yd.detach()) <= tolerance);
+    CHECK(relative_error(x.grad(), xd.grad()) <= tolerance);
+    CHECK(at::equal(x.grad(), delta.grad()));
+    CHECK(relative_error(norm->weight.grad(), wd.grad()) <= tolerance);
+    CHECK(relative_error(norm->bias.grad(), bd.grad()) <= tolerance);
+  }
 }

@@ -21,18 +21,40 @@ void softmax_xent_rows_cuda(void* logits, kernel_support::DeviceElement element,
                             std::int64_t row_stride, const std::int64_t* targets, float* row_loss, bool gradients,
                             void* stream);
 
-// The widest rows layer_norm_backward_cuda takes (cuda/layer_norm_backward.cuh: 256 threads, 16
+// The widest rows layer_norm_forward_cuda and layer_norm_backward_cuda take (cuda/layer_norm_*.cuh: 256 threads, 16
 // columns each).
 constexpr std::int64_t kLayerNormMaxWidth = 4096;
+
+// LayerNorm's forward over rows of `width` (pointers to device memory, contiguous, in one element
+// type but mean and rstd, which are fp32), optionally fused with the residual add before it.
+struct LayerNormForward {
+  const void* x;         // [rows, width]
+  const void* residual;  // [rows, width] or null: normalise x + residual, written to sum
+  const void* gamma;     // [width]
+  const void* beta;      // [width]
+  std::int64_t rows, width;
+  std::int64_t blocks;  // the grid: each block takes every blocks-th row
+  float eps;
+  void* sum;    // [rows, width] out where residual is given (x + residual, rounded to the type)
+  void* y;      // [rows, width] out
+  float* mean;  // [rows] out
+  float* rstd;  // [rows] out: 1 / sqrt(biased variance + eps)
+};
+
+// y = (v - mean) * rstd * gamma + beta per row of v = x (or x + residual), asynchronously on
+// `stream`. Throws std::invalid_argument for a width outside 1..kLayerNormMaxWidth or a grid outside
+// 1..2^31-1, std::runtime_error if the launch fails.
+void layer_norm_forward_cuda(const LayerNormForward& args, kernel_support::DeviceElement element, void* stream);
 
 // LayerNorm's backward over rows of `width` (pointers to device memory, contiguous, in one element
 // type but mean and rstd, which are fp32 [rows] as forward kept them).
 struct LayerNormBackward {
-  const void* dy;     // [rows, width]
-  const void* x;      // [rows, width], forward's input
-  const float* mean;  // [rows]
-  const float* rstd;  // [rows]
-  const void* gamma;  // [width]
+  const void* dy;         // [rows, width]
+  const void* x;          // [rows, width], forward's input
+  const float* mean;      // [rows]
+  const float* rstd;      // [rows]
+  const void* gamma;      // [width]
+  const void* dresidual;  // [rows, width] or null: a gradient that reaches x past the LayerNorm, added to dx
   std::int64_t rows, width;
   std::int64_t blocks;  // the row kernel's grid: each block takes every blocks-th row
   float* partial_gamma;  // [blocks, width] scratch
@@ -42,7 +64,7 @@ struct LayerNormBackward {
   void* dbeta;           // [width] out
 };
 
-// dx, dgamma and dbeta of y = (x - mean) * rstd * gamma + beta, asynchronously on `stream`; the
+// dx (+ dresidual), dgamma and dbeta of y = (x - mean) * rstd * gamma + beta, asynchronously on `stream`; the
 // same bits on every run. Throws std::invalid_argument for a width outside 1..kLayerNormMaxWidth or
 // a grid outside 1..2^31-1, std::runtime_error if a launch fails.
 void layer_norm_backward_cuda(const LayerNormBackward& args, kernel_support::DeviceElement element, void* stream);

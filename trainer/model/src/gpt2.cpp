@@ -83,15 +83,19 @@ Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {
   mlp = register_module("mlp", Gpt2Mlp(config));
 }
 
+// x = hidden + attention; x + mlp(ln_2(x)), the first add fused with ln_2 on a GPU.
+torch::Tensor Gpt2BlockImpl::finish_block(const torch::Tensor& hidden, const torch::Tensor& attended) {
+  const auto [x, normed] = detail::add_layer_norm(ln_2, hidden, attended);
+  return x + mlp(normed);
+}
+
 torch::Tensor Gpt2BlockImpl::forward(const torch::Tensor& hidden) {
-  torch::Tensor x = hidden + attn(detail::layer_norm(ln_1, hidden));
-  return x + mlp(detail::layer_norm(ln_2, x));
+  return finish_block(hidden, attn(detail::layer_norm(ln_1, hidden)));
 }
 
 torch::Tensor Gpt2BlockImpl::forward_cached(const torch::Tensor& hidden, torch::Tensor& keys, torch::Tensor& values,
                                             std::int64_t past) {
-  torch::Tensor x = hidden + attn->forward_cached(detail::layer_norm(ln_1, hidden), keys, values, past);
-  return x + mlp(detail::layer_norm(ln_2, x));
+  return finish_block(hidden, attn->forward_cached(detail::layer_norm(ln_1, hidden), keys, values, past));
 }
 
 Gpt2ModelImpl::Gpt2ModelImpl(const Gpt2Config& config) {

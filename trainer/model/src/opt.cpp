@@ -80,12 +80,19 @@ torch::Tensor OptDecoderLayerImpl::attention_input(const torch::Tensor& hidden) 
   return norm_before_ ? detail::layer_norm(self_attn_layer_norm, hidden) : hidden;
 }
 
+// Each residual add and the LayerNorm after it are one add_layer_norm (one kernel on a GPU): pre-LN
+// keeps the sum as the residual stream and feeds the norm to the MLP; post-LN (OPT-350m) keeps only
+// the norm.
 torch::Tensor OptDecoderLayerImpl::after_attention(const torch::Tensor& hidden, const torch::Tensor& attended) {
-  torch::Tensor x = hidden + fast_dropout(dropout_, attended);
-  if (!norm_before_) x = detail::layer_norm(self_attn_layer_norm, x);
-  const torch::Tensor mlp_input = norm_before_ ? detail::layer_norm(final_layer_norm, x) : x;
-  x = x + fast_dropout(dropout_, fast_linear(fc2, activate(activation_, fast_linear(fc1, mlp_input))));
-  return norm_before_ ? x : detail::layer_norm(final_layer_norm, x);
+  const auto mlp = [&](const torch::Tensor& input) {
+    return fast_dropout(dropout_, fast_linear(fc2, activate(activation_, fast_linear(fc1, input))));
+  };
+  if (norm_before_) {
+    const auto [x, normed] = detail::add_layer_norm(final_layer_norm, hidden, fast_dropout(dropout_, attended));
+    return x + mlp(normed);
+  }
+  const torch::Tensor x = detail::add_layer_norm(self_attn_layer_norm, hidden, fast_dropout(dropout_, attended)).second;
+  return detail::add_layer_norm(final_layer_norm, x, mlp(x)).second;
 }
 
 torch::Tensor OptDecoderLayerImpl::forward(const torch::Tensor& hidden) {

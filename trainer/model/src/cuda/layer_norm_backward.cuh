@@ -8,7 +8,7 @@
 // With x_hat = (x - mean) * rstd and g = dy * gamma, per row of width n:
 //   dx = rstd * (g - mean(g) - x_hat * mean(g * x_hat)),  dgamma = sum over rows of dy * x_hat,
 //   dbeta = sum over rows of dy.
-// mean and rstd are forward's (torch's native_layer_norm keeps them, in fp32).
+// mean and rstd are forward's (layer_norm_forward.cuh, as torch's native_layer_norm, keeps them in fp32).
 //
 // Written against CUDA's built-ins that tests/support/cuda_block_emulation.hpp provides
 // (threadIdx, blockIdx, gridDim, __syncthreads, __shared__) and kernel_support::to_float /
@@ -27,13 +27,15 @@ constexpr int kLayerNormThreads = 256;  // a power of two: the block's tree redu
 constexpr int kLayerNormMaxColumns = 16;
 
 // One block per stride of rows (r = blockIdx.x, blockIdx.x + gridDim.x, ...) of dy, x [rows, width]
-// (contiguous, in T); gamma [width]; mean, rstd [rows] (fp32). Writes dx [rows, width] (T) and the
+// (contiguous, in T); gamma [width]; mean, rstd [rows] (fp32). Writes dx [rows, width] (T), plus
+// dresidual [rows, width] where that is not null (the gradient that reaches x past the LayerNorm, as
+// through a residual connection: added in fp32, rounded once), and the
 // block's partial sums partial_gamma and partial_beta [gridDim.x, width] (fp32). Thread t owns
 // columns t, t + kLayerNormThreads, ...: K of them, K * kLayerNormThreads >= width.
 template <typename T, int K>
 __global__ void layer_norm_backward_rows_kernel(const T* dy, const T* x, const float* mean, const float* rstd,
-                                                const T* gamma, int64_t rows, int width, T* dx, float* partial_gamma,
-                                                float* partial_beta) {
+                                                const T* gamma, const T* dresidual, int64_t rows, int width, T* dx,
+                                                float* partial_gamma, float* partial_beta) {
   __shared__ float sum_g[kLayerNormThreads];
   __shared__ float sum_gx[kLayerNormThreads];
   const int tid = static_cast<int>(threadIdx.x);
@@ -82,7 +84,10 @@ __global__ void layer_norm_backward_rows_kernel(const T* dy, const T* x, const f
     LLMRDZV_UNROLL
     for (int k = 0; k < K; ++k) {
       const int c = tid + k * kLayerNormThreads;
-      if (c < width) dx_row[c] = kernel_support::from_float(inverse_std * (g[k] - mean_g - x_hat[k] * mean_gx), dx_row);
+      if (c < width) {
+        const float through = dresidual != nullptr ? kernel_support::to_float(dresidual[r * width + c]) : 0.0f;
+        dx_row[c] = kernel_support::from_float(through + inverse_std * (g[k] - mean_g - x_hat[k] * mean_gx), dx_row);
+      }
     }
   }
   LLMRDZV_UNROLL

@@ -67,6 +67,9 @@ class Gpt2BlockImpl : public DecoderBlockImpl {
   Gpt2Attention attn{nullptr};
   torch::nn::LayerNorm ln_2{nullptr};
   Gpt2Mlp mlp{nullptr};
+
+ private:
+  torch::Tensor finish_block(const torch::Tensor& hidden, const torch::Tensor& attended);
 };
 TORCH_MODULE(Gpt2Block);
 
