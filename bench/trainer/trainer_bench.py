@@ -11,9 +11,10 @@ as a Python/C++ number. Same model config (checked: our saved config.json and pa
 against HF's), same dropout, same torch thread count.
 
 - Ours: the trainer binary with logging_steps=1; its metrics.jsonl holds one tokens/s per optimizer
-  step, timed from the end of the previous step's logging to the end of the step (so it includes
-  fetching the batch from the memory-mapped token cache; it excludes tokenising, which is done once
-  into the cache before the first step, and the metrics write).
+  step, timed from one record to the next (so it includes fetching the batch from the
+  memory-mapped token cache; it excludes tokenising, which is done once into the cache before the
+  first step). The trainer writes a logging step's record once the next step's forward and
+  backward are queued, so the intervals are shifted by part of a step but still tile the loop.
 - HF: a separate Python process (like ours, so both start cold); batches are made before the loop
   and indexed inside the timed region. The optimizer is what transformers' Trainer picks by default
   with this torch (>= 2.8: "adamw_torch_fused", i.e. torch.optim.AdamW(fused=True)); --hf_optim

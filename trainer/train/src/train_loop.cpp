@@ -15,6 +15,7 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "checkpoint_state.hpp"
@@ -276,6 +277,59 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     c.reporter.message("profile written to " + profiler.trace().parent_path().string() +
                        "/ (a Chrome trace per rank: chrome://tracing or https://ui.perfetto.dev)");
   };
+  // The end of an interval of steps: its loss (all-reduced at logging steps), tokens/s over the wall
+  // time since the last record, the metrics record and TensorBoard scalars at logging steps, and
+  // the progress line.
+  const auto finish_interval = [&](std::int64_t at_step, double lr, const engine::GradientNorm& grad_norm, double epoch,
+                                   bool logging_step) {
+    const double steps_in_interval = static_cast<double>(interval_steps);
+    double loss = interval_loss / steps_in_interval;
+    // Before the interval is timed, so its step time includes this collective too.
+    if (logging_step) loss = c.engine.all_reduce_sum({interval_loss})[0] / world / steps_in_interval;
+    const double interval_seconds = seconds_since(interval_start);
+    const StepReport report{at_step, total_steps, loss, lr, tokens_per_step * steps_in_interval / interval_seconds,
+                            seconds_since(start) / static_cast<double>(at_step - first_step) * static_cast<double>(total_steps - at_step)};
+    if (logging_step) {
+      // Per step, as means over the interval: wall time, and the part of it rank 0 was blocked in
+      // collectives (communication not overlapped with computation, or waiting for other ranks).
+      const double step_time = interval_seconds / steps_in_interval;
+      const double comm_wait = (c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval;
+      json::Object record{{"step", at_step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
+                          {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm.value())},
+                          {"tokens_per_second", metric(report.tokens_per_second)},
+                          {"step_time_s", metric(step_time)}, {"comm_wait_s", metric(comm_wait)}};
+      std::vector<tensorboard::Scalar> scalars{{"train/loss", report.loss}, {"train/learning_rate", lr},
+                                               {"train/grad_norm", grad_norm.value()}, {"train/tokens_per_second", report.tokens_per_second},
+                                               {"train/step_time", step_time}, {"train/comm_wait", comm_wait},
+                                               {"train/epoch", epoch}};
+      if (scaler) {
+        record.emplace_back("loss_scale", metric(scaler->scale()));
+        scalars.push_back({"train/loss_scale", scaler->scale()});
+      }
+      c.reporter.record(record);
+      c.reporter.scalars(at_step, scalars);
+      interval_loss = 0;
+      interval_steps = 0;
+      interval_start = Clock::now();
+      interval_comm_start = c.engine.comm_wait_seconds();
+    }
+    if (c.reporter.main) c.reporter.progress.step(report, logging_step);
+  };
+  // A logging step's record needs its loss and gradient norm, which on a GPU means waiting for the
+  // step's last kernel; the GPU would then idle while the host writes the record, fetches the next
+  // batch and queues the next step. So where nothing else must follow the step first (a
+  // checkpoint, an evaluation, the end of training, fp16's overflow check, which reads the norm
+  // anyway), the loop only starts copying the two numbers to the host and writes the record once
+  // the next step's forward and backward are queued. The choice is the same on every rank (the
+  // record's loss is all-reduced), and records keep their order.
+  struct PendingLog {
+    std::int64_t step;
+    double lr;
+    double epoch;
+    engine::HostRead losses;
+    engine::GradientNorm grad_norm;
+  };
+  std::optional<PendingLog> pending;
   c.model->train();
   for (std::int64_t step = first_step; step < total_steps;) {
     profiler.before_step(step);
@@ -293,9 +347,16 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
       const at::Tensor share = loss.detach().to(at::kDouble) / micro_steps;
       unread_losses = unread_losses.defined() ? unread_losses + share : share;
     }
+    if (pending) {  // the previous step's record, now that this step's work is queued
+      const double sum = pending->losses.value();
+      interval_loss += sum;
+      state.train_loss_sum += sum;
+      finish_interval(pending->step, pending->lr, pending->grad_norm, pending->epoch, /*logging_step=*/true);
+      pending.reset();
+    }
     const double loss_scale = scaler ? scaler->scale() : 1.0;
     // Read only where needed (fp16's overflow check, logging): on a GPU reading waits for backward.
-    const engine::GradientNorm grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
+    engine::GradientNorm grad_norm = c.engine.finish_gradients(o.max_grad_norm, 1.0 / loss_scale);
     // A step skipped for overflow does not advance the schedule (transformers steps its scheduler
     // only when the optimizer ran).
     const double lr = schedule.at(step - state.skipped_steps);
@@ -317,44 +378,20 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
 
     const bool logging_step = step % o.logging_steps == 0 || step == total_steps;
     const bool saving_step = checkpoint_due(step);
+    const bool eval_step = c.eval_blocks && o.eval_steps > 0 && step % o.eval_steps == 0 && step != total_steps;
+    const double epoch = steps_per_epoch ? static_cast<double>(step) / static_cast<double>(*steps_per_epoch)
+                                         : static_cast<double>(batches->position().epoch);
+    if (logging_step && !saving_step && !eval_step && step != total_steps && !scaler && unread_losses.defined()) {
+      grad_norm.start_read();
+      pending.emplace(PendingLog{step, lr, epoch, engine::HostRead(unread_losses), std::move(grad_norm)});
+      unread_losses = at::Tensor();
+      continue;
+    }
     // A terminal's progress line shows every step's loss: rank 0 reads it each step there.
     if (logging_step || saving_step || (c.reporter.main && c.reporter.progress.live())) read_losses();
-    const double steps_in_interval = static_cast<double>(interval_steps);
-    double loss = interval_loss / steps_in_interval;
-    // Before the interval is timed, so its step time includes this collective too.
-    if (logging_step) loss = c.engine.all_reduce_sum({interval_loss})[0] / world / steps_in_interval;
-    const double interval_seconds = seconds_since(interval_start);
-    const StepReport report{step, total_steps, loss, lr, tokens_per_step * steps_in_interval / interval_seconds,
-                            seconds_since(start) / static_cast<double>(step - first_step) * static_cast<double>(total_steps - step)};
-    if (logging_step) {
-      const double epoch = steps_per_epoch ? static_cast<double>(step) / static_cast<double>(*steps_per_epoch)
-                                           : static_cast<double>(batches->position().epoch);
-      // Per step, as means over the interval: wall time, and the part of it rank 0 was blocked in
-      // collectives (communication not overlapped with computation, or waiting for other ranks).
-      const double step_time = interval_seconds / steps_in_interval;
-      const double comm_wait = (c.engine.comm_wait_seconds() - interval_comm_start) / steps_in_interval;
-      json::Object record{{"step", step}, {"epoch", metric(epoch)}, {"loss", metric(report.loss)},
-                          {"learning_rate", metric(lr)}, {"grad_norm", metric(grad_norm.value())},
-                          {"tokens_per_second", metric(report.tokens_per_second)},
-                          {"step_time_s", metric(step_time)}, {"comm_wait_s", metric(comm_wait)}};
-      std::vector<tensorboard::Scalar> scalars{{"train/loss", report.loss}, {"train/learning_rate", lr},
-                                               {"train/grad_norm", grad_norm.value()}, {"train/tokens_per_second", report.tokens_per_second},
-                                               {"train/step_time", step_time}, {"train/comm_wait", comm_wait},
-                                               {"train/epoch", epoch}};
-      if (scaler) {
-        record.emplace_back("loss_scale", metric(scaler->scale()));
-        scalars.push_back({"train/loss_scale", scaler->scale()});
-      }
-      c.reporter.record(record);
-      c.reporter.scalars(step, scalars);
-      interval_loss = 0;
-      interval_steps = 0;
-      interval_start = Clock::now();
-      interval_comm_start = c.engine.comm_wait_seconds();
-    }
-    if (c.reporter.main) c.reporter.progress.step(report, logging_step);
+    finish_interval(step, lr, grad_norm, epoch, logging_step);
     if (step == total_steps) break;
-    if (c.eval_blocks && o.eval_steps > 0 && step % o.eval_steps == 0) {
+    if (eval_step) {
       c.engine.complete_updates();
       record_eval(c, step, evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size)));
     }

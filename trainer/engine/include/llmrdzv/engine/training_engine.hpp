@@ -21,9 +21,12 @@
 #include <c10/core/Device.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "llmrdzv/engine/host_read.hpp"
 
 namespace llmrdzv::engine {
 
@@ -53,13 +56,19 @@ class GradientNorm {
   GradientNorm(double value) : read_(value) {}  // NOLINT(google-explicit-constructor): a norm is a number
   explicit GradientNorm(at::Tensor value) : unread_(std::move(value)) {}
   double value() const {
-    if (!read_) read_ = unread_.item<double>();
+    if (!read_) read_ = reading_ ? reading_->value() : unread_.item<double>();
     return *read_;
+  }
+  // Starts copying the norm to the host without waiting (host_read.hpp); value() then waits for
+  // that copy only, not for the work queued after it.
+  void start_read() {
+    if (!read_ && !reading_) reading_ = std::make_shared<HostRead>(unread_);
   }
 
  private:
   mutable std::optional<double> read_;
   at::Tensor unread_;
+  std::shared_ptr<HostRead> reading_;  // shared: a norm is copied like a number
 };
 
 class TrainingEngine {
