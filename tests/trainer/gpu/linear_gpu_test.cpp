@@ -2,8 +2,11 @@
 // trainer/model/src/cuda_linear.hpp there): the output equals at::linear's, the input's and weight's
 // gradients follow at::linear's backward, and the bias's gradient from the column-sum kernels
 // (cuda/column_sums.cuh) follows the output's gradient summed over the tokens in double, in fp32,
-// bf16 and fp16, at GPT-2 124M's and XL's widths; the same bits on a second run.
+// bf16 and fp16, at GPT-2 124M's and XL's widths; the same bits on a second run. The same for an
+// MLP's first layer with GELU's tanh approximation (linear_activate), whose bias gradient comes
+// out of GELU's backward kernel (cuda/gelu_backward.cuh).
 #include <ATen/autocast_mode.h>
+#include <ATen/ops/gelu.h>
 #include <ATen/ops/linear.h>
 
 #include <cstdint>
@@ -27,15 +30,18 @@ struct Run {
   at::Tensor y, dx, dw, db;
 };
 
-Run run_ours(const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0, const at::Tensor& dy) {
+// fast_linear, or with `gelu` linear_activate's GELU (tanh) layer, over copies of the inputs.
+Run run_ours(const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0, const at::Tensor& dy, bool gelu) {
   const at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true), b = b0.clone().requires_grad_(true);
-  const at::Tensor y = llmrdzv::model::detail::fast_linear(x, w, b);
+  const at::Tensor y = gelu ? llmrdzv::model::detail::cuda_linear_gelu_tanh(x, w, b) : llmrdzv::model::detail::fast_linear(x, w, b);
   y.backward(dy);
   return {y.detach(), x.grad(), w.grad(), b.grad()};
 }
 
-void check_linear(at::ScalarType type, std::vector<std::int64_t> shape, std::int64_t out, double tolerance) {
-  INFO(c10::toString(type) << " input [" << shape[0] << ", " << shape[1] << ", " << shape[2] << "] -> " << out);
+void check_linear(at::ScalarType type, std::vector<std::int64_t> shape, std::int64_t out, double tolerance,
+                  bool gelu = false) {
+  INFO(c10::toString(type) << " input [" << shape[0] << ", " << shape[1] << ", " << shape[2] << "] -> " << out
+                           << (gelu ? ", GELU" : ""));
   torch::manual_seed(static_cast<std::uint64_t>(out));
   const std::int64_t in = shape.back();
   const at::Tensor x0 = at::randn(shape, at::TensorOptions(kGpu)).to(type);
@@ -46,19 +52,20 @@ void check_linear(at::ScalarType type, std::vector<std::int64_t> shape, std::int
   const at::Tensor dy = (at::randn(out_shape, at::TensorOptions(kGpu)) + 0.25).to(type);  // a nonzero mean per column
   REQUIRE(llmrdzv::model::detail::linear_on_cuda_kernel(x0, w0, b0));
 
-  const Run ours = run_ours(x0, w0, b0, dy);
-  CHECK(at::equal(ours.y, at::linear(x0, w0, b0)));
+  const Run ours = run_ours(x0, w0, b0, dy, gelu);
+  CHECK(at::equal(ours.y, gelu ? at::gelu(at::linear(x0, w0, b0), "tanh") : at::linear(x0, w0, b0)));
   REQUIRE(ours.db.scalar_type() == type);
 
   // torch's linear in double: the reference for all three gradients.
   const at::Tensor xd = x0.to(at::kDouble).requires_grad_(true), wd = w0.to(at::kDouble).requires_grad_(true),
                    bd = b0.to(at::kDouble).requires_grad_(true);
-  at::linear(xd, wd, bd).backward(dy.to(at::kDouble));
+  const at::Tensor yd = at::linear(xd, wd, bd);
+  (gelu ? at::gelu(yd, "tanh") : yd).backward(dy.to(at::kDouble));
   CHECK(relative_error(ours.dx, xd.grad()) <= tolerance);
   CHECK(relative_error(ours.dw, wd.grad()) <= tolerance);
   CHECK(relative_error(ours.db, bd.grad()) <= tolerance);
 
-  const Run again = run_ours(x0, w0, b0, dy);
+  const Run again = run_ours(x0, w0, b0, dy, gelu);
   CHECK(at::equal(again.db, ours.db));
 }
 
@@ -76,6 +83,14 @@ TEST_CASE("A linear layer's GPU bias gradient kernel follows torch's linear in d
   check_linear(at::kBFloat16, {16, 1024, 768}, 3072, 1e-2);
   check_linear(at::kBFloat16, {16, 1024, 3072}, 768, 1e-2);
   check_linear(at::kHalf, {4, 512, 768}, 768, 2e-3);
+}
+
+TEST_CASE("An MLP's first layer with GELU (tanh) on the GPU: its fused backward gives torch's gradients in double",
+          "[gpu][linear][gelu]") {
+  check_linear(at::kFloat, {4, 257, 768}, 3072, 1e-5, /*gelu=*/true);
+  check_linear(at::kFloat, {2, 100, 1600}, 6400, 1e-5, true);
+  check_linear(at::kBFloat16, {16, 1024, 768}, 3072, 1e-2, true);
+  check_linear(at::kHalf, {4, 512, 768}, 3072, 2e-3, true);
 }
 
 TEST_CASE("A linear layer without a bias, in mixed types or under autocast takes at::linear", "[gpu][linear]") {

@@ -83,7 +83,24 @@ struct ColumnSums {
 };
 void column_sums_cuda(const ColumnSums& args, kernel_support::DeviceElement element, void* stream);
 
-// Columns per block of column_sums_cuda's first pass (cuda/column_sums.cuh).
+// GELU's tanh approximation's backward over x [rows, width] (HF's gelu_new) with the column sums of
+// its result: dx = dy * gelu'(x) (in the element type), column_sums[c] = the sum over the rows of
+// dx[r, c] (the bias gradient of the linear layer whose output x is), in fp32 through partial
+// [parts, width] as column_sums_cuda adds. Asynchronous on `stream`; throws as column_sums_cuda.
+struct GeluBackwardColumnSums {
+  const void* dy;  // [rows, width]
+  const void* x;   // [rows, width], GELU's input
+  std::int64_t rows, width;
+  std::int64_t parts;
+  float* partial;
+  void* dx;           // [rows, width] out
+  void* column_sums;  // [width] out
+};
+void gelu_tanh_backward_column_sums_cuda(const GeluBackwardColumnSums& args, kernel_support::DeviceElement element,
+                                         void* stream);
+
+// Columns per block of the first pass of column_sums_cuda and gelu_tanh_backward_column_sums_cuda
+// (cuda/column_sums.cuh).
 constexpr std::int64_t kColumnSumTile = 256;
 
 // The `parts` for column_sums_cuda: about four blocks per multiprocessor over the table's column

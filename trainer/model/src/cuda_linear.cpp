@@ -1,9 +1,12 @@
-// cuda_linear.hpp: a custom autograd Function whose forward is at::linear and whose backward is
-// at::linear's two products with the bias gradient from the column-sum kernels.
+// cuda_linear.hpp: custom autograd Functions whose forward is at::linear (then GELU) and whose
+// backward is at::linear's two products with the bias gradient from the column-sum kernels (fused
+// with GELU's backward).
 #include "cuda_linear.hpp"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/gelu.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/mm.h>
 #include <torch/csrc/autograd/custom_function.h>
@@ -57,6 +60,38 @@ struct CudaLinear : public torch::autograd::Function<CudaLinear> {
     return {grad_input, grad_weight, grad_bias};
   }
 };
+
+// gelu_tanh(x W^T + b): in backward, GELU's gradient and the bias's (its column sums) in one kernel.
+struct CudaLinearGeluTanh : public torch::autograd::Function<CudaLinearGeluTanh> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    const at::Tensor before = at::linear(input, weight, bias);
+    ctx->save_for_backward({input, weight, before});
+    return at::gelu(before, "tanh");
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const at::Tensor before = saved[2].reshape({-1, weight.size(0)}).contiguous();
+    const at::Tensor grad = grad_outputs[0].reshape({-1, weight.size(0)}).to(weight.scalar_type()).contiguous();
+    const std::int64_t rows = grad.size(0), width = grad.size(1);
+    const c10::cuda::CUDAGuard on_device(grad.device());
+    const std::int64_t parts = column_sum_parts(rows, width, multiprocessors(grad.device()));
+    at::Tensor partial = at::empty({parts, width}, grad.options().dtype(at::kFloat));
+    at::Tensor grad_before = at::empty_like(grad), grad_bias = at::empty({width}, grad.options());
+    const GeluBackwardColumnSums args{grad.data_ptr(), before.data_ptr(), rows, width, parts, partial.data_ptr<float>(),
+                                      grad_before.data_ptr(), grad_bias.data_ptr()};
+    gelu_tanh_backward_column_sums_cuda(args, kernel_support::device_element(grad.scalar_type(), "the GELU kernel"),
+                                        at::cuda::getCurrentCUDAStream(grad.device().index()).stream());
+    at::Tensor grad_input, grad_weight;
+    if (ctx->needs_input_grad(0)) grad_input = at::mm(grad_before, weight).view(input.sizes());
+    if (ctx->needs_input_grad(1)) grad_weight = at::mm(grad_before.t(), input.reshape({-1, weight.size(1)}));
+    return {grad_input, grad_weight, ctx->needs_input_grad(2) ? grad_bias : at::Tensor()};
+  }
+};
 #endif
 
 }  // namespace
@@ -81,6 +116,13 @@ torch::Tensor cuda_linear(const torch::Tensor& input, const torch::Tensor& weigh
   if (linear_on_cuda_kernel(input, weight, bias)) return CudaLinear::apply(input, weight, bias);
 #endif
   return at::linear(input, weight, bias);
+}
+
+torch::Tensor cuda_linear_gelu_tanh(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias) {
+#if LLMRDZV_HAVE_CUDA_KERNELS
+  if (linear_on_cuda_kernel(input, weight, bias)) return CudaLinearGeluTanh::apply(input, weight, bias);
+#endif
+  return at::gelu(at::linear(input, weight, bias), "tanh");
 }
 
 }  // namespace llmrdzv::model::detail

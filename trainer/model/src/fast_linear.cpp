@@ -213,11 +213,22 @@ torch::Tensor fast_linear(const torch::nn::Linear& linear, const torch::Tensor& 
   return fast_linear(input, linear->weight, linear->bias);
 }
 
+namespace {
+bool gelu_tanh(std::string_view name) { return name == "gelu_new" || name == "gelu_pytorch_tanh"; }
+}  // namespace
+
 torch::Tensor activate(std::string_view name, const torch::Tensor& x) {
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return at::gelu(x, "tanh");
+  if (gelu_tanh(name)) return at::gelu(x, "tanh");
   if (name == "gelu") return at::gelu(x);
   if (name == "relu") return at::relu(x);
   return at::silu(x);  // the configs admit nothing else
+}
+
+torch::Tensor linear_activate(const torch::nn::Linear& linear, std::string_view name, const torch::Tensor& x) {
+  if (gelu_tanh(name) && linear_on_cuda_kernel(x, linear->weight, linear->bias)) {
+    return cuda_linear_gelu_tanh(x, linear->weight, linear->bias);
+  }
+  return activate(name, fast_linear(linear, x));
 }
 
 }  // namespace llmrdzv::model::detail

@@ -20,4 +20,8 @@ torch::Tensor fast_mm(const torch::Tensor& a, const torch::Tensor& b);
 // gelu, relu, silu.
 torch::Tensor activate(std::string_view name, const torch::Tensor& x);
 
+// activate(name, fast_linear(linear, x)): an MLP's first layer. With GELU's tanh approximation on
+// a GPU, cuda_linear_gelu_tanh (the bias's gradient fused into GELU's backward).
+torch::Tensor linear_activate(const torch::nn::Linear& linear, std::string_view name, const torch::Tensor& x);
+
 }  // namespace llmrdzv::model::detail

@@ -15,7 +15,7 @@
 namespace llmrdzv::model {
 namespace {
 
-using detail::activate;
+using detail::linear_activate;
 using detail::fast_dropout;
 using detail::fast_linear;
 
@@ -73,7 +73,7 @@ Gpt2MlpImpl::Gpt2MlpImpl(const Gpt2Config& config) : activation_(config.activati
 }
 
 torch::Tensor Gpt2MlpImpl::forward(const torch::Tensor& hidden) {
-  return fast_dropout(dropout_, fast_linear(c_proj, activate(activation_, fast_linear(c_fc, hidden))));
+  return fast_dropout(dropout_, fast_linear(c_proj, linear_activate(c_fc, activation_, hidden)));
 }
 
 Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {

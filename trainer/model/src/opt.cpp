@@ -14,7 +14,7 @@
 namespace llmrdzv::model {
 namespace {
 
-using detail::activate;
+using detail::linear_activate;
 using detail::fast_dropout;
 using detail::fast_linear;
 
@@ -85,7 +85,7 @@ torch::Tensor OptDecoderLayerImpl::attention_input(const torch::Tensor& hidden) 
 // the norm.
 torch::Tensor OptDecoderLayerImpl::after_attention(const torch::Tensor& hidden, const torch::Tensor& attended) {
   const auto mlp = [&](const torch::Tensor& input) {
-    return fast_dropout(dropout_, fast_linear(fc2, activate(activation_, fast_linear(fc1, input))));
+    return fast_dropout(dropout_, fast_linear(fc2, linear_activate(fc1, activation_, input)));
   };
   if (norm_before_) {
     const auto [x, normed] = detail::add_layer_norm(final_layer_norm, hidden, fast_dropout(dropout_, attended));

@@ -1,4 +1,5 @@
-// The launcher of column_sums.cuh's two passes for fp32, bf16 and fp16 (cuda_kernels.hpp).
+// The launchers of column_sums.cuh's two passes for fp32, bf16 and fp16 (cuda_kernels.hpp): a
+// plain column sum, and GELU's backward (gelu_backward.cuh) with the column sums of its output.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -7,6 +8,7 @@
 
 #include "llmrdzv/kernel_support/device_convert.cuh"
 #include "column_sums.cuh"
+#include "gelu_backward.cuh"
 #include "../cuda_kernels.hpp"
 
 namespace llmrdzv::model::detail {
@@ -14,40 +16,77 @@ namespace {
 
 static_assert(kColumnSumTile == cuda_kernels::kColumnTileThreads);
 
-template <typename T>
-void launch(const ColumnSums& a, std::int64_t tiles, cudaStream_t stream) {
+// Both passes over entry's table, the sums written to out.
+template <typename T, typename Entry>
+void launch(const Entry& entry, std::int64_t rows, std::int64_t width, std::int64_t parts, float* partial, T* out,
+            cudaStream_t stream) {
   using namespace cuda_kernels;
-  column_partial_sums_kernel<T><<<static_cast<unsigned>(tiles * a.parts), kColumnTileThreads, 0, stream>>>(
-      static_cast<const T*>(a.table), a.rows, static_cast<int>(a.width), static_cast<int>(tiles),
-      static_cast<int>(a.parts), a.partial);
-  const auto sum_blocks = static_cast<unsigned>((a.width + kColumnSumColumns - 1) / kColumnSumColumns);
+  const std::int64_t tiles = (width + kColumnTileThreads - 1) / kColumnTileThreads;
+  column_partial_sums_kernel<<<static_cast<unsigned>(tiles * parts), kColumnTileThreads, 0, stream>>>(
+      entry, rows, static_cast<int>(width), static_cast<int>(tiles), static_cast<int>(parts), partial);
+  const auto sum_blocks = static_cast<unsigned>((width + kColumnSumColumns - 1) / kColumnSumColumns);
   partial_row_sums_kernel<T><<<sum_blocks, kColumnSumColumns * kColumnSumGroups, 0, stream>>>(
-      a.partial, nullptr, static_cast<int>(a.parts), static_cast<int>(a.width), static_cast<T*>(a.out), nullptr);
+      partial, nullptr, static_cast<int>(parts), static_cast<int>(width), out, nullptr);
+}
+
+// The checks both launchers make before reaching a GPU.
+void check_grid(const char* launcher, std::int64_t width, std::int64_t parts) {
+  constexpr std::int64_t kMaxGrid = 0x7fffffff;
+  if (width < 1 || width > kMaxGrid) {
+    throw std::invalid_argument(std::string(launcher) + ": width " + std::to_string(width) + " is outside 1.." +
+                                std::to_string(kMaxGrid));
+  }
+  const std::int64_t tiles = (width + cuda_kernels::kColumnTileThreads - 1) / cuda_kernels::kColumnTileThreads;
+  if (parts < 1 || parts > kMaxGrid / tiles) {
+    throw std::invalid_argument(std::string(launcher) + ": " + std::to_string(parts) + " parts of " + std::to_string(tiles) +
+                                " column tiles is not a grid of 1.." + std::to_string(kMaxGrid) + " blocks");
+  }
+}
+
+void check_launched(const char* launcher) {
+  const cudaError_t error = cudaGetLastError();
+  if (error != cudaSuccess) {
+    throw std::runtime_error(std::string(launcher) + ": a kernel did not launch: " + cudaGetErrorString(error));
+  }
+}
+
+template <typename T>
+void column_sums(const ColumnSums& a, cudaStream_t stream) {
+  launch(cuda_kernels::TableEntries<T>{static_cast<const T*>(a.table)}, a.rows, a.width, a.parts, a.partial,
+         static_cast<T*>(a.out), stream);
+}
+
+template <typename T>
+void gelu_backward(const GeluBackwardColumnSums& a, cudaStream_t stream) {
+  launch(cuda_kernels::GeluTanhBackward<T>{static_cast<const T*>(a.dy), static_cast<const T*>(a.x), static_cast<T*>(a.dx)},
+         a.rows, a.width, a.parts, a.partial, static_cast<T*>(a.column_sums), stream);
 }
 
 }  // namespace
 
 void column_sums_cuda(const ColumnSums& a, kernel_support::DeviceElement element, void* stream) {
-  constexpr std::int64_t kMaxGrid = 0x7fffffff;
-  if (a.width < 1 || a.width > kMaxGrid) {
-    throw std::invalid_argument("column_sums_cuda: width " + std::to_string(a.width) + " is outside 1.." + std::to_string(kMaxGrid));
-  }
-  const std::int64_t tiles = (a.width + cuda_kernels::kColumnTileThreads - 1) / cuda_kernels::kColumnTileThreads;
-  if (a.parts < 1 || a.parts > kMaxGrid / tiles) {
-    throw std::invalid_argument("column_sums_cuda: " + std::to_string(a.parts) + " parts of " + std::to_string(tiles) +
-                                " column tiles is not a grid of 1.." + std::to_string(kMaxGrid) + " blocks");
-  }
+  check_grid("column_sums_cuda", a.width, a.parts);
   const auto s = static_cast<cudaStream_t>(stream);
   using kernel_support::DeviceElement;
   switch (element) {
-    case DeviceElement::f32: launch<float>(a, tiles, s); break;
-    case DeviceElement::bf16: launch<__nv_bfloat16>(a, tiles, s); break;
-    case DeviceElement::f16: launch<__half>(a, tiles, s); break;
+    case DeviceElement::f32: column_sums<float>(a, s); break;
+    case DeviceElement::bf16: column_sums<__nv_bfloat16>(a, s); break;
+    case DeviceElement::f16: column_sums<__half>(a, s); break;
   }
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) {
-    throw std::runtime_error(std::string("column_sums_cuda: a kernel did not launch: ") + cudaGetErrorString(error));
+  check_launched("column_sums_cuda");
+}
+
+void gelu_tanh_backward_column_sums_cuda(const GeluBackwardColumnSums& a, kernel_support::DeviceElement element,
+                                         void* stream) {
+  check_grid("gelu_tanh_backward_column_sums_cuda", a.width, a.parts);
+  const auto s = static_cast<cudaStream_t>(stream);
+  using kernel_support::DeviceElement;
+  switch (element) {
+    case DeviceElement::f32: gelu_backward<float>(a, s); break;
+    case DeviceElement::bf16: gelu_backward<__nv_bfloat16>(a, s); break;
+    case DeviceElement::f16: gelu_backward<__half>(a, s); break;
   }
+  check_launched("gelu_tanh_backward_column_sums_cuda");
 }
 
 }  // namespace llmrdzv::model::detail

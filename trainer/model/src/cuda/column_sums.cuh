@@ -18,28 +18,36 @@ constexpr int kColumnTileThreads = 256;  // the first pass: one column per threa
 constexpr int kColumnSumColumns = 32;    // the second pass: columns per block ...
 constexpr int kColumnSumGroups = 8;      // ... and threads per column (32 x 8 = 256 threads)
 
-// Block b of a one-dimensional grid of tiles * parts blocks takes the columns of tile b % tiles
-// (kColumnTileThreads of them) and the rows b / tiles, b / tiles + parts, ...; writes their fp32
-// sums to partial[b / tiles, column] ([parts, width]).
+// The entries of a [rows, width] table in T, as fp32: what column_partial_sums_kernel adds for a
+// plain column sum.
 template <typename T>
-__global__ void column_partial_sums_kernel(const T* table, int64_t rows, int width, int tiles, int parts, float* partial) {
+struct TableEntries {
+  const T* table;
+  __device__ __forceinline__ float operator()(int64_t i) const { return kernel_support::to_float(table[i]); }
+};
+
+// Block b of a one-dimensional grid of tiles * parts blocks takes the columns of tile b % tiles
+// (kColumnTileThreads of them) and the rows b / tiles, b / tiles + parts, ...; writes the fp32 sums
+// of entry(r * width + c) over them to partial[b / tiles, c] ([parts, width]). `entry` reads (or
+// computes, and may also store) entry i of the row-major table.
+template <typename Entry>
+__global__ void column_partial_sums_kernel(Entry entry, int64_t rows, int width, int tiles, int parts, float* partial) {
   const int tile = static_cast<int>(blockIdx.x) % tiles;
   const int part = static_cast<int>(blockIdx.x) / tiles;
   const int c = tile * kColumnTileThreads + static_cast<int>(threadIdx.x);
   if (c >= width) return;
   // Four running sums, so that four rows' loads are in flight at once.
-  const T* column = table + c;
   const int64_t step = static_cast<int64_t>(parts) * width;
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
   int64_t r = part;
-  const T* at = column + r * width;
+  int64_t at = r * width + c;
   for (; r + 3 * static_cast<int64_t>(parts) < rows; r += 4 * static_cast<int64_t>(parts), at += 4 * step) {
-    s0 += kernel_support::to_float(at[0]);
-    s1 += kernel_support::to_float(at[step]);
-    s2 += kernel_support::to_float(at[2 * step]);
-    s3 += kernel_support::to_float(at[3 * step]);
+    s0 += entry(at);
+    s1 += entry(at + step);
+    s2 += entry(at + 2 * step);
+    s3 += entry(at + 3 * step);
   }
-  for (; r < rows; r += parts, at += step) s0 += kernel_support::to_float(at[0]);
+  for (; r < rows; r += parts, at += step) s0 += entry(at);
   partial[static_cast<int64_t>(part) * width + c] = (s0 + s1) + (s2 + s3);
 }
 
