@@ -103,11 +103,12 @@ void gelu_tanh_backward_column_sums_cuda(const GeluBackwardColumnSums& args, ker
 // (cuda/column_sums.cuh).
 constexpr std::int64_t kColumnSumTile = 256;
 
-// The `parts` for column_sums_cuda: about four blocks per multiprocessor over the table's column
-// tiles, and no more parts than rows.
+// The `parts` for column_sums_cuda: about eight blocks per multiprocessor (as many of 256 threads
+// as can be resident, each with four rows' loads in flight) over the table's column tiles, and no
+// more parts than rows.
 inline std::int64_t column_sum_parts(std::int64_t rows, std::int64_t width, std::int64_t multiprocessors) {
   const std::int64_t tiles = (width + kColumnSumTile - 1) / kColumnSumTile;
-  return std::clamp<std::int64_t>(4 * multiprocessors / std::max<std::int64_t>(tiles, 1), 1, std::max<std::int64_t>(rows, 1));
+  return std::clamp<std::int64_t>(8 * multiprocessors / std::max<std::int64_t>(tiles, 1), 1, std::max<std::int64_t>(rows, 1));
 }
 
 }  // namespace llmrdzv::model::detail

@@ -26,10 +26,15 @@ namespace llmrdzv::model::detail {
 namespace {
 
 #if LLMRDZV_HAVE_CUDA_KERNELS
-// The row kernels' grid: about four blocks per multiprocessor, each taking a stride of rows, so
-// that the backward's partial weight and bias gradients (fp32, [blocks, width]) stay a few MB.
-std::int64_t kernel_blocks(std::int64_t rows, const at::Device& device) {
-  return std::clamp<std::int64_t>(rows, 1, 4 * multiprocessors(device));
+// A block's rows are processed one after another (load, reduce, write), so the GPU keeps rows in
+// flight only through the blocks resident at once: up to eight of 256 threads per multiprocessor.
+// The forward has one block per row (a stride of rows past 2^20 rows); the backward about eight
+// blocks per multiprocessor, each taking a stride of rows, so that its partial weight and bias
+// gradients (fp32, [blocks, width]) stay a few MB.
+std::int64_t forward_blocks(std::int64_t rows) { return std::clamp<std::int64_t>(rows, 1, std::int64_t{1} << 20); }
+
+std::int64_t backward_blocks(std::int64_t rows, const at::Device& device) {
+  return std::clamp<std::int64_t>(rows, 1, 8 * multiprocessors(device));
 }
 
 struct Forward {
@@ -47,7 +52,7 @@ Forward forward_rows(const at::Tensor& input, const at::Tensor& residual, const 
   Forward out{r.defined() ? at::empty_like(x) : x, at::empty_like(x), at::empty({rows}, x.options().dtype(at::kFloat)),
               at::empty({rows}, x.options().dtype(at::kFloat))};
   const LayerNormForward args{x.data_ptr(), r.defined() ? r.data_ptr() : nullptr, gamma.data_ptr(), beta.data_ptr(), rows,
-                              width, kernel_blocks(rows, x.device()), static_cast<float>(eps),
+                              width, forward_blocks(rows), static_cast<float>(eps),
                               r.defined() ? out.sum.data_ptr() : nullptr, out.y.data_ptr(), out.mean.data_ptr<float>(),
                               out.rstd.data_ptr<float>()};
   layer_norm_forward_cuda(args, kernel_support::device_element(x.scalar_type(), "the LayerNorm kernel"),
@@ -67,7 +72,7 @@ torch::autograd::variable_list backward_rows(torch::autograd::AutogradContext* c
   const at::Tensor through = grad_residual.defined() ? grad_residual.to(x.scalar_type()).contiguous() : at::Tensor();
   const std::int64_t width = x.size(-1), rows = x.numel() / width;
   const c10::cuda::CUDAGuard on_device(x.device());
-  const std::int64_t blocks = kernel_blocks(rows, x.device());
+  const std::int64_t blocks = backward_blocks(rows, x.device());
   at::Tensor partial = at::empty({2, blocks, width}, x.options().dtype(at::kFloat));
   const at::Tensor gamma = weight.contiguous();
   at::Tensor dx = at::empty_like(x), dgamma = at::empty_like(gamma), dbeta = at::empty_like(gamma);
