@@ -7,6 +7,7 @@
 #include <string>
 
 #include "llmrdzv/kernel_support/device_convert.cuh"
+#include "llmrdzv/kernel_support/device_launch.cuh"
 #include "column_sums.cuh"
 #include "gelu_backward.cuh"
 #include "../cuda_kernels.hpp"
@@ -43,50 +44,39 @@ void check_grid(const char* launcher, std::int64_t width, std::int64_t parts) {
   }
 }
 
-void check_launched(const char* launcher) {
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) {
-    throw std::runtime_error(std::string(launcher) + ": a kernel did not launch: " + cudaGetErrorString(error));
+struct ColumnSumsLaunch {
+  const ColumnSums& a;
+  cudaStream_t stream;
+  template <typename T>
+  void run() const {
+    launch(cuda_kernels::TableEntries<T>{static_cast<const T*>(a.table)}, a.rows, a.width, a.parts, a.partial,
+           static_cast<T*>(a.out), stream);
   }
-}
+};
 
-template <typename T>
-void column_sums(const ColumnSums& a, cudaStream_t stream) {
-  launch(cuda_kernels::TableEntries<T>{static_cast<const T*>(a.table)}, a.rows, a.width, a.parts, a.partial,
-         static_cast<T*>(a.out), stream);
-}
-
-template <typename T>
-void gelu_backward(const GeluBackwardColumnSums& a, cudaStream_t stream) {
-  launch(cuda_kernels::GeluTanhBackward<T>{static_cast<const T*>(a.dy), static_cast<const T*>(a.x), static_cast<T*>(a.dx)},
-         a.rows, a.width, a.parts, a.partial, static_cast<T*>(a.column_sums), stream);
-}
+struct GeluBackwardLaunch {
+  const GeluBackwardColumnSums& a;
+  cudaStream_t stream;
+  template <typename T>
+  void run() const {
+    launch(cuda_kernels::GeluTanhBackward<T>{static_cast<const T*>(a.dy), static_cast<const T*>(a.x), static_cast<T*>(a.dx)},
+           a.rows, a.width, a.parts, a.partial, static_cast<T*>(a.column_sums), stream);
+  }
+};
 
 }  // namespace
 
 void column_sums_cuda(const ColumnSums& a, kernel_support::DeviceElement element, void* stream) {
   check_grid("column_sums_cuda", a.width, a.parts);
-  const auto s = static_cast<cudaStream_t>(stream);
-  using kernel_support::DeviceElement;
-  switch (element) {
-    case DeviceElement::f32: column_sums<float>(a, s); break;
-    case DeviceElement::bf16: column_sums<__nv_bfloat16>(a, s); break;
-    case DeviceElement::f16: column_sums<__half>(a, s); break;
-  }
-  check_launched("column_sums_cuda");
+  kernel_support::with_device_type(element, ColumnSumsLaunch{a, static_cast<cudaStream_t>(stream)});
+  kernel_support::check_launched("column_sums_cuda");
 }
 
 void gelu_tanh_backward_column_sums_cuda(const GeluBackwardColumnSums& a, kernel_support::DeviceElement element,
                                          void* stream) {
   check_grid("gelu_tanh_backward_column_sums_cuda", a.width, a.parts);
-  const auto s = static_cast<cudaStream_t>(stream);
-  using kernel_support::DeviceElement;
-  switch (element) {
-    case DeviceElement::f32: gelu_backward<float>(a, s); break;
-    case DeviceElement::bf16: gelu_backward<__nv_bfloat16>(a, s); break;
-    case DeviceElement::f16: gelu_backward<__half>(a, s); break;
-  }
-  check_launched("gelu_tanh_backward_column_sums_cuda");
+  kernel_support::with_device_type(element, GeluBackwardLaunch{a, static_cast<cudaStream_t>(stream)});
+  kernel_support::check_launched("gelu_tanh_backward_column_sums_cuda");
 }
 
 }  // namespace llmrdzv::model::detail

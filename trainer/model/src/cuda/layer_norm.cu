@@ -7,6 +7,7 @@
 #include <string>
 
 #include "llmrdzv/kernel_support/device_convert.cuh"
+#include "llmrdzv/kernel_support/device_launch.cuh"
 #include "layer_norm_forward.cuh"
 #include "../cuda_kernels.hpp"
 
@@ -27,34 +28,27 @@ void check_shape(const char* launcher, std::int64_t width, std::int64_t blocks) 
   }
 }
 
-void check_launched(const char* launcher) {
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) {
-    throw std::runtime_error(std::string(launcher) + ": a kernel did not launch: " + cudaGetErrorString(error));
-  }
-}
-
 // launch.template run<T, K>() with as few columns per thread as the width needs (the rest of K
 // would only hold registers).
-template <typename T, typename Launch>
-void with_columns(std::int64_t width, const Launch& launch) {
-  if (width <= 4 * kLayerNormThreads) {
-    launch.template run<T, 4>();
-  } else if (width <= 8 * kLayerNormThreads) {
-    launch.template run<T, 8>();
-  } else {
-    launch.template run<T, cuda_kernels::kLayerNormMaxColumns>();
+template <typename Launch>
+struct WithColumns {
+  const Launch& launch;
+  std::int64_t width;
+  template <typename T>
+  void run() const {
+    if (width <= 4 * kLayerNormThreads) {
+      launch.template run<T, 4>();
+    } else if (width <= 8 * kLayerNormThreads) {
+      launch.template run<T, 8>();
+    } else {
+      launch.template run<T, cuda_kernels::kLayerNormMaxColumns>();
+    }
   }
-}
+};
 
 template <typename Launch>
 void for_element_and_width(kernel_support::DeviceElement element, std::int64_t width, const Launch& launch) {
-  using kernel_support::DeviceElement;
-  switch (element) {
-    case DeviceElement::f32: with_columns<float>(width, launch); break;
-    case DeviceElement::bf16: with_columns<__nv_bfloat16>(width, launch); break;
-    case DeviceElement::f16: with_columns<__half>(width, launch); break;
-  }
+  kernel_support::with_device_type(element, WithColumns<Launch>{launch, width});
 }
 
 struct ForwardLaunch {
@@ -93,14 +87,14 @@ void layer_norm_forward_cuda(const LayerNormForward& a, kernel_support::DeviceEl
   check_shape("layer_norm_forward_cuda", a.width, a.blocks);
   if (a.rows <= 0) return;
   for_element_and_width(element, a.width, ForwardLaunch{a, static_cast<cudaStream_t>(stream)});
-  check_launched("layer_norm_forward_cuda");
+  kernel_support::check_launched("layer_norm_forward_cuda");
 }
 
 void layer_norm_backward_cuda(const LayerNormBackward& a, kernel_support::DeviceElement element, void* stream) {
   check_shape("layer_norm_backward_cuda", a.width, a.blocks);
   if (a.rows <= 0) return;
   for_element_and_width(element, a.width, BackwardLaunch{a, static_cast<cudaStream_t>(stream)});
-  check_launched("layer_norm_backward_cuda");
+  kernel_support::check_launched("layer_norm_backward_cuda");
 }
 
 }  // namespace llmrdzv::model::detail

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "llmrdzv/kernel_support/device_convert.cuh"
+#include "llmrdzv/kernel_support/device_launch.cuh"
 #include "softmax_xent_rows.cuh"
 #include "../cuda_kernels.hpp"
 
@@ -13,21 +14,28 @@ namespace llmrdzv::model::detail {
 namespace {
 
 // 16-byte loads and stores where the rows allow them (aligned start, stride a multiple of a pack).
-template <typename T>
-void launch(void* logits, std::int64_t rows, std::int64_t vocab, std::int64_t row_stride, const std::int64_t* targets,
-            float* row_loss, bool gradients, cudaStream_t stream) {
-  constexpr int pack = 16 / sizeof(T);
-  const auto grid = static_cast<unsigned>(rows);
-  constexpr int threads = cuda_kernels::kSoftmaxRowThreads;
-  T* data = static_cast<T*>(logits);
-  if (reinterpret_cast<std::uintptr_t>(logits) % 16 == 0 && row_stride % pack == 0) {
-    cuda_kernels::softmax_xent_rows_kernel<T, pack><<<grid, threads, 0, stream>>>(data, vocab, row_stride, targets,
-                                                                                 row_loss, gradients);
-  } else {
-    cuda_kernels::softmax_xent_rows_kernel<T, 1><<<grid, threads, 0, stream>>>(data, vocab, row_stride, targets,
-                                                                              row_loss, gradients);
+struct RowsLaunch {
+  void* logits;
+  std::int64_t rows, vocab, row_stride;
+  const std::int64_t* targets;
+  float* row_loss;
+  bool gradients;
+  cudaStream_t stream;
+  template <typename T>
+  void run() const {
+    constexpr int pack = 16 / sizeof(T);
+    const auto grid = static_cast<unsigned>(rows);
+    constexpr int threads = cuda_kernels::kSoftmaxRowThreads;
+    T* data = static_cast<T*>(logits);
+    if (reinterpret_cast<std::uintptr_t>(logits) % 16 == 0 && row_stride % pack == 0) {
+      cuda_kernels::softmax_xent_rows_kernel<T, pack><<<grid, threads, 0, stream>>>(data, vocab, row_stride, targets,
+                                                                                   row_loss, gradients);
+    } else {
+      cuda_kernels::softmax_xent_rows_kernel<T, 1><<<grid, threads, 0, stream>>>(data, vocab, row_stride, targets,
+                                                                                row_loss, gradients);
+    }
   }
-}
+};
 
 }  // namespace
 
@@ -37,17 +45,9 @@ void softmax_xent_rows_cuda(void* logits, kernel_support::DeviceElement element,
   if (row_stride < vocab) throw std::invalid_argument("softmax_xent_rows_cuda: a row stride shorter than the vocabulary");
   if (rows <= 0 || vocab <= 0) return;
   if (rows > 0x7fffffff) throw std::runtime_error("softmax_xent_rows_cuda: more rows than one grid takes");
-  const auto s = static_cast<cudaStream_t>(stream);
-  using kernel_support::DeviceElement;
-  switch (element) {
-    case DeviceElement::f32: launch<float>(logits, rows, vocab, row_stride, targets, row_loss, gradients, s); break;
-    case DeviceElement::bf16: launch<__nv_bfloat16>(logits, rows, vocab, row_stride, targets, row_loss, gradients, s); break;
-    case DeviceElement::f16: launch<__half>(logits, rows, vocab, row_stride, targets, row_loss, gradients, s); break;
-  }
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) {
-    throw std::runtime_error(std::string("softmax_xent_rows_cuda: the kernel did not launch: ") + cudaGetErrorString(error));
-  }
+  kernel_support::with_device_type(element, RowsLaunch{logits, rows, vocab, row_stride, targets, row_loss, gradients,
+                                                      static_cast<cudaStream_t>(stream)});
+  kernel_support::check_launched("softmax_xent_rows_cuda");
 }
 
 }  // namespace llmrdzv::model::detail

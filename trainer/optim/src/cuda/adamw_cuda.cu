@@ -7,6 +7,7 @@
 #include <string>
 
 #include "llmrdzv/kernel_support/device_convert.cuh"
+#include "llmrdzv/kernel_support/device_launch.cuh"
 #include "adamw_cuda.cuh"
 #include "../step_coeffs.hpp"
 #include "llmrdzv/optim/cuda_adamw.hpp"
@@ -54,10 +55,7 @@ void adamw_step_cuda(const CudaMixedAdamWState& state, const AdamWHyperparams& h
   } else {
     launch_for_model<__half>(state, coeffs, device_grad_scale, s);
   }
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) {
-    throw std::runtime_error(std::string("adamw_step_cuda: the kernel did not launch: ") + cudaGetErrorString(error));
-  }
+  kernel_support::check_launched("adamw_step_cuda");
 }
 
 }  // namespace llmrdzv::optim
