@@ -155,7 +155,9 @@ TEST_CASE("The column-sum launchers refuse an empty width, no parts and a grid t
   using llmrdzv::model::detail::ColumnSums;
   const auto bf16 = llmrdzv::kernel_support::DeviceElement::bf16;
   const auto args = [](std::int64_t width, std::int64_t parts) { return ColumnSums{nullptr, 8, width, parts, nullptr, nullptr}; };
-  CHECK_THROWS_WITH(column_sums_cuda(args(0, 4), bf16, nullptr), "column_sums_cuda: width 0 is outside 1..2147483647");
+  CHECK_THROWS_WITH(column_sums_cuda(args(0, 4), bf16, nullptr), "column_sums_cuda: width 0 is outside 1..1073741824");
+  CHECK_THROWS_WITH(column_sums_cuda(args((1LL << 30) + 1, 1), bf16, nullptr),
+                    "column_sums_cuda: width 1073741825 is outside 1..1073741824");
   CHECK_THROWS_WITH(column_sums_cuda(args(768, 0), bf16, nullptr),
                     "column_sums_cuda: 0 parts of 3 column tiles is not a grid of 1..2147483647 blocks");
   CHECK_THROWS_WITH(column_sums_cuda(args(768, 1LL << 30), bf16, nullptr),
@@ -167,7 +169,7 @@ TEST_CASE("The column-sum launchers refuse an empty width, no parts and a grid t
     return GeluBackwardColumnSums{nullptr, nullptr, 8, width, parts, nullptr, nullptr, nullptr};
   };
   CHECK_THROWS_WITH(gelu_tanh_backward_column_sums_cuda(gelu(0, 4), bf16, nullptr),
-                    "gelu_tanh_backward_column_sums_cuda: width 0 is outside 1..2147483647");
+                    "gelu_tanh_backward_column_sums_cuda: width 0 is outside 1..1073741824");
   CHECK_THROWS_WITH(gelu_tanh_backward_column_sums_cuda(gelu(3072, 0), bf16, nullptr),
                     "gelu_tanh_backward_column_sums_cuda: 0 parts of 12 column tiles is not a grid of 1..2147483647 blocks");
 }

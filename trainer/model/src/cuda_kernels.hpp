@@ -72,7 +72,7 @@ void layer_norm_backward_cuda(const LayerNormBackward& args, kernel_support::Dev
 // out[c] = the sum over the rows of table[r, c] (a [rows, width] table on the GPU, contiguous, in
 // `element`; out [width] in the same type), added in fp32 in a fixed order: each of `parts` groups
 // of rows into partial [parts, width] (fp32 scratch), then those. Asynchronous on `stream`. Throws
-// std::invalid_argument for a width or parts under 1 or a grid past 2^31-1 blocks,
+// std::invalid_argument for a width outside 1..2^30, parts under 1 or a grid past 2^31-1 blocks,
 // std::runtime_error if a launch fails; no rows writes zeros.
 struct ColumnSums {
   const void* table;

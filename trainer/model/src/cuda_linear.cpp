@@ -102,7 +102,8 @@ bool linear_on_cuda_kernel([[maybe_unused]] const torch::Tensor& input, [[maybe_
   if (!input.defined() || !weight.defined() || !bias.defined()) return false;
   const at::ScalarType type = input.scalar_type();
   return kernel_support::cuda_kernels_enabled() && input.is_cuda() && input.dim() >= 2 && input.numel() > 0 &&
-         weight.dim() == 2 && bias.dim() == 1 && weight.device() == input.device() && bias.device() == input.device() &&
+         weight.dim() == 2 && bias.dim() == 1 && weight.size(1) == input.size(-1) && bias.size(0) == weight.size(0) &&
+         weight.device() == input.device() && bias.device() == input.device() &&
          weight.scalar_type() == type && bias.scalar_type() == type &&
          (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf) &&
          !at::autocast::is_autocast_enabled(at::kCUDA);

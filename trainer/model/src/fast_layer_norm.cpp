@@ -5,6 +5,7 @@
 #include <ATen/autocast_mode.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ namespace {
 // flight only through the blocks resident at once: up to eight of 256 threads per multiprocessor.
 // The forward has one block per row (a stride of rows past 2^20 rows); the backward about eight
 // blocks per multiprocessor, each taking a stride of rows, so that its partial weight and bias
-// gradients (fp32, [blocks, width]) stay a few MB.
+// gradients (fp32, [blocks, width]) stay small: 6.5 MB at GPT-2's 768 on an H100, 35 MB at 4096.
 std::int64_t forward_blocks(std::int64_t rows) { return std::clamp<std::int64_t>(rows, 1, std::int64_t{1} << 20); }
 
 std::int64_t backward_blocks(std::int64_t rows, const at::Device& device) {
@@ -102,11 +103,13 @@ struct CudaLayerNorm : public torch::autograd::Function<CudaLayerNorm> {
 };
 
 // {sum = x + delta, y = LayerNorm(sum)}: the gradient reaching sum directly and through y flows to
-// both x and delta.
+// both x and delta. An output nothing uses (sum after a post-LN block's norm) has no gradient: it is
+// not materialised as zeros.
 struct CudaAddLayerNorm : public torch::autograd::Function<CudaAddLayerNorm> {
   static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
                                                 const at::Tensor& delta, const at::Tensor& weight, const at::Tensor& bias,
                                                 double eps) {
+    ctx->set_materialize_grads(false);
     Forward f = forward_rows(input, delta, weight, bias, eps);
     ctx->save_for_backward({f.sum, weight, f.mean, f.rstd});
     return {f.sum, f.y};
@@ -114,7 +117,10 @@ struct CudaAddLayerNorm : public torch::autograd::Function<CudaAddLayerNorm> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
-    const auto g = backward_rows(ctx, grad_outputs[1], grad_outputs[0]);
+    const at::Tensor& grad_sum = grad_outputs[0];
+    at::Tensor grad_y = grad_outputs[1];
+    if (!grad_y.defined()) grad_y = at::zeros_like(ctx->get_saved_variables()[0]);  // only the sum was used
+    const auto g = backward_rows(ctx, grad_y, grad_sum);
     return {g[0], g[0], g[1], g[2], at::Tensor()};
   }
 };
@@ -129,6 +135,7 @@ bool layer_norm_on_cuda_kernel([[maybe_unused]] const torch::nn::LayerNorm& norm
   const at::ScalarType type = x.scalar_type();
   return kernel_support::cuda_kernels_enabled() && x.is_cuda() && x.dim() >= 1 && x.numel() > 0 &&
          norm->options.normalized_shape().size() == 1 && weight.defined() && bias.defined() &&
+         weight.dim() == 1 && bias.dim() == 1 && weight.size(0) == x.size(-1) && bias.size(0) == x.size(-1) &&
          weight.device() == x.device() && bias.device() == x.device() && weight.scalar_type() == type &&
          bias.scalar_type() == type && (type == at::kFloat || type == at::kBFloat16 || type == at::kHalf) &&
          x.size(-1) <= kLayerNormMaxWidth && !at::autocast::is_autocast_enabled(at::kCUDA);

@@ -83,7 +83,8 @@ Gpt2BlockImpl::Gpt2BlockImpl(const Gpt2Config& config, std::int64_t layer_idx) {
   mlp = register_module("mlp", Gpt2Mlp(config));
 }
 
-// x = hidden + attention; x + mlp(ln_2(x)), the first add fused with ln_2 on a GPU.
+// x = hidden + attention; x + mlp(ln_2(x)), the first add fused with ln_2 on a GPU. That kernel's
+// backward reads x as saved: x must not be changed in place afterwards (autograd would refuse).
 torch::Tensor Gpt2BlockImpl::finish_block(const torch::Tensor& hidden, const torch::Tensor& attended) {
   const auto [x, normed] = detail::add_layer_norm(ln_2, hidden, attended);
   return x + mlp(normed);

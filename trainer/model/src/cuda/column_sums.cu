@@ -33,9 +33,10 @@ void launch(const Entry& entry, std::int64_t rows, std::int64_t width, std::int6
 // The checks both launchers make before reaching a GPU.
 void check_grid(const char* launcher, std::int64_t width, std::int64_t parts) {
   constexpr std::int64_t kMaxGrid = 0x7fffffff;
-  if (width < 1 || width > kMaxGrid) {
+  constexpr std::int64_t kMaxWidth = std::int64_t{1} << 30;  // column indices stay ints with a tile to spare
+  if (width < 1 || width > kMaxWidth) {
     throw std::invalid_argument(std::string(launcher) + ": width " + std::to_string(width) + " is outside 1.." +
-                                std::to_string(kMaxGrid));
+                                std::to_string(kMaxWidth));
   }
   const std::int64_t tiles = (width + cuda_kernels::kColumnTileThreads - 1) / cuda_kernels::kColumnTileThreads;
   if (parts < 1 || parts > kMaxGrid / tiles) {

@@ -25,7 +25,7 @@ struct GeluTanhBackward {
     constexpr float kKappa = 0.044715f;
     const float v = kernel_support::to_float(x[i]);
     const float v_squared = v * v;
-    const float t = tanhf(kBeta * (v + kKappa * v_squared * v));
+    const float t = tanhf(kBeta * (v + kKappa * (v_squared * v)));
     const float left = 0.5f * v;
     const float derivative = 0.5f * (1.0f + t) + left * (1.0f - t * t) * (kBeta * (1.0f + 3.0f * kKappa * v_squared));
     const T stored = kernel_support::from_float(kernel_support::to_float(dy[i]) * derivative, dx);
