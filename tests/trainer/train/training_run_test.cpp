@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -428,6 +430,33 @@ TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[
   const auto resumed_results = llmrdzv::json::parse(read_file(dir.file("resumed/all_results.json")));
   CHECK(full_results.find("train_loss")->as_double() == resumed_results.find("train_loss")->as_double());
   CHECK(full_results.find("eval_loss")->as_double() == resumed_results.find("eval_loss")->as_double());
+}
+
+// Logging every step, a record is written once the next step is under way (train_loop.cpp), except
+// before a checkpoint, an evaluation and the last step: the file must still read in step order,
+// one training record per step, each evaluation right after its step's record.
+TEST_CASE("metrics.jsonl lists every step once and in order, each evaluation after its step's record", "[train][metrics]") {
+  ReferenceRun reference;
+  std::istringstream lines(read_file(reference.dir.file("full/metrics.jsonl")));
+  std::vector<std::int64_t> train_steps, eval_steps;
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = llmrdzv::json::parse(line);
+    if (!record.find("step")) continue;  // the run's closing summary
+    const std::int64_t step = record.find("step")->as_integer();
+    if (record.find("eval_loss")) {
+      REQUIRE_FALSE(train_steps.empty());
+      CHECK(step == train_steps.back());  // no later step's record before it
+      eval_steps.push_back(step);
+    } else if (record.find("loss")) {
+      REQUIRE(record.find("grad_norm"));
+      CHECK(record.find("grad_norm")->as_double() > 0.0);
+      train_steps.push_back(step);
+    }
+  }
+  std::vector<std::int64_t> every_step(24);
+  std::iota(every_step.begin(), every_step.end(), 1);
+  CHECK(train_steps == every_step);
+  CHECK(eval_steps == std::vector<std::int64_t>{6, 12, 18, 24});
 }
 
 TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed elsewhere leaves them alone", "[train][tensorboard]") {
