@@ -64,13 +64,15 @@ endif()
 # llmrdzv_add_cuda_kernels(NAME SOURCES... ): a static library of .cu files for the trainer's CUDA
 # kernels, of its own so that no torch flags (-fopenmp) or host warning flags reach nvcc; the
 # shared CUDA runtime LibTorch loads; the architectures above; nvcc's warnings as errors under
-# LLMRDZV_WERROR.
+# LLMRDZV_WERROR, ptxas's among them: a kernel whose registers spill to local memory (a register
+# budget its __launch_bounds__ sets too tight) fails the build.
 function(llmrdzv_add_cuda_kernels name)
   add_library(${name} STATIC ${ARGN})
   set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES "${LLMRDZV_CUDA_KERNEL_ARCHITECTURES}"
                         CUDA_RUNTIME_LIBRARY Shared CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
   target_link_libraries(${name} PRIVATE llmrdzv::kernel_support)
-  target_compile_options(${name} PRIVATE "-Xcompiler=-Wall,-Wextra" $<$<BOOL:${LLMRDZV_WERROR}>:-Werror=all-warnings>)
+  target_compile_options(${name} PRIVATE "-Xcompiler=-Wall,-Wextra" "-Xptxas=--warn-on-spills"
+                         $<$<BOOL:${LLMRDZV_WERROR}>:-Werror=all-warnings>)
 endfunction()
 
 file(GLOB _nvidia_lib_dirs LIST_DIRECTORIES true "${_site_packages}/nvidia/*/lib")

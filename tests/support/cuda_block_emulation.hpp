@@ -3,7 +3,7 @@
 // control back to a round-robin scheduler, and __shared__ variables are statics (one block runs at
 // a time, so they are the block's). A round resumes every thread once, so no thread passes a
 // barrier before the whole block has reached it. It covers kernels that use only these built-ins
-// (no warp shuffles or atomics), and refuses a block whose threads reach __syncthreads a different
+// (no warp shuffles or atomics; __launch_bounds__ is ignored), and refuses a block whose threads reach __syncthreads a different
 // number of times. Threads run one after another between barriers, each round in a new shuffled
 // order (deterministic per block), so a race between two threads of one barrier phase (one
 // writes a slot another reads) gives order-dependent results a test against a reference can see;
@@ -32,6 +32,7 @@
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
+#define __launch_bounds__(...)
 
 struct EmulatedDim3 {
   unsigned x = 0, y = 0, z = 0;

@@ -3,8 +3,9 @@
 // each row's loss (logsumexp - target's logit) and its gradient written over the row (softmax -
 // one-hot, rounded to the logits' type), for vocabularies smaller than, equal to and larger than a
 // block, in fp32 and bf16; ignored, negative and out-of-vocabulary targets; NaN and -inf logits;
-// rows padded past the vocabulary, read 16 bytes at a time or one element at a time; and no write
-// at all without gradients; and what its launcher refuses. The same kernel on a
+// rows padded past the vocabulary, read 16 bytes at a time or one element at a time; rows held
+// whole in the threads' registers and rows longer than that, whose later packs are read twice;
+// and no write at all without gradients; and what its launcher refuses. The same kernel on a
 // GPU: tests/trainer/gpu.
 #include <cmath>
 #include <cstdint>
@@ -21,6 +22,7 @@
 
 namespace {
 
+using llmrdzv::model::cuda_kernels::kHeldPacks;
 using llmrdzv::model::cuda_kernels::kIgnoredTarget;
 using llmrdzv::model::cuda_kernels::kSoftmaxRowThreads;
 using llmrdzv::model::cuda_kernels::softmax_xent_rows_kernel;
@@ -166,6 +168,18 @@ TEST_CASE("the GPU softmax rows, emulated, on rows padded past the vocabulary: t
   CHECK(rows.loss[0] == 0.0f);
   CHECK(std::isnan(rows.loss[1]));
   CHECK(rows.loss[2] == kept.loss[2]);
+}
+
+TEST_CASE("the GPU softmax rows, emulated: rows held whole in registers and rows longer than that, whose "
+          "packs past the held ones are read again", "[model][loss][cuda]") {
+  constexpr std::int64_t bf16_held = std::int64_t{kHeldPacks} * 8 * kSoftmaxRowThreads;  // columns held in bf16
+  // bf16: exactly the held columns; one tail column past them; one pack past them (read again);
+  // a Llama-3-sized row, mostly read again. (GPT-2's padded rows: the padding test above.)
+  for (const std::int64_t vocab : {bf16_held, bf16_held + 1, bf16_held + 8, std::int64_t{128256}}) {
+    check_rows<c10::BFloat16>(2, vocab, 2.0, 2e-6, 1.0 / 128, (vocab + 7) / 8 * 8);
+  }
+  // fp32 GPT-2 rows as the padded head gives them: half held, half read twice.
+  check_rows<float>(2, 50257, 3.0, 2e-6, 2e-5, 50304);
 }
 
 TEST_CASE("the GPU softmax rows, emulated: ignored rows are zero, other negative targets count as 0, "
