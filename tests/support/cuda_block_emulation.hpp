@@ -4,10 +4,10 @@
 // a time, so they are the block's). A round resumes every thread once, so no thread passes a
 // barrier before the whole block has reached it. It covers kernels that use only these built-ins
 // (no warp shuffles or atomics; __launch_bounds__ is ignored), and refuses a block whose threads
-// reach __syncthreads a different number of times. Threads run one after another between barriers, each round in a new shuffled
-// order (deterministic per block), so a race between two threads of one barrier phase (one
-// writes a slot another reads) gives order-dependent results a test against a reference can see;
-// a race whose every order gives the same result goes unseen.
+// reach __syncthreads a different number of times. Threads run one after another between barriers,
+// each round in a new shuffled order (deterministic per block), so a race between two threads of
+// one barrier phase (one writes a slot another reads) gives order-dependent results a test against
+// a reference can see; a race whose every order gives the same result goes unseen.
 //
 // The element conversions the kernels call (kernel_support::to_float/from_float; for nvcc in
 // llmrdzv/kernel_support/device_convert.cuh) are given here for torch's host types: fp32,
