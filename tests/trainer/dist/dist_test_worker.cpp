@@ -15,9 +15,18 @@
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
 //                events) before the host came to update their chunk; first "unused reserved MiB
 //                <n>": what the caching allocator holds that no tensor uses, once it is built
+//   offload-delayed-order  (GPU) one delayed step of OffloadAdamW over --params floats on cuda:0,
+//                then the gradient overwritten behind before_gradient_write(); prints "download
+//                ms <a> ready ms <b> equal <0|1>": a download of that size on its own, how long
+//                the device's next work waited after step_delayed(), and whether the finished
+//                update equals step()'s from the intact gradient (bit for bit)
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -358,6 +367,47 @@ int run_offload_overlap(const Args& a) {
   return 0;
 }
 
+int run_offload_delayed_order(const Args& a) {
+  const c10::Device cuda(c10::kCUDA, 0);
+  Group g = join_group(cuda);
+  torch::manual_seed(1);
+  const auto on_gpu = torch::TensorOptions().device(cuda);
+  const at::Tensor start = torch::randn({a.params}, on_gpu);
+  const at::Tensor gradient = torch::randn({a.params}, on_gpu) * 1e-3;
+  const optim::AdamWHyperparams hyper{.lr = 0, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+  at::Tensor delayed_parameter = start.clone(), plain_parameter = start.clone();
+  dist::OffloadAdamW delayed({{delayed_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
+  dist::OffloadAdamW plain({{plain_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
+  using Clock = std::chrono::steady_clock;
+  const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+
+  const at::Tensor host = at::empty({a.params}, at::TensorOptions().pinned_memory(true));
+  torch::cuda::synchronize();
+  Clock::time_point t = Clock::now();
+  host.copy_(gradient);
+  const double download_ms = ms_since(t);
+
+  const at::Tensor flat = gradient.clone();  // the flat gradient buffer of a training step
+  torch::cuda::synchronize();
+  delayed.step_delayed(flat, 1e-3, 1.0);
+  t = Clock::now();
+  at::cuda::CUDAEvent ready;
+  ready.record(c10::cuda::getCurrentCUDAStream(0));
+  ready.synchronize();
+  const double ready_ms = ms_since(t);
+  delayed.before_gradient_write();
+  flat.fill_(std::nan(""));  // the next backward's first write
+  delayed.complete_update();
+  plain.step(gradient, 1e-3, 1.0);
+  torch::cuda::synchronize();
+  std::printf("download ms %.3f ready ms %.3f equal %d\n", download_ms, ready_ms,
+              torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
+  std::fflush(stdout);
+  g.backend->shutdown();
+  g.client->leave();
+  return 0;
+}
+
 int run_hang() {
   auto engine = dist::make_distributed_engine({.use_cpu = true}, {.gloo_hostname = "127.0.0.1"});
   std::printf("rank %d joined\n", engine->rank());
@@ -379,6 +429,7 @@ int main(int argc, char** argv) {
     if (a.mode == "offload-bits") return run_offload_bits(a);
     if (a.mode == "hang") return run_hang();
     if (a.mode == "offload-overlap") return run_offload_overlap(a);
+    if (a.mode == "offload-delayed-order") return run_offload_delayed_order(a);
     std::cerr << "dist-test-worker: unknown --mode '" << a.mode << "'\n";
     return 2;
   } catch (const std::exception& e) {

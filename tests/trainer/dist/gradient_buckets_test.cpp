@@ -83,6 +83,37 @@ TEST_CASE("an offloading run keeps one gradient in the parameters' type: release
   }
 }
 
+TEST_CASE("the write barrier runs once per step, before the step's first write into the gradient buffer",
+          "[dist][buckets][offload]") {
+  torch::manual_seed(0);
+  torch::nn::Sequential mlp(torch::nn::Linear(8, 16), torch::nn::Tanh(), torch::nn::Linear(16, 4));
+  std::vector<at::Tensor> parameters = mlp->parameters();
+  ProcessGroupSettings settings;
+  settings.gloo_hostname = "127.0.0.1";
+  auto backend = make_gloo_backend(c10::make_intrusive<c10d::HashStore>(), 0, 1, settings);
+  GradientBuckets buckets(parameters, backend, /*bucket_cap_bytes=*/128, {at::kFloat, /*release_parameter_gradients=*/true});
+  // What the buffer held when the barrier ran: an offloading optimizer's download may still be
+  // reading it then, so no write may come first.
+  std::vector<at::Tensor> seen;
+  buckets.set_write_barrier([&] { seen.push_back(buckets.flat().clone()); });
+  std::vector<at::Tensor> after_step;
+  for (int step = 0; step < 3; ++step) {
+    for (int m = 0; m < 2; ++m) {  // two micro-steps, one barrier
+      buckets.begin_micro_step(m == 1);
+      mlp->forward(torch::randn({5, 8})).pow(2).sum().backward();
+    }
+    buckets.finish();
+    after_step.push_back(buckets.flat().clone());
+    REQUIRE(seen.size() == static_cast<std::size_t>(step + 1));
+  }
+  CHECK(seen[0].abs().sum().item<float>() == 0.0f);  // the new buffer
+  for (std::size_t step = 1; step < seen.size(); ++step) {
+    INFO("step " << step);
+    CHECK(after_step[step - 1].abs().sum().item<float>() > 0.0f);
+    CHECK(torch::equal(seen[step], after_step[step - 1]));  // the last step's gradient, untouched
+  }
+}
+
 TEST_CASE("the offload optimizer makes the parameters views of one flat buffer in their type and writes the rounded "
           "fp32 masters there", "[dist][offload]") {
   torch::manual_seed(0);

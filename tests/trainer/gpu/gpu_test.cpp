@@ -210,6 +210,28 @@ TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA 
   }
 }
 
+TEST_CASE("after a delayed offload update the device's next work does not wait for the gradient's download, and "
+          "the next gradient write does", "[gpu][offload]") {
+  // 1 GiB of fp32 gradient: its download to pinned memory takes tens of milliseconds. No update
+  // was pending, so the device has nothing to wait for; before the fix it waited for the whole
+  // download. The gradient is then overwritten with NaN behind before_gradient_write(): were the
+  // write not ordered after the download, the update would read NaN.
+  const auto run = llmrdzv::testing::run_workers(
+      1, {"--mode", "offload-delayed-order", "--params", std::to_string(256 << 20), "--chunk", std::to_string(8 << 20)});
+  llmrdzv::testing::require_success(run);
+  const auto lines = llmrdzv::testing::lines_with(run, "download ms ");
+  REQUIRE(lines.size() == 1);
+  std::istringstream in(lines[0]);
+  std::string word;
+  double download_ms = 0, ready_ms = 0;
+  int equal = 0;
+  in >> word >> word >> download_ms >> word >> word >> ready_ms >> word >> equal;
+  INFO(lines[0]);
+  CHECK(download_ms > 5.0);  // the measurement means something
+  CHECK(ready_ms < download_ms / 4);
+  CHECK(equal == 1);
+}
+
 TEST_CASE("NCCL at world size 1 starts and shuts down cleanly", "[gpu][nccl]") {
   Corpus c;
   const RunResult run = run_trainer(run_args(c.dir, c.dir.file("nccl"), {"--nproc", "1", "--max_steps", "5"}));

@@ -349,6 +349,11 @@ class DistributedEngine final : public engine::TrainingEngine {
           // As the one-process engine: torch's thread count (this rank's share of the node).
           optim::KernelOptions{.threads = static_cast<unsigned>(std::max(1, at::get_num_threads()))},
           (options_.offload_chunk_mb << 20) / static_cast<std::int64_t>(sizeof(float)));
+      // A delayed update's gradient download may outlast the next forward: backward's first
+      // gradient write waits for it, the forward does not.
+      buckets_->set_write_barrier([this] {
+        if (offload_) offload_->before_gradient_write();
+      });
     } else {
       engine::EngineOptions local = options_;
       local.use_cpu = !device_.is_cuda();

@@ -94,7 +94,19 @@ void GradientBuckets::begin_micro_step(bool last_micro_step) {
   if (last_micro_step) launched_by_hooks_ = 0;
 }
 
+void GradientBuckets::set_write_barrier(std::function<void()> barrier) {
+  std::lock_guard lock(mutex_);
+  write_barrier_ = std::move(barrier);
+}
+
+void GradientBuckets::before_write() {
+  if (!barrier_due_) return;
+  barrier_due_ = false;
+  if (write_barrier_) write_barrier_();
+}
+
 void GradientBuckets::add_to_flat(std::size_t index, const at::Tensor& grad) {
+  before_write();
   auto slice = flat_.narrow(0, slots_[index].offset, slots_[index].numel);
   folded_[index] ? slice.add_(grad.reshape({-1})) : slice.copy_(grad.reshape({-1}));
   folded_[index] = true;
@@ -158,6 +170,7 @@ void GradientBuckets::finish() {
     if (grad.defined()) {
       add_to_flat(k, grad);
     } else if (!folded_[k]) {
+      before_write();
       flat_.narrow(0, slots_[k].offset, slots_[k].numel).zero_();
     }
     ready_[k] = true;
@@ -175,6 +188,7 @@ void GradientBuckets::finish() {
   folded_.assign(folded_.size(), false);
   next_to_launch_ = 0;
   armed_ = false;
+  barrier_due_ = true;
 }
 
 void GradientBuckets::fold() {

@@ -20,6 +20,8 @@ class HostCopies final : public OffloadCopies {
   }
   void wait_upload(int) override {}
   void end_step() override {}
+  void end_downloads() override {}
+  void order_after_downloads() override {}
 };
 
 }  // namespace

@@ -29,8 +29,15 @@ class OffloadCopies {
   virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst, int buffer) = 0;
   // Returns once the last upload started as `buffer` has read its source.
   virtual void wait_upload(int buffer) = 0;
-  // After a step's last upload: device work queued from now on sees every upload.
+  // After a step's last upload: device work queued from now on sees every upload (and every
+  // download started before it).
   virtual void end_step() = 0;
+  // After downloads started behind end_step() (a delayed update's gradient, whose download the
+  // device's next forward need not wait for): marks where they end.
+  virtual void end_downloads() = 0;
+  // Device work queued from now on on the current stream waits until the downloads before the
+  // last end_downloads() have read their sources: before the device overwrites them.
+  virtual void order_after_downloads() = 0;
   // Downloads since begin_step() that had already landed when wait_download() was called for
   // them (their CUDA event was complete): copies that ran while the host updated earlier chunks.
   // Synchronous copies overlap nothing: 0.

@@ -4,7 +4,8 @@
 // compute stream. Events order it all: the copy stream waits for the compute stream's gradient at
 // the start of a step, the host waits for each download before updating its chunk and for each
 // upload before refilling its buffer, and the compute stream waits for the last upload before
-// the all-gather. Because the copy stream runs in order, a step's first download lands only after
+// the all-gather. A delayed update's gradient download is queued after that point: the compute
+// stream waits for it only where it next writes the gradient (order_after_downloads()). Because the copy stream runs in order, a step's first download lands only after
 // the previous step's uploads have read the master weights, so the host never overwrites weights
 // still being uploaded. Compiled and linked against the CUDA LibTorch on every build; it can
 // only run on a GPU.
@@ -64,12 +65,16 @@ class CudaCopies final : public OffloadCopies {
     uploaded_.block(c10::cuda::getCurrentCUDAStream(device_index_));
   }
 
+  void end_downloads() override { downloads_read_.record(copy_stream_); }
+
+  void order_after_downloads() override { downloads_read_.block(c10::cuda::getCurrentCUDAStream(device_index_)); }
+
   std::int64_t downloads_landed_before_wait() const override { return landed_before_wait_; }
 
  private:
   c10::DeviceIndex device_index_;
   c10::cuda::CUDAStream copy_stream_;
-  at::cuda::CUDAEvent gradient_ready_, uploaded_;
+  at::cuda::CUDAEvent gradient_ready_, uploaded_, downloads_read_;
   std::array<at::cuda::CUDAEvent, 2> downloaded_, uploaded_from_;
   std::int64_t landed_before_wait_ = 0;
 };

@@ -162,11 +162,13 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
   if (applying) pending_.get();  // rethrows what the update threw
   // One copy stream, in order: the finished update's weights leave delayed_ (or the masters)
   // before this step's gradient lands there, and the background update starts after it landed.
+  // The device's next forward waits for the upload only (end_step() before the download).
   copies_->begin_step();
   const at::Tensor own = flat_params_.narrow(0, shard_begin_, owned_);
   if (applying && owned_ > 0) copies_->start_upload(delayed_upload_source(), own, 0);
-  if (owned_ > 0) copies_->start_download(flat_grad.narrow(0, shard_begin_, owned_), delayed_, 0);
   copies_->end_step();
+  if (owned_ > 0) copies_->start_download(flat_grad.narrow(0, shard_begin_, owned_), delayed_, 0);
+  copies_->end_downloads();
   if (applying) {
     all_gather();
   } else {
@@ -180,6 +182,8 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
     throw;
   }
 }
+
+void OffloadAdamW::before_gradient_write() { copies_->order_after_downloads(); }
 
 void OffloadAdamW::update_delayed(double learning_rate, double grad_scale) {
   if (owned_ == 0) return;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -94,6 +95,12 @@ class GradientBuckets {
   // Seconds finish() spent waiting for communication that backward did not hide.
   double last_wait_seconds() const { return last_wait_seconds_; }
 
+  // `barrier` runs once per step, before that step's first write into the flat buffer (on the
+  // thread and CUDA stream that write: during backward, in a gradient hook). An offloading
+  // optimizer whose copy of the last gradient to the host may still be reading the buffer makes
+  // the device wait there, so the next forward need not.
+  void set_write_barrier(std::function<void()> barrier);
+
   // Called by the hook of parameter `index` (public for the hook type only).
   void on_gradient_ready(std::size_t index, const at::Tensor& grad);
 
@@ -108,6 +115,7 @@ class GradientBuckets {
   void launch_ready_in_order();  // with mutex_ held
   void launch(Bucket& bucket);
   void add_to_flat(std::size_t index, const at::Tensor& grad);  // with mutex_ held
+  void before_write();  // with mutex_ held: the step's write barrier, if it has not run yet
   // The flat buffer is made at its first use (the first micro-step), not with the buckets: an
   // offloading engine first moves the parameters into their own flat buffer, and the device
   // never holds the old parameters, their new buffer and the gradients at once.
@@ -128,6 +136,8 @@ class GradientBuckets {
   std::optional<ShardLayout> owners_;
   bool release_ = false;  // GradientBufferOptions::release_parameter_gradients
   bool armed_ = false;
+  std::function<void()> write_barrier_;
+  bool barrier_due_ = true;  // this step's writes have not begun
   double last_wait_seconds_ = 0;
   std::mutex mutex_;
 };

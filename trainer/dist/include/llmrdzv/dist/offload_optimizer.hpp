@@ -17,6 +17,8 @@
 // gradient to the host and returns while a background thread updates the shard, so the host's
 // AdamW overlaps the device's next forward and backward, which run on weights one update behind.
 // The next step_delayed() (or complete_update()) applies the finished update to the parameters.
+// The device's next forward waits only for that upload, not for the gradient's download, which
+// the device must not overwrite until it has been read: before_gradient_write() orders that.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -73,6 +75,10 @@ class OffloadAdamW {
   // Host memory: one more shard-sized buffer of the parameters' type, which carries the
   // gradient down and the rounded new weights up.
   void step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
+  // Before the device next writes the flat gradient: device work queued from now on (on the
+  // current stream) waits until step_delayed()'s download has read it. Nothing to wait for after
+  // step(), which returns with its downloads done.
+  void before_gradient_write();
   // Waits for the pending delayed update and applies it to the parameters; nothing when none is.
   void complete_update();
   bool update_pending() const { return pending_.valid(); }
