@@ -51,7 +51,9 @@ std::string first_node(spank_t sp, const StepLayout& layout) {
   }
   const std::string nodes = getenv_from_job(sp, "SLURM_STEP_NODELIST");
   if (nodes.empty()) throw ArgError("SLURM_STEP_NODELIST is missing from the step environment");
-  hostlist_t list = slurm_hostlist_create(nodes.c_str());
+  // hostlist_t is a pointer type up to Slurm 23.02 and the struct itself from 23.11 on: auto*
+  // names the pointer either way.
+  auto* list = slurm_hostlist_create(nodes.c_str());
   if (list == nullptr) throw ArgError("cannot expand the node list '" + nodes + "'");
   char* head = slurm_hostlist_shift(list);
   std::string name = head ? head : "";

@@ -15,11 +15,14 @@
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
 //                events) before the host came to update their chunk; first "unused reserved MiB
 //                <n>": what the caching allocator holds that no tensor uses, once it is built
-//   offload-delayed-order  (GPU) one delayed step of OffloadAdamW over --params floats on cuda:0,
-//                then the gradient overwritten behind before_gradient_write(); prints "download
-//                ms <a> ready ms <b> equal <0|1>": a download of that size on its own, how long
-//                the device's next work waited after step_delayed(), and whether the finished
-//                update equals step()'s from the intact gradient (bit for bit)
+//   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params floats on cuda:0 in
+//                8 forward stages: the first step's gradient overwritten behind
+//                before_gradient_write(), the second's weights uploaded stage by stage; prints
+//                "download ms <a> ready ms <b> first stage ms <c> all stages ms <d> equal <0|1>":
+//                a download of that size on its own, how long the device's next work waited after
+//                the first step_delayed() (no update to apply), how long it waited for the first
+//                and for every stage after the second, and whether the final weights equal two
+//                step()s' from the intact gradients (bit for bit)
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
@@ -274,11 +277,16 @@ struct BitsProblem {
     }
   }
   // Step 1 as offload_steps, steps 2..last delayed, then the pending update completed; `seen` gets
-  // the parameters after each call.
+  // the parameters after each call. The delayed weights go up in forward stages out of the flat
+  // order, one parameter in none (one rank; ignored with more), and each stage is entered before
+  // the parameters are read, as a forward would.
   void delayed_steps(dist::OffloadAdamW& optimizer, int last, std::vector<at::Tensor>& seen) const {
+    const std::vector<std::vector<dist::FlatSlot>> stages{{slots[5], slots[0]}, {slots[2]}, {slots[3], slots[1]}};
+    optimizer.set_upload_stages(stages);
     offload_steps(optimizer, 1, 1, &seen);
     for (int step = 2; step <= last; ++step) {
       optimizer.step_delayed(gradient(step), learning_rate(step), grad_scale(step));
+      for (std::size_t s = 0; s < stages.size(); ++s) optimizer.enter_stage(s);
       seen.push_back(torch::cat(params).clone());
     }
     optimizer.complete_update();
@@ -378,30 +386,48 @@ int run_offload_delayed_order(const Args& a) {
   at::Tensor delayed_parameter = start.clone(), plain_parameter = start.clone();
   dist::OffloadAdamW delayed({{delayed_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
   dist::OffloadAdamW plain({{plain_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
+  constexpr std::int64_t kStages = 8;  // eighths of the parameter, the last read first
+  std::vector<std::vector<dist::FlatSlot>> stages;
+  for (std::int64_t s = kStages; s-- > 0;) {
+    const std::int64_t begin = a.params * s / kStages, end = a.params * (s + 1) / kStages;
+    stages.push_back({{begin, end - begin}});
+  }
+  delayed.set_upload_stages(stages);
   using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  // How long until the device has done what is queued on it now.
+  const auto device_wait_ms = [&] {
+    const Clock::time_point t = Clock::now();
+    at::cuda::CUDAEvent done;
+    done.record(c10::cuda::getCurrentCUDAStream(0));
+    done.synchronize();
+    return ms_since(t);
+  };
 
   const at::Tensor host = at::empty({a.params}, at::TensorOptions().pinned_memory(true));
   torch::cuda::synchronize();
-  Clock::time_point t = Clock::now();
+  const Clock::time_point t = Clock::now();
   host.copy_(gradient);
   const double download_ms = ms_since(t);
 
   const at::Tensor flat = gradient.clone();  // the flat gradient buffer of a training step
   torch::cuda::synchronize();
   delayed.step_delayed(flat, 1e-3, 1.0);
-  t = Clock::now();
-  at::cuda::CUDAEvent ready;
-  ready.record(c10::cuda::getCurrentCUDAStream(0));
-  ready.synchronize();
-  const double ready_ms = ms_since(t);
+  const double ready_ms = device_wait_ms();
   delayed.before_gradient_write();
   flat.fill_(std::nan(""));  // the next backward's first write
+  flat.copy_(gradient);      // and its gradient
+  delayed.step_delayed(flat, 1e-3, 1.0);  // applies the first update, stage by stage
+  delayed.enter_stage(0);
+  const double first_stage_ms = device_wait_ms();
+  for (std::size_t s = 1; s < stages.size(); ++s) delayed.enter_stage(s);
+  const double all_stages_ms = first_stage_ms + device_wait_ms();
   delayed.complete_update();
   plain.step(gradient, 1e-3, 1.0);
+  plain.step(gradient, 1e-3, 1.0);
   torch::cuda::synchronize();
-  std::printf("download ms %.3f ready ms %.3f equal %d\n", download_ms, ready_ms,
-              torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
+  std::printf("download ms %.3f ready ms %.3f first stage ms %.3f all stages ms %.3f equal %d\n", download_ms,
+              ready_ms, first_stage_ms, all_stages_ms, torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
   std::fflush(stdout);
   g.backend->shutdown();
   g.client->leave();

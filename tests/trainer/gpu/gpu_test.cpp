@@ -210,12 +210,15 @@ TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA 
   }
 }
 
-TEST_CASE("after a delayed offload update the device's next work does not wait for the gradient's download, and "
-          "the next gradient write does", "[gpu][offload]") {
-  // 1 GiB of fp32 gradient: its download to pinned memory takes tens of milliseconds. No update
-  // was pending, so the device has nothing to wait for; before the fix it waited for the whole
-  // download. The gradient is then overwritten with NaN behind before_gradient_write(): were the
-  // write not ordered after the download, the update would read NaN.
+TEST_CASE("after a delayed offload update the device's next work waits neither for the gradient's download nor "
+          "for the whole upload of the new weights, only for each forward stage's; the next gradient write waits "
+          "for the download", "[gpu][offload]") {
+  // 1 GiB of fp32 weights and gradient in 8 forward stages: a download or upload of it takes tens
+  // of milliseconds. After the first delayed step there is no update to apply, so the device has
+  // nothing to wait for (it once waited for the whole download); its gradient is then overwritten
+  // with NaN behind before_gradient_write(): were that write not ordered after the download, the
+  // update would read NaN. After the second, the first stage's eighth of the weights must be
+  // there well before all of them.
   const auto run = llmrdzv::testing::run_workers(
       1, {"--mode", "offload-delayed-order", "--params", std::to_string(256 << 20), "--chunk", std::to_string(8 << 20)});
   llmrdzv::testing::require_success(run);
@@ -223,12 +226,15 @@ TEST_CASE("after a delayed offload update the device's next work does not wait f
   REQUIRE(lines.size() == 1);
   std::istringstream in(lines[0]);
   std::string word;
-  double download_ms = 0, ready_ms = 0;
+  double download_ms = 0, ready_ms = 0, first_stage_ms = 0, all_stages_ms = 0;
   int equal = 0;
-  in >> word >> word >> download_ms >> word >> word >> ready_ms >> word >> equal;
+  in >> word >> word >> download_ms >> word >> word >> ready_ms >> word >> word >> word >> first_stage_ms >> word >>
+      word >> word >> all_stages_ms >> word >> equal;
   INFO(lines[0]);
-  CHECK(download_ms > 5.0);  // the measurement means something
+  CHECK(download_ms > 5.0);  // the measurements mean something
   CHECK(ready_ms < download_ms / 4);
+  CHECK(all_stages_ms > 5.0);
+  CHECK(first_stage_ms < all_stages_ms / 3);
   CHECK(equal == 1);
 }
 

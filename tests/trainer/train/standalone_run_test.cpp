@@ -140,42 +140,47 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
   }
 }
 
-TEST_CASE("delayed offload updates: 2 ranks follow the undelayed run until the delay starts, learn, and resume exactly",
-          "[train][distributed][offload]") {
-  ScratchDir dir("train-run");
-  dir.write("corpus.txt", corpus());
-  const auto two_ranks = [&](const std::string& out, std::initializer_list<std::string> more) {
-    auto args = run_args(dir, dir.file(out), 2, 2, "optimizer");
-    args.insert(args.end(), {"--nproc", "2"});
-    args.insert(args.end(), more);
-    return args;
-  };
-  expect_ok(run_trainer(two_ranks("undelay", {})));
-  const auto undelayed = losses(dir.file("undelay/metrics.jsonl"));
-  // Delayed after 3 steps; a checkpoint at step 10 (which applies the pending update first).
-  expect_ok(run_trainer(two_ranks("delayed", {"--offload_delayed_update", "3", "--save_steps", "10"})));
-  const auto delayed = losses(dir.file("delayed/metrics.jsonl"));
-  REQUIRE(undelayed.size() == 20);
-  REQUIRE(delayed.size() == 20);
-  // Step 4 is the first delayed update, so step 5 is the first to run on weights one update old.
-  for (std::size_t step = 0; step < 4; ++step) {
-    INFO("step " << step + 1);
-    CHECK(delayed[step] == undelayed[step]);
-  }
-  CHECK(delayed[4] != undelayed[4]);
-  CHECK(delayed.back() < delayed.front() - 1.0);
-  CHECK(std::abs(delayed.back() - undelayed.back()) < 0.1 * undelayed.back());
+TEST_CASE("delayed offload updates: 1 and 2 ranks follow the undelayed run until the delay starts, learn, and "
+          "resume exactly", "[train][distributed][offload]") {
+  // One rank uploads the delayed weights stage by stage as the forward reaches them; two upload
+  // and all-gather them whole.
+  for (const std::string nproc : {"1", "2"}) {
+    INFO(nproc << " rank(s)");
+    ScratchDir dir("train-run");
+    dir.write("corpus.txt", corpus());
+    const auto ranks = [&](const std::string& out, std::initializer_list<std::string> more) {
+      auto args = run_args(dir, dir.file(out), 2, 2, "optimizer");
+      args.insert(args.end(), {"--nproc", nproc});
+      args.insert(args.end(), more);
+      return args;
+    };
+    expect_ok(run_trainer(ranks("undelay", {})));
+    const auto undelayed = losses(dir.file("undelay/metrics.jsonl"));
+    // Delayed after 3 steps; a checkpoint at step 10 (which applies the pending update first).
+    expect_ok(run_trainer(ranks("delayed", {"--offload_delayed_update", "3", "--save_steps", "10"})));
+    const auto delayed = losses(dir.file("delayed/metrics.jsonl"));
+    REQUIRE(undelayed.size() == 20);
+    REQUIRE(delayed.size() == 20);
+    // Step 4 is the first delayed update, so step 5 is the first to run on weights one update old.
+    for (std::size_t step = 0; step < 4; ++step) {
+      INFO("step " << step + 1);
+      CHECK(delayed[step] == undelayed[step]);
+    }
+    CHECK(delayed[4] != undelayed[4]);
+    CHECK(delayed.back() < delayed.front() - 1.0);
+    CHECK(std::abs(delayed.back() - undelayed.back()) < 0.1 * undelayed.back());
 
-  const RunResult resumed = run_trainer(two_ranks("resumed", {"--offload_delayed_update", "3", "--save_steps", "10",
-                                                              "--resume_from_checkpoint", dir.file("delayed/checkpoint-10")}));
-  expect_ok(resumed);
-  const auto again = losses(dir.file("resumed/metrics.jsonl"));
-  REQUIRE(again.size() == 10);
-  for (std::size_t i = 0; i < again.size(); ++i) {
-    INFO("step " << i + 11);
-    CHECK(again[i] == delayed[10 + i]);
+    const RunResult resumed = run_trainer(ranks("resumed", {"--offload_delayed_update", "3", "--save_steps", "10",
+                                                             "--resume_from_checkpoint", dir.file("delayed/checkpoint-10")}));
+    expect_ok(resumed);
+    const auto again = losses(dir.file("resumed/metrics.jsonl"));
+    REQUIRE(again.size() == 10);
+    for (std::size_t i = 0; i < again.size(); ++i) {
+      INFO("step " << i + 11);
+      CHECK(again[i] == delayed[10 + i]);
+    }
+    CHECK(read_file(dir.file("resumed/model.safetensors")) == read_file(dir.file("delayed/model.safetensors")));
   }
-  CHECK(read_file(dir.file("resumed/model.safetensors")) == read_file(dir.file("delayed/model.safetensors")));
 }
 
 TEST_CASE("a killed rank stops the standalone run with a message naming it", "[train][distributed][kill]") {

@@ -22,6 +22,8 @@ class HostCopies final : public OffloadCopies {
   void end_step() override {}
   void end_downloads() override {}
   void order_after_downloads() override {}
+  void end_upload_stage(std::size_t) override {}
+  void order_after_upload_stage(std::size_t) override {}
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -38,6 +39,12 @@ class OffloadCopies {
   // Device work queued from now on on the current stream waits until the downloads before the
   // last end_downloads() have read their sources: before the device overwrites them.
   virtual void order_after_downloads() = 0;
+  // After the uploads of the forward's stage `stage` (a delayed update's weights, uploaded stage
+  // by stage in the order the forward reads them): marks where they end.
+  virtual void end_upload_stage(std::size_t stage) = 0;
+  // Device work queued from now on on the current stream waits for the uploads before
+  // end_upload_stage(stage) (nothing if no upload stage was ever marked `stage`).
+  virtual void order_after_upload_stage(std::size_t stage) = 0;
   // Downloads since begin_step() that had already landed when wait_download() was called for
   // them (their CUDA event was complete): copies that ran while the host updated earlier chunks.
   // Synchronous copies overlap nothing: 0.

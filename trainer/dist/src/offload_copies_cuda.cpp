@@ -5,7 +5,8 @@
 // the start of a step, the host waits for each download before updating its chunk and for each
 // upload before refilling its buffer, and the compute stream waits for the last upload before
 // the all-gather. A delayed update's gradient download is queued after that point: the compute
-// stream waits for it only where it next writes the gradient (order_after_downloads()). Because the copy stream runs in order, a step's first download lands only after
+// stream waits for it only where it next writes the gradient (order_after_downloads()), and its
+// weights' upload goes in stages that the forward waits for one by one as it reaches them. Because the copy stream runs in order, a step's first download lands only after
 // the previous step's uploads have read the master weights, so the host never overwrites weights
 // still being uploaded. Compiled and linked against the CUDA LibTorch on every build; it can
 // only run on a GPU.
@@ -15,6 +16,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <array>
+#include <vector>
 
 #include "offload_copies.hpp"
 
@@ -69,6 +71,15 @@ class CudaCopies final : public OffloadCopies {
 
   void order_after_downloads() override { downloads_read_.block(c10::cuda::getCurrentCUDAStream(device_index_)); }
 
+  void end_upload_stage(std::size_t stage) override {
+    if (stage >= stage_uploaded_.size()) stage_uploaded_.resize(stage + 1);
+    stage_uploaded_[stage].record(copy_stream_);
+  }
+
+  void order_after_upload_stage(std::size_t stage) override {
+    if (stage < stage_uploaded_.size()) stage_uploaded_[stage].block(c10::cuda::getCurrentCUDAStream(device_index_));
+  }
+
   std::int64_t downloads_landed_before_wait() const override { return landed_before_wait_; }
 
  private:
@@ -76,6 +87,7 @@ class CudaCopies final : public OffloadCopies {
   c10::cuda::CUDAStream copy_stream_;
   at::cuda::CUDAEvent gradient_ready_, uploaded_, downloads_read_;
   std::array<at::cuda::CUDAEvent, 2> downloaded_, uploaded_from_;
+  std::vector<at::cuda::CUDAEvent> stage_uploaded_;
   std::int64_t landed_before_wait_ = 0;
 };
 

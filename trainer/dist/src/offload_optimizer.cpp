@@ -162,11 +162,14 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
   if (applying) pending_.get();  // rethrows what the update threw
   // One copy stream, in order: the finished update's weights leave delayed_ (or the masters)
   // before this step's gradient lands there, and the background update starts after it landed.
-  // The device's next forward waits for the upload only (end_step() before the download).
+  // The device's next forward waits for the upload only, not for the download behind it.
+  order_after_all_uploads();
   copies_->begin_step();
-  const at::Tensor own = flat_params_.narrow(0, shard_begin_, owned_);
-  if (applying && owned_ > 0) copies_->start_upload(delayed_upload_source(), own, 0);
-  copies_->end_step();
+  if (applying && owned_ > 0) {
+    upload_delayed();
+  } else {
+    copies_->end_step();
+  }
   if (owned_ > 0) copies_->start_download(flat_grad.narrow(0, shard_begin_, owned_), delayed_, 0);
   copies_->end_downloads();
   if (applying) {
@@ -184,6 +187,71 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
 }
 
 void OffloadAdamW::before_gradient_write() { copies_->order_after_downloads(); }
+
+void OffloadAdamW::set_upload_stages(const std::vector<std::vector<FlatSlot>>& stages) {
+  stage_ranges_.clear();
+  if (world_ > 1 || stages.empty()) return;
+  struct Named {
+    std::int64_t begin, end;
+    std::size_t stage;
+  };
+  std::vector<Named> named;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    for (const FlatSlot& slot : stages[s]) {
+      if (slot.offset < 0 || slot.numel < 0 || slot.offset + slot.numel > owned_) {
+        throw std::invalid_argument("offload optimizer: an upload stage names elements outside the parameters");
+      }
+      if (slot.numel > 0) named.push_back({slot.offset, slot.offset + slot.numel, s});
+    }
+  }
+  std::sort(named.begin(), named.end(), [](const Named& a, const Named& b) { return a.begin < b.begin; });
+  std::vector<std::vector<ChunkRange>> ranges(stages.size());
+  const auto add = [&](std::size_t stage, std::int64_t begin, std::int64_t end) {
+    std::vector<ChunkRange>& list = ranges[stage];
+    if (!list.empty() && list.back().end == begin) {
+      list.back().end = end;  // adjacent: one copy
+    } else {
+      list.push_back({begin, end});
+    }
+  };
+  std::int64_t covered = 0;  // everything before it has a stage
+  for (const Named& n : named) {
+    if (n.begin < covered) throw std::invalid_argument("offload optimizer: two upload stages name the same elements");
+    if (covered < n.begin) add(0, covered, n.begin);  // named by no stage: uploaded with the first
+    add(n.stage, n.begin, n.end);
+    covered = n.end;
+  }
+  if (covered < owned_) add(0, covered, owned_);
+  for (auto& list : ranges) std::sort(list.begin(), list.end(), [](const ChunkRange& a, const ChunkRange& b) { return a.begin < b.begin; });
+  stage_ranges_ = std::move(ranges);
+}
+
+void OffloadAdamW::enter_stage(std::size_t stage) {
+  if (staged_uploads_unordered_ && stage < stage_ranges_.size()) copies_->order_after_upload_stage(stage);
+}
+
+void OffloadAdamW::upload_delayed() {
+  const at::Tensor source = delayed_upload_source();
+  const at::Tensor own = flat_params_.narrow(0, shard_begin_, owned_);
+  if (stage_ranges_.empty()) {
+    copies_->start_upload(source, own, 0);
+    copies_->end_step();
+    return;
+  }
+  for (std::size_t s = 0; s < stage_ranges_.size(); ++s) {
+    for (const ChunkRange& r : stage_ranges_[s]) {
+      copies_->start_upload(source.narrow(0, r.begin, r.size()), own.narrow(0, r.begin, r.size()), 0);
+    }
+    copies_->end_upload_stage(s);
+  }
+  staged_uploads_unordered_ = true;
+}
+
+void OffloadAdamW::order_after_all_uploads() {
+  if (!staged_uploads_unordered_) return;
+  copies_->end_step();
+  staged_uploads_unordered_ = false;
+}
 
 void OffloadAdamW::update_delayed(double learning_rate, double grad_scale) {
   if (owned_ == 0) return;
@@ -211,6 +279,7 @@ at::Tensor OffloadAdamW::delayed_upload_source() const {
 }
 
 void OffloadAdamW::complete_update() {
+  order_after_all_uploads();
   if (!pending_.valid()) return;
   pending_.get();
   copies_->begin_step();

@@ -8,7 +8,10 @@ namespace llmrdzv::model::detail {
 
 void blis_sgemm(const StridedMatrix& a, const StridedMatrix& b, float beta, float* c, std::int64_t c_row_stride,
                 int threads) {
-  rntm_t runtime = BLIS_RNTM_INITIALIZER;
+  // From the global runtime, not BLIS_RNTM_INITIALIZER: BLIS 1.x designates that initializer's
+  // fields out of their declaration order, which C++20 refuses.
+  rntm_t runtime;
+  bli_rntm_init_from_global(&runtime);
   bli_rntm_set_num_threads(threads, &runtime);
   float one = 1.0f;
   bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, a.rows, b.cols, a.cols, &one, const_cast<float*>(a.data),

@@ -19,6 +19,9 @@
 // The next step_delayed() (or complete_update()) applies the finished update to the parameters.
 // The device's next forward waits only for that upload, not for the gradient's download, which
 // the device must not overwrite until it has been read: before_gradient_write() orders that.
+// With one rank and the forward's stages given (set_upload_stages()), the upload goes stage by
+// stage and the forward waits for each stage's weights as it reaches it (enter_stage()), so the
+// upload overlaps the forward instead of preceding it.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -32,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/dist/chunk_pipeline.hpp"
 #include "llmrdzv/dist/gradient_buckets.hpp"
 #include "llmrdzv/optim/fused_adamw.hpp"
 
@@ -79,6 +83,16 @@ class OffloadAdamW {
   // current stream) waits until step_delayed()'s download has read it. Nothing to wait for after
   // step(), which returns with its downloads done.
   void before_gradient_write();
+
+  // The order the device's forward reads the parameters in: stage s reads the flat ranges
+  // stages[s] (offset and size in the flat layout, as `slots`). Used with one rank only (with
+  // more, the all-gather that follows the upload must complete first anyway): step_delayed() then
+  // uploads the new weights stage by stage, ranges no stage names with stage 0. Every later
+  // reader of the parameters must call enter_stage() for each stage it reads first, or
+  // complete_update() (which orders the device after every upload).
+  void set_upload_stages(const std::vector<std::vector<FlatSlot>>& stages);
+  // The device's work queued from now on (current stream) waits for stage `stage`'s weights.
+  void enter_stage(std::size_t stage);
   // Waits for the pending delayed update and applies it to the parameters; nothing when none is.
   void complete_update();
   bool update_pending() const { return pending_.valid(); }
@@ -132,6 +146,10 @@ class OffloadAdamW {
   void update_delayed(double learning_rate, double grad_scale);
   // The whole shard's new weights in the parameters' type: delayed_, or the master weights (fp32).
   at::Tensor delayed_upload_source() const;
+  // Starts uploading the finished delayed update: in one piece, or stage by stage.
+  void upload_delayed();
+  // The device's work queued from now on waits for every upload so far (after staged uploads).
+  void order_after_all_uploads();
 
   struct Run {  // a stretch of the shard with one weight-decay setting
     std::int64_t begin = 0, end = 0;  // relative to the shard
@@ -150,6 +168,8 @@ class OffloadAdamW {
   std::int64_t owned_ = 0;        // real (unpadded) elements of this rank's shard
   std::int64_t chunk_ = 0;        // elements per pipeline chunk
   std::vector<Run> runs_;
+  std::vector<std::vector<ChunkRange>> stage_ranges_;  // set_upload_stages(): merged, within the shard
+  bool staged_uploads_unordered_ = false;  // a staged upload ran that the device has not waited all of
   at::ScalarType type_ = at::kFloat;          // the parameters' (and their gradient's) type
   at::Tensor flat_params_;                     // world * shard_size_ of type_, on the device
   at::Tensor master_, exp_avg_, exp_avg_sq_;  // shard_size_ floats each, host
