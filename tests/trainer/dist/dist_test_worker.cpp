@@ -18,11 +18,12 @@
 //   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params floats on cuda:0 in
 //                8 forward stages: the first step's gradient overwritten behind
 //                before_gradient_write(), the second's weights uploaded stage by stage; prints
-//                "download ms <a> ready ms <b> first stage ms <c> all stages ms <d> equal <0|1>":
-//                a download of that size on its own, how long the device's next work waited after
-//                the first step_delayed() (no update to apply), how long it waited for the first
-//                and for every stage after the second, and whether the final weights equal two
-//                step()s' from the intact gradients (bit for bit)
+//                "download ms <a> ready ms <b> first stage ms <c> all stages ms <d> fresh stages <f>
+//                equal <0|1>": a download of that size on its own, how long the device's next
+//                work waited after the first step_delayed() (no update to apply), how long it
+//                waited for the first and for every stage after the second, how many stages' weights
+//                the device read as the first update left them right after entering the stage, and
+//                whether the final weights equal two step()s' from the intact gradients (bit for bit)
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
@@ -404,6 +405,8 @@ int run_offload_delayed_order(const Args& a) {
     return ms_since(t);
   };
 
+  plain.step(gradient, 1e-3, 1.0);
+  const at::Tensor after_first = plain_parameter.clone();  // what the first update leaves
   const at::Tensor host = at::empty({a.params}, at::TensorOptions().pinned_memory(true));
   torch::cuda::synchronize();
   const Clock::time_point t = Clock::now();
@@ -420,14 +423,23 @@ int run_offload_delayed_order(const Args& a) {
   delayed.step_delayed(flat, 1e-3, 1.0);  // applies the first update, stage by stage
   delayed.enter_stage(0);
   const double first_stage_ms = device_wait_ms();
-  for (std::size_t s = 1; s < stages.size(); ++s) delayed.enter_stage(s);
+  // Each stage as the device reads it right after entering it, the later ones still uploading.
+  std::vector<at::Tensor> read;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    delayed.enter_stage(s);
+    read.push_back(delayed_parameter.narrow(0, stages[s][0].offset, stages[s][0].numel).clone());
+  }
   const double all_stages_ms = first_stage_ms + device_wait_ms();
+  int fresh = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    fresh += torch::equal(read[s], after_first.narrow(0, stages[s][0].offset, stages[s][0].numel)) ? 1 : 0;
+  }
   delayed.complete_update();
   plain.step(gradient, 1e-3, 1.0);
-  plain.step(gradient, 1e-3, 1.0);
   torch::cuda::synchronize();
-  std::printf("download ms %.3f ready ms %.3f first stage ms %.3f all stages ms %.3f equal %d\n", download_ms,
-              ready_ms, first_stage_ms, all_stages_ms, torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
+  std::printf("download ms %.3f ready ms %.3f first stage ms %.3f all stages ms %.3f fresh stages %d equal %d\n",
+              download_ms, ready_ms, first_stage_ms, all_stages_ms, fresh,
+              torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
   std::fflush(stdout);
   g.backend->shutdown();
   g.client->leave();

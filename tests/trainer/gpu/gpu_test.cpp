@@ -218,7 +218,8 @@ TEST_CASE("after a delayed offload update the device's next work waits neither f
   // nothing to wait for (it once waited for the whole download); its gradient is then overwritten
   // with NaN behind before_gradient_write(): were that write not ordered after the download, the
   // update would read NaN. After the second, the first stage's eighth of the weights must be
-  // there well before all of them.
+  // there well before all of them, and each stage's weights, read right after entering it while
+  // the later stages still upload, must be the new ones.
   const auto run = llmrdzv::testing::run_workers(
       1, {"--mode", "offload-delayed-order", "--params", std::to_string(256 << 20), "--chunk", std::to_string(8 << 20)});
   llmrdzv::testing::require_success(run);
@@ -227,14 +228,15 @@ TEST_CASE("after a delayed offload update the device's next work waits neither f
   std::istringstream in(lines[0]);
   std::string word;
   double download_ms = 0, ready_ms = 0, first_stage_ms = 0, all_stages_ms = 0;
-  int equal = 0;
+  int fresh = 0, equal = 0;
   in >> word >> word >> download_ms >> word >> word >> ready_ms >> word >> word >> word >> first_stage_ms >> word >>
-      word >> word >> all_stages_ms >> word >> equal;
+      word >> word >> all_stages_ms >> word >> word >> fresh >> word >> equal;
   INFO(lines[0]);
   CHECK(download_ms > 5.0);  // the measurements mean something
   CHECK(ready_ms < download_ms / 4);
   CHECK(all_stages_ms > 5.0);
   CHECK(first_stage_ms < all_stages_ms / 3);
+  CHECK(fresh == 8);
   CHECK(equal == 1);
 }
 

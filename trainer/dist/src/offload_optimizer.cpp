@@ -104,6 +104,12 @@ OffloadAdamW::OffloadAdamW(std::vector<OffloadParameter> parameters, std::vector
 
 OffloadAdamW::~OffloadAdamW() {
   if (pending_.valid()) pending_.wait();  // the background update uses the buffers and copies
+  // Copies may still be in flight (a run unwinding from an error): the device's later work, which
+  // may reuse the buffers' memory, comes after them. Nothing to report from a destructor.
+  try {
+    copies_->end_step();
+  } catch (...) {
+  }
 }
 
 OffloadAdamW::PipelineStats OffloadAdamW::last_pipeline_stats() const {
