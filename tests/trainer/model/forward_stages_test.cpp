@@ -86,7 +86,7 @@ TEST_CASE("every parameter is in one forward stage: the blocks' in theirs, the r
   }
 }
 
-TEST_CASE("loss() and forward() reach the stages in order, once each; decode() reaches none", "[model][stages]") {
+TEST_CASE("loss() and forward() reach the stages in order, once each, and decode() reaches none", "[model][stages]") {
   for (const std::string family : {"gpt2", "opt", "llama"}) {
     for (const bool checkpointing : {false, true}) {
       INFO(family << (checkpointing ? " checkpointed" : ""));
