@@ -228,8 +228,7 @@ void OffloadAdamW::set_upload_stages(const std::vector<std::vector<FlatSlot>>& s
     covered = n.end;
   }
   if (covered < owned_) add(0, covered, owned_);
-  for (auto& list : ranges) std::sort(list.begin(), list.end(), [](const ChunkRange& a, const ChunkRange& b) { return a.begin < b.begin; });
-  stage_ranges_ = std::move(ranges);
+  stage_ranges_ = std::move(ranges);  // each stage's ranges in flat order, as added
 }
 
 void OffloadAdamW::enter_stage(std::size_t stage) {
