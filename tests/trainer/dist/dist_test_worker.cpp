@@ -17,13 +17,16 @@
 //                <n>": what the caching allocator holds that no tensor uses, once it is built
 //   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params floats on cuda:0 in
 //                8 forward stages: the first step's gradient overwritten behind
-//                before_gradient_write(), the second's weights uploaded stage by stage; prints
-//                "download ms <a> ready ms <b> first stage ms <c> all stages ms <d> fresh stages <f>
-//                equal <0|1>": a download of that size on its own, how long the device's next
-//                work waited after the first step_delayed() (no update to apply), how long it
-//                waited for the first and for every stage after the second, how many stages' weights
-//                the device read as the first update left them right after entering the stage, and
-//                whether the final weights equal two step()s' from the intact gradients (bit for bit)
+//                before_gradient_write(), the second's weights uploaded stage by stage, the third's
+//                gradient downloaded beside them; prints "download ms <a> upload ms <u> ready ms <b>
+//                first stage ms <c> all stages ms <d> fresh stages <f> gradient free ms <g>
+//                equal <0|1>": a download and an upload of that size on their own, how long the
+//                device's next work waited after the first step_delayed() (no update to apply), how
+//                long it waited for the first and for every stage after the second, how many
+//                stages' weights the device read as the first update left them right after entering
+//                the stage, how long after the third the device could write the gradient again,
+//                and whether the final weights equal three step()s' from the intact gradients (bit
+//                for bit)
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
@@ -297,7 +300,7 @@ struct BitsProblem {
 
 int run_offload_bits(const Args& a) {
   Group g = join_group();
-  const auto dtype = a.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const auto dtype = a.dtype == "bf16" ? torch::kBFloat16 : a.dtype == "f16" ? torch::kHalf : torch::kFloat;
   const int steps = BitsProblem::kSteps;
   for (const std::int64_t chunk : a.chunks) {
     BitsProblem straight(dtype);
@@ -409,9 +412,14 @@ int run_offload_delayed_order(const Args& a) {
   const at::Tensor after_first = plain_parameter.clone();  // what the first update leaves
   const at::Tensor host = at::empty({a.params}, at::TensorOptions().pinned_memory(true));
   torch::cuda::synchronize();
-  const Clock::time_point t = Clock::now();
+  Clock::time_point t = Clock::now();
   host.copy_(gradient);
   const double download_ms = ms_since(t);
+  const at::Tensor device_copy = at::empty_like(gradient);
+  torch::cuda::synchronize();
+  t = Clock::now();
+  device_copy.copy_(host);
+  const double upload_ms = ms_since(t);
 
   const at::Tensor flat = gradient.clone();  // the flat gradient buffer of a training step
   torch::cuda::synchronize();
@@ -434,11 +442,21 @@ int run_offload_delayed_order(const Args& a) {
   for (std::size_t s = 0; s < stages.size(); ++s) {
     fresh += torch::equal(read[s], after_first.narrow(0, stages[s][0].offset, stages[s][0].numel)) ? 1 : 0;
   }
+  // A third step: its gradient goes down while the second update's weights go up, both the whole
+  // parameter. How long until the device may write the gradient again: about a download's time
+  // if the two directions overlap, an upload's and a download's if one waits for the other.
+  delayed.before_gradient_write();
+  flat.copy_(gradient);
+  delayed.step_delayed(flat, 1e-3, 1.0);
+  delayed.before_gradient_write();
+  const double gradient_free_ms = device_wait_ms();
   delayed.complete_update();
   plain.step(gradient, 1e-3, 1.0);
+  plain.step(gradient, 1e-3, 1.0);
   torch::cuda::synchronize();
-  std::printf("download ms %.3f ready ms %.3f first stage ms %.3f all stages ms %.3f fresh stages %d equal %d\n",
-              download_ms, ready_ms, first_stage_ms, all_stages_ms, fresh,
+  std::printf("download ms %.3f upload ms %.3f ready ms %.3f first stage ms %.3f all stages ms %.3f fresh stages %d "
+              "gradient free ms %.3f equal %d\n",
+              download_ms, upload_ms, ready_ms, first_stage_ms, all_stages_ms, fresh, gradient_free_ms,
               torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
   std::fflush(stdout);
   g.backend->shutdown();

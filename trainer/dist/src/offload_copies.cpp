@@ -11,19 +11,18 @@ namespace {
 class HostCopies final : public OffloadCopies {
  public:
   void begin_step() override {}
-  void start_download(const at::Tensor& device_src, const at::Tensor& host_dst, int) override {
-    host_dst.copy_(device_src);
-  }
-  void wait_download(int) override {}
-  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst, int) override {
+  void start_download(const at::Tensor& device_src, const at::Tensor& host_dst) override { host_dst.copy_(device_src); }
+  void mark_downloads(std::size_t) override {}
+  void wait_downloads(std::size_t) override {}
+  void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
     if (host_src.data_ptr() != device_dst.data_ptr()) device_dst.copy_(host_src);
   }
-  void wait_upload(int) override {}
+  void mark_uploads(std::size_t) override {}
+  void wait_uploads(std::size_t) override {}
+  void order_after_uploads(std::size_t) override {}
   void end_step() override {}
   void end_downloads() override {}
   void order_after_downloads() override {}
-  void end_upload_stage(std::size_t) override {}
-  void order_after_upload_stage(std::size_t) override {}
 };
 
 }  // namespace

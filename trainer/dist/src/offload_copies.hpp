@@ -1,7 +1,13 @@
 // The device<->host copies of OffloadAdamW's chunk pipeline, one implementation per device kind:
 // on the CPU they are plain synchronous copies (or nothing, when both ends are the same memory);
-// on CUDA they run asynchronously on a dedicated copy stream, ordered by CUDA events, so they
-// overlap the host's AdamW (offload_copies_cuda.cpp, the only TU with CUDA headers).
+// on CUDA downloads and uploads run asynchronously on two dedicated copy streams, one per
+// direction (a GPU's link moves data both ways at once), ordered by CUDA events, so they overlap
+// each other, the host's AdamW and the compute stream (offload_copies_cuda.cpp, the only TU with
+// CUDA headers).
+//
+// Copies are grouped by marks: mark_downloads(m) / mark_uploads(m) label the copies of one
+// direction started so far, and the host (wait_*) or the device (order_after_*) then waits for
+// those. Marking m again relabels it; a mark never set is waited for as done.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -17,36 +23,36 @@ class OffloadCopies {
  public:
   virtual ~OffloadCopies() = default;
 
-  // Before a step's first download: the copies see all device work queued so far (the gradient).
+  // Before a step's first copy: copies started from now on come after all device work queued so
+  // far (the gradient's last write, the forward's and backward's last reads of the parameters).
   virtual void begin_step() = 0;
-  // Starts copying `device_src` into host staging buffer `buffer` (0 or 1), viewed as `host_dst`.
-  virtual void start_download(const at::Tensor& device_src, const at::Tensor& host_dst, int buffer) = 0;
-  // Returns once the last download into `buffer` has landed.
-  virtual void wait_download(int buffer) = 0;
-  // Starts copying host `host_src` to `device_dst` as upload `buffer` (0 or 1). `host_src` is
-  // either one of two upload staging buffers, which the host refills only after wait_upload() of
-  // the same `buffer`, or the master weights, which stay untouched until the step's next download
-  // has landed.
-  virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst, int buffer) = 0;
-  // Returns once the last upload started as `buffer` has read its source.
-  virtual void wait_upload(int buffer) = 0;
-  // After a step's last upload: device work queued from now on sees every upload (and every
-  // download started before it).
+
+  // Starts copying `device_src` into host memory `host_dst` (pinned on a GPU).
+  virtual void start_download(const at::Tensor& device_src, const at::Tensor& host_dst) = 0;
+  virtual void mark_downloads(std::size_t mark) = 0;
+  // Returns once the downloads before `mark` have landed.
+  virtual void wait_downloads(std::size_t mark) = 0;
+
+  // Starts copying host `host_src` (pinned on a GPU) to `device_dst`. The host must not change
+  // `host_src` until a mark after it has been waited for (wait_uploads()).
+  virtual void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) = 0;
+  virtual void mark_uploads(std::size_t mark) = 0;
+  // Returns once the uploads before `mark` have read their sources.
+  virtual void wait_uploads(std::size_t mark) = 0;
+  // Device work queued from now on on the current stream waits for the uploads before `mark`.
+  virtual void order_after_uploads(std::size_t mark) = 0;
+
+  // Device work queued from now on on the current stream sees every upload started so far.
   virtual void end_step() = 0;
-  // After downloads started behind end_step() (a delayed update's gradient, whose download the
-  // device's next forward need not wait for): marks where they end.
+  // Marks the end of the downloads started so far (a delayed update's gradient, whose download the
+  // device's next forward need not wait for).
   virtual void end_downloads() = 0;
   // Device work queued from now on on the current stream waits until the downloads before the
   // last end_downloads() have read their sources: before the device overwrites them.
   virtual void order_after_downloads() = 0;
-  // After the uploads of the forward's stage `stage` (a delayed update's weights, uploaded stage
-  // by stage in the order the forward reads them): marks where they end.
-  virtual void end_upload_stage(std::size_t stage) = 0;
-  // Device work queued from now on on the current stream waits for the uploads before
-  // end_upload_stage(stage) (nothing if no upload stage was ever marked `stage`).
-  virtual void order_after_upload_stage(std::size_t stage) = 0;
-  // Downloads since begin_step() that had already landed when wait_download() was called for
-  // them (their CUDA event was complete): copies that ran while the host updated earlier chunks.
+
+  // Waits for downloads since begin_step() that had already landed when they were waited for
+  // (their CUDA event was complete): copies that ran while the host updated earlier chunks.
   // Synchronous copies overlap nothing: 0.
   virtual std::int64_t downloads_landed_before_wait() const { return 0; }
   // After the parameters moved into their flat buffer: the device memory their old storage held,

@@ -107,6 +107,8 @@ OffloadAdamW::~OffloadAdamW() {
   // Copies may still be in flight (a run unwinding from an error): the device's later work, which
   // may reuse the buffers' memory, comes after them. Nothing to report from a destructor.
   try {
+    copies_->end_downloads();
+    copies_->order_after_downloads();
     copies_->end_step();
   } catch (...) {
   }
@@ -140,16 +142,17 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
              copies_->start_download(flat_grad.narrow(0, shard_begin_ + r.begin, r.size()),
-                                     download_[buffer].narrow(0, 0, r.size()), buffer);
+                                     download_[buffer].narrow(0, 0, r.size()));
+             copies_->mark_downloads(static_cast<std::size_t>(buffer));
            },
-       .wait_download = [&](int buffer) { copies_->wait_download(buffer); },
+       .wait_download = [&](int buffer) { copies_->wait_downloads(static_cast<std::size_t>(buffer)); },
        .update =
            [&](std::int64_t chunk, int buffer) {
              const ChunkRange r = range(chunk);
              if (!rounds_in_update()) {
                return update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale, kernel_);
              }
-             copies_->wait_upload(buffer);  // its previous chunk has left: the update rounds into it
+             copies_->wait_uploads(static_cast<std::size_t>(buffer));  // its previous chunk has left: the update rounds into it
              update_range(r.begin, r.end, download_[buffer], learning_rate, grad_scale, kernel_, upload_[buffer]);
            },
        .start_upload =
@@ -163,20 +166,31 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
 
 void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
   check_gradient(flat_grad);
-  if (!delayed_.defined()) delayed_ = host_tensor(owned_, type_, pinned_);
+  if (!delayed_gradient_.defined()) {
+    delayed_gradient_ = host_tensor(owned_, type_, pinned_);
+    if (type_ != at::kFloat) delayed_weights_ = host_tensor(owned_, type_, pinned_);
+  }
   const bool applying = pending_.valid();
   if (applying) pending_.get();  // rethrows what the update threw
-  // One copy stream, in order: the finished update's weights leave delayed_ (or the masters)
-  // before this step's gradient lands there, and the background update starts after it landed.
-  // The device's next forward waits for the upload only, not for the download behind it.
+  // Both copies start behind the step's device work. The finished update's weights go up part by
+  // part while this step's gradient comes down, part by part in the same order, into its own
+  // buffer; the device's next forward waits for the upload only (or, staged, for each part as it
+  // reaches it), never for the download.
   order_after_all_uploads();
   copies_->begin_step();
-  if (applying && owned_ > 0) {
-    upload_delayed();
+  const std::vector<std::vector<ChunkRange>> parts = delayed_parts();
+  const bool uploading = applying && owned_ > 0;
+  if (uploading) {
+    upload_delayed(parts);
   } else {
     copies_->end_step();
   }
-  if (owned_ > 0) copies_->start_download(flat_grad.narrow(0, shard_begin_, owned_), delayed_, 0);
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    for (const ChunkRange& r : parts[p]) {
+      copies_->start_download(flat_grad.narrow(0, shard_begin_ + r.begin, r.size()), delayed_gradient_.narrow(0, r.begin, r.size()));
+    }
+    copies_->mark_downloads(p);
+  }
   copies_->end_downloads();
   if (applying) {
     all_gather();
@@ -185,7 +199,9 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
   }
   ++step_;
   try {
-    pending_ = std::async(std::launch::async, [this, learning_rate, grad_scale] { update_delayed(learning_rate, grad_scale); });
+    pending_ = std::async(std::launch::async, [this, parts, uploading, learning_rate, grad_scale] {
+      update_delayed(parts, uploading, learning_rate, grad_scale);
+    });
   } catch (...) {
     --step_;  // no thread, no update
     throw;
@@ -232,24 +248,33 @@ void OffloadAdamW::set_upload_stages(const std::vector<std::vector<FlatSlot>>& s
 }
 
 void OffloadAdamW::enter_stage(std::size_t stage) {
-  if (staged_uploads_unordered_ && stage < stage_ranges_.size()) copies_->order_after_upload_stage(stage);
+  if (staged_uploads_unordered_ && stage < stage_ranges_.size()) copies_->order_after_uploads(stage);
 }
 
-void OffloadAdamW::upload_delayed() {
+std::vector<std::vector<ChunkRange>> OffloadAdamW::delayed_parts() const {
+  if (!stage_ranges_.empty()) return stage_ranges_;
+  // Chunks, at most kMostParts of them: each part costs two events per step.
+  constexpr std::int64_t kMostParts = 64;
+  const std::int64_t size = std::max(chunk_, (owned_ + kMostParts - 1) / kMostParts);
+  std::vector<std::vector<ChunkRange>> parts;
+  for (std::int64_t c = 0, count = chunk_count(size, owned_); c < count; ++c) parts.push_back({chunk_range(c, size, owned_)});
+  return parts;
+}
+
+void OffloadAdamW::upload_delayed(const std::vector<std::vector<ChunkRange>>& parts) {
   const at::Tensor source = delayed_upload_source();
   const at::Tensor own = flat_params_.narrow(0, shard_begin_, owned_);
-  if (stage_ranges_.empty()) {
-    copies_->start_upload(source, own, 0);
-    copies_->end_step();
-    return;
-  }
-  for (std::size_t s = 0; s < stage_ranges_.size(); ++s) {
-    for (const ChunkRange& r : stage_ranges_[s]) {
-      copies_->start_upload(source.narrow(0, r.begin, r.size()), own.narrow(0, r.begin, r.size()), 0);
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    for (const ChunkRange& r : parts[p]) {
+      copies_->start_upload(source.narrow(0, r.begin, r.size()), own.narrow(0, r.begin, r.size()));
     }
-    copies_->end_upload_stage(s);
+    copies_->mark_uploads(p);
   }
-  staged_uploads_unordered_ = true;
+  if (stage_ranges_.empty()) {
+    copies_->end_step();
+  } else {
+    staged_uploads_unordered_ = true;
+  }
 }
 
 void OffloadAdamW::order_after_all_uploads() {
@@ -258,29 +283,36 @@ void OffloadAdamW::order_after_all_uploads() {
   staged_uploads_unordered_ = false;
 }
 
-void OffloadAdamW::update_delayed(double learning_rate, double grad_scale) {
-  if (owned_ == 0) return;
-  copies_->wait_download(0);
+void OffloadAdamW::update_delayed(const std::vector<std::vector<ChunkRange>>& parts, bool uploaded, double learning_rate,
+                                  double grad_scale) {
   // One core fewer than step()'s: the thread that drives the device's next forward and backward
   // keeps one.
   optim::KernelOptions kernel = kernel_;
   if (kernel.threads == 0) kernel.threads = std::max(1U, std::thread::hardware_concurrency());
   if (kernel.threads > 1) --kernel.threads;
-  const bool rounds = type_ != at::kFloat;
-  for (std::int64_t chunk = 0, chunks = chunk_count(chunk_, owned_); chunk < chunks; ++chunk) {
-    const ChunkRange r = chunk_range(chunk, chunk_, owned_);
-    const at::Tensor part = delayed_.narrow(0, r.begin, r.size());
-    if (rounds_in_update()) {
-      update_range(r.begin, r.end, part, learning_rate, grad_scale, kernel, part);  // rounded over the gradient
-    } else {
-      update_range(r.begin, r.end, part, learning_rate, grad_scale, kernel);
-      if (rounds) part.copy_(master_.narrow(0, r.begin, r.size()));
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    copies_->wait_downloads(p);
+    // The update writes where the last weights went up from: the rounded weights' buffer, or the
+    // fp32 masters themselves.
+    if (uploaded) copies_->wait_uploads(p);
+    for (const ChunkRange& range : parts[p]) {
+      // In chunks: fp16's widened gradient has room for one.
+      for (std::int64_t begin = range.begin; begin < range.end; begin += chunk_) {
+        const std::int64_t end = std::min(range.end, begin + chunk_);
+        const at::Tensor gradient = delayed_gradient_.narrow(0, begin, end - begin);
+        if (rounds_in_update()) {
+          update_range(begin, end, gradient, learning_rate, grad_scale, kernel, delayed_weights_.narrow(0, begin, end - begin));
+        } else {
+          update_range(begin, end, gradient, learning_rate, grad_scale, kernel);
+          if (delayed_weights_.defined()) delayed_weights_.narrow(0, begin, end - begin).copy_(master_.narrow(0, begin, end - begin));
+        }
+      }
     }
   }
 }
 
 at::Tensor OffloadAdamW::delayed_upload_source() const {
-  return type_ == at::kFloat ? master_.narrow(0, 0, owned_) : delayed_;
+  return delayed_weights_.defined() ? delayed_weights_ : master_.narrow(0, 0, owned_);
 }
 
 void OffloadAdamW::complete_update() {
@@ -288,7 +320,7 @@ void OffloadAdamW::complete_update() {
   if (!pending_.valid()) return;
   pending_.get();
   copies_->begin_step();
-  if (owned_ > 0) copies_->start_upload(delayed_upload_source(), flat_params_.narrow(0, shard_begin_, owned_), 0);
+  if (owned_ > 0) copies_->start_upload(delayed_upload_source(), flat_params_.narrow(0, shard_begin_, owned_));
   copies_->end_step();
   all_gather();
 }
@@ -296,12 +328,17 @@ void OffloadAdamW::complete_update() {
 void OffloadAdamW::start_upload(std::int64_t begin, std::int64_t end, int buffer) {
   const at::Tensor target = flat_params_.narrow(0, shard_begin_ + begin, end - begin);
   const at::Tensor master = master_.narrow(0, begin, end - begin);
-  if (!upload_[buffer].defined()) return copies_->start_upload(master, target, buffer);
-  // Its previous chunk has left (bf16: waited for before the update rounded into it).
-  if (!rounds_in_update()) copies_->wait_upload(buffer);
-  const at::Tensor rounded = upload_[buffer].narrow(0, 0, end - begin);
-  if (!rounds_in_update()) rounded.copy_(master);
-  copies_->start_upload(rounded, target, buffer);
+  const auto mark = static_cast<std::size_t>(buffer);
+  if (!upload_[buffer].defined()) {
+    copies_->start_upload(master, target);
+  } else {
+    // Its previous chunk has left (bf16: waited for before the update rounded into it).
+    if (!rounds_in_update()) copies_->wait_uploads(mark);
+    const at::Tensor rounded = upload_[buffer].narrow(0, 0, end - begin);
+    if (!rounds_in_update()) rounded.copy_(master);
+    copies_->start_upload(rounded, target);
+  }
+  copies_->mark_uploads(mark);
 }
 
 void OffloadAdamW::all_gather() {
@@ -474,7 +511,9 @@ std::size_t OffloadAdamW::state_bytes() const {
   for (const auto* buffers : {&download_, &upload_}) {
     for (const at::Tensor& buffer : *buffers) bytes += buffer.defined() ? buffer.nbytes() : 0;
   }
-  for (const at::Tensor* buffer : {&gradient32_, &delayed_}) bytes += buffer->defined() ? buffer->nbytes() : 0;
+  for (const at::Tensor* buffer : {&gradient32_, &delayed_gradient_, &delayed_weights_}) {
+    bytes += buffer->defined() ? buffer->nbytes() : 0;
+  }
   return bytes;
 }
 

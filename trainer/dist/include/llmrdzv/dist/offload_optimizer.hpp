@@ -10,7 +10,8 @@
 // parameters' type on the host, into its slice of the flat parameters, and all-gathers the slices in place
 // (nothing is gathered with one rank). The shard moves in chunks through two download and two
 // upload staging buffers (chunk_pipeline.hpp), so on CUDA the gradient download and weight upload
-// of neighbouring chunks overlap the host's update (copy stream, events, pinned host buffers).
+// of neighbouring chunks overlap the host's update and each other (a copy stream per direction,
+// events, pinned host buffers).
 // With the device being the CPU the same chunked path runs, with synchronous copies.
 //
 // step_delayed() is ZeRO-Offload's one-step delayed parameter update (DPU): it takes the step's
@@ -21,7 +22,11 @@
 // the device must not overwrite until it has been read: before_gradient_write() orders that.
 // With one rank and the forward's stages given (set_upload_stages()), the upload goes stage by
 // stage and the forward waits for each stage's weights as it reaches it (enter_stage()), so the
-// upload overlaps the forward instead of preceding it.
+// upload overlaps the forward instead of preceding it. The gradient comes down beside that upload,
+// into a buffer of its own, in the same order of parts (the stages, or chunks); the background
+// update takes each part as soon as its gradient has landed and the last weights uploaded from
+// its place have left, so the host's AdamW starts within a part's transfer, not after both
+// transfers of the whole shard.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -76,8 +81,9 @@ class OffloadAdamW {
   // the master weights from it. The parameters keep their current values until the next
   // step_delayed() or complete_update() (which every rank calls at the same step). A sequence of
   // calls ends in the master weights and moments step() would reach from the same gradients.
-  // Host memory: one more shard-sized buffer of the parameters' type, which carries the
-  // gradient down and the rounded new weights up.
+  // Host memory: a shard-sized buffer of the parameters' type that carries the gradient down and,
+  // for bf16/fp16 parameters, another that carries the rounded new weights up (fp32 weights go up
+  // from the master weights).
   void step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
   // Before the device next writes the flat gradient: device work queued from now on (on the
   // current stream) waits until step_delayed()'s download has read it. Nothing to wait for after
@@ -108,7 +114,7 @@ class OffloadAdamW {
   void load_state(const std::map<std::string, at::Tensor>& state);
 
   // Host bytes this rank holds for the optimizer: master weights, two moments and the staging
-  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s buffer of
+  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s buffers of
   // the owned shard once it ran).
   std::size_t state_bytes() const;
   std::int64_t shard_begin() const { return shard_begin_; }
@@ -141,13 +147,20 @@ class OffloadAdamW {
   void all_gather();
   void check_gradient(const at::Tensor& flat_grad) const;
   void refuse_if_pending(const char* what) const;
-  // The background half of step_delayed(): waits for the download, then updates the shard chunk
-  // by chunk and (for bf16/fp16) rounds the new weights into delayed_ in place of the gradient.
-  void update_delayed(double learning_rate, double grad_scale);
-  // The whole shard's new weights in the parameters' type: delayed_, or the master weights (fp32).
+  // The parts a delayed update moves and updates in turn, as shard ranges: the upload stages when
+  // set (part s = stage s), chunks of the shard otherwise. Part p's copies carry mark p.
+  std::vector<std::vector<ChunkRange>> delayed_parts() const;
+  // The background half of step_delayed(): part by part, waits for its gradient to land (and,
+  // when `uploaded`, for the last weights uploaded from its place to leave), updates it and (for
+  // bf16/fp16) rounds its new weights into delayed_weights_.
+  void update_delayed(const std::vector<std::vector<ChunkRange>>& parts, bool uploaded, double learning_rate,
+                      double grad_scale);
+  // The whole shard's new weights in the parameters' type: delayed_weights_, or the master
+  // weights (fp32).
   at::Tensor delayed_upload_source() const;
-  // Starts uploading the finished delayed update: in one piece, or stage by stage.
-  void upload_delayed();
+  // Starts uploading the finished delayed update part by part; with upload stages the device
+  // waits for each as the forward enters it, otherwise for all of it (end_step()).
+  void upload_delayed(const std::vector<std::vector<ChunkRange>>& parts);
   // The device's work queued from now on waits for every upload so far (after staged uploads).
   void order_after_all_uploads();
 
@@ -176,7 +189,9 @@ class OffloadAdamW {
   std::array<at::Tensor, 2> download_;         // host gradient chunks of type_, min(chunk, owned) each
   std::array<at::Tensor, 2> upload_;           // host rounded-weight chunks of type_ (none for fp32)
   at::Tensor gradient32_;                      // one fp32 host chunk (fp16 only)
-  at::Tensor delayed_;                         // owned_ host values of type_ for step_delayed(), made at its first call
+  // step_delayed()'s owned_ host values of type_, made at its first call: the gradient, and the
+  // rounded new weights (none for fp32).
+  at::Tensor delayed_gradient_, delayed_weights_;
   std::future<void> pending_;                  // the background update of step_delayed()
   std::unique_ptr<OffloadCopies> copies_;
   bool pinned_ = false;                        // host buffers are pinned (the device is a GPU)
