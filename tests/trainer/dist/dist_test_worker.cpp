@@ -15,18 +15,14 @@
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
 //                events) before the host came to update their chunk; first "unused reserved MiB
 //                <n>": what the caching allocator holds that no tensor uses, once it is built
-//   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params floats on cuda:0 in
-//                8 forward stages: the first step's gradient overwritten behind
-//                before_gradient_write(), the second's weights uploaded stage by stage, the third's
-//                gradient downloaded beside them; prints "download ms <a> upload ms <u> ready ms <b>
-//                first stage ms <c> all stages ms <d> fresh stages <f> gradient free ms <g>
-//                equal <0|1>": a download and an upload of that size on their own, how long the
-//                device's next work waited after the first step_delayed() (no update to apply), how
-//                long it waited for the first and for every stage after the second, how many
-//                stages' weights the device read as the first update left them right after entering
-//                the stage, how long after the third the device could write the gradient again,
-//                and whether the final weights equal three step()s' from the intact gradients (bit
-//                for bit)
+//   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params floats on cuda:0:
+//                the first step's gradient overwritten behind before_gradient_write(), the
+//                second's step applying the first update; prints "download ms <a> upload ms <u>
+//                ready ms <b> applied ms <c> fresh <0|1> equal <0|1>": a download and an upload of
+//                that size on their own, how long the device's next work waited after the first
+//                step_delayed() (no update to apply) and after the second (applying the first),
+//                whether the device then read the first update's weights, and whether the final
+//                weights equal two step()s' from the intact gradients (bit for bit)
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
@@ -281,16 +277,11 @@ struct BitsProblem {
     }
   }
   // Step 1 as offload_steps, steps 2..last delayed, then the pending update completed; `seen` gets
-  // the parameters after each call. The delayed weights go up in forward stages out of the flat
-  // order, one parameter in none (one rank; ignored with more), and each stage is entered before
-  // the parameters are read, as a forward would.
+  // the parameters after each call.
   void delayed_steps(dist::OffloadAdamW& optimizer, int last, std::vector<at::Tensor>& seen) const {
-    const std::vector<std::vector<dist::FlatSlot>> stages{{slots[5], slots[0]}, {slots[2]}, {slots[3], slots[1]}};
-    optimizer.set_upload_stages(stages);
     offload_steps(optimizer, 1, 1, &seen);
     for (int step = 2; step <= last; ++step) {
       optimizer.step_delayed(gradient(step), learning_rate(step), grad_scale(step));
-      for (std::size_t s = 0; s < stages.size(); ++s) optimizer.enter_stage(s);
       seen.push_back(torch::cat(params).clone());
     }
     optimizer.complete_update();
@@ -390,13 +381,6 @@ int run_offload_delayed_order(const Args& a) {
   at::Tensor delayed_parameter = start.clone(), plain_parameter = start.clone();
   dist::OffloadAdamW delayed({{delayed_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
   dist::OffloadAdamW plain({{plain_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
-  constexpr std::int64_t kStages = 8;  // eighths of the parameter, the last read first
-  std::vector<std::vector<dist::FlatSlot>> stages;
-  for (std::int64_t s = kStages; s-- > 0;) {
-    const std::int64_t begin = a.params * s / kStages, end = a.params * (s + 1) / kStages;
-    stages.push_back({{begin, end - begin}});
-  }
-  delayed.set_upload_stages(stages);
   using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
   // How long until the device has done what is queued on it now.
@@ -428,36 +412,16 @@ int run_offload_delayed_order(const Args& a) {
   delayed.before_gradient_write();
   flat.fill_(std::nan(""));  // the next backward's first write
   flat.copy_(gradient);      // and its gradient
-  delayed.step_delayed(flat, 1e-3, 1.0);  // applies the first update, stage by stage
-  delayed.enter_stage(0);
-  const double first_stage_ms = device_wait_ms();
-  // Each stage as the device reads it right after entering it, the later ones still uploading.
-  std::vector<at::Tensor> read;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    delayed.enter_stage(s);
-    read.push_back(delayed_parameter.narrow(0, stages[s][0].offset, stages[s][0].numel).clone());
-  }
-  const double all_stages_ms = first_stage_ms + device_wait_ms();
-  int fresh = 0;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    fresh += torch::equal(read[s], after_first.narrow(0, stages[s][0].offset, stages[s][0].numel)) ? 1 : 0;
-  }
-  // A third step: its gradient goes down while the second update's weights go up, both the whole
-  // parameter. How long until the device may write the gradient again: about a download's time
-  // if the two directions overlap, an upload's and a download's if one waits for the other.
-  delayed.before_gradient_write();
-  flat.copy_(gradient);
+  // The first update's weights went up while the host computed it; applying them is a copy on
+  // the device.
   delayed.step_delayed(flat, 1e-3, 1.0);
-  delayed.before_gradient_write();
-  const double gradient_free_ms = device_wait_ms();
+  const double applied_ms = device_wait_ms();
+  const bool fresh = torch::equal(delayed_parameter, after_first);
   delayed.complete_update();
   plain.step(gradient, 1e-3, 1.0);
-  plain.step(gradient, 1e-3, 1.0);
   torch::cuda::synchronize();
-  std::printf("download ms %.3f upload ms %.3f ready ms %.3f first stage ms %.3f all stages ms %.3f fresh stages %d "
-              "gradient free ms %.3f equal %d\n",
-              download_ms, upload_ms, ready_ms, first_stage_ms, all_stages_ms, fresh, gradient_free_ms,
-              torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
+  std::printf("download ms %.3f upload ms %.3f ready ms %.3f applied ms %.3f fresh %d equal %d\n", download_ms,
+              upload_ms, ready_ms, applied_ms, fresh ? 1 : 0, torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
   std::fflush(stdout);
   g.backend->shutdown();
   g.client->leave();

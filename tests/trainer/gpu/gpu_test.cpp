@@ -210,17 +210,16 @@ TEST_CASE("the offload copy stream overlaps the host's AdamW (checked with CUDA 
   }
 }
 
-TEST_CASE("after a delayed offload update the device's next work waits neither for the gradient's download nor "
-          "for the whole upload of the new weights, only for each forward stage's; the next gradient write waits "
-          "for the download, which runs beside the upload", "[gpu][offload]") {
-  // 1 GiB of fp32 weights and gradient in 8 forward stages: a download or upload of it takes tens
-  // of milliseconds. After the first delayed step there is no update to apply, so the device has
-  // nothing to wait for (it once waited for the whole download); its gradient is then overwritten
-  // with NaN behind before_gradient_write(): were that write not ordered after the download, the
-  // update would read NaN. After the second, the first stage's eighth of the weights must be
-  // there well before all of them, and each stage's weights, read right after entering it while
-  // the later stages still upload, must be the new ones. After the third, the gradient's download
-  // must run beside the upload of the second update's weights, not behind it.
+TEST_CASE("a delayed offload update reaches the device while the host computes it: the next step waits neither for "
+          "the gradient's download nor for an upload, and the next gradient write waits for the download",
+          "[gpu][offload]") {
+  // 1 GiB of fp32 weights and gradient: a download or upload of it takes tens of milliseconds.
+  // After the first delayed step there is no update to apply, so the device has nothing to wait
+  // for (it once waited for the whole download); its gradient is then overwritten with NaN behind
+  // before_gradient_write(): were that write not ordered after the download, the update would
+  // read NaN. The second step applies the first update, whose weights went up part by part as
+  // the host finished them: the device waits for the last part and a copy on the device, not for
+  // an upload of the whole (as it once did), and then holds exactly the first update's weights.
   const auto run = llmrdzv::testing::run_workers(
       1, {"--mode", "offload-delayed-order", "--params", std::to_string(256 << 20), "--chunk", std::to_string(8 << 20)});
   llmrdzv::testing::require_success(run);
@@ -228,21 +227,17 @@ TEST_CASE("after a delayed offload update the device's next work waits neither f
   REQUIRE(lines.size() == 1);
   std::istringstream in(lines[0]);
   std::string word;
-  double download_ms = 0, upload_ms = 0, ready_ms = 0, first_stage_ms = 0, all_stages_ms = 0, gradient_free_ms = 0;
+  double download_ms = 0, upload_ms = 0, ready_ms = 0, applied_ms = 0;
   int fresh = 0, equal = 0;
-  in >> word >> word >> download_ms >> word >> word >> upload_ms >> word >> word >> ready_ms >> word >> word >> word >>
-      first_stage_ms >> word >> word >> word >> all_stages_ms >> word >> word >> fresh >> word >> word >> word >>
-      gradient_free_ms >> word >> equal;
+  in >> word >> word >> download_ms >> word >> word >> upload_ms >> word >> word >> ready_ms >> word >> word >>
+      applied_ms >> word >> fresh >> word >> equal;
   INFO(lines[0]);
   REQUIRE(in);
   CHECK(download_ms > 5.0);  // the measurements mean something
   CHECK(upload_ms > 5.0);
   CHECK(ready_ms < download_ms / 4);
-  CHECK(all_stages_ms > 5.0);
-  CHECK(first_stage_ms < all_stages_ms / 3);
-  CHECK(fresh == 8);
-  // Downloads and uploads on one queue would take their sum.
-  CHECK(gradient_free_ms < 0.75 * (download_ms + upload_ms));
+  CHECK(applied_ms < upload_ms / 4);
+  CHECK(fresh == 1);
   CHECK(equal == 1);
 }
 

@@ -142,8 +142,7 @@ TEST_CASE("2 and 4 ranks give the 1-rank losses with the same global batch (offl
 
 TEST_CASE("delayed offload updates: 1 and 2 ranks follow the undelayed run until the delay starts, learn, and "
           "resume exactly", "[train][distributed][offload]") {
-  // One rank uploads the delayed weights stage by stage as the forward reaches them; two upload
-  // and all-gather them whole.
+  // Two ranks also all-gather the delayed weights.
   for (const std::string nproc : {"1", "2"}) {
     INFO(nproc << " rank(s)");
     ScratchDir dir("train-run");

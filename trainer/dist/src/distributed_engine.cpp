@@ -28,7 +28,6 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
-#include <unordered_map>
 
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/dist/gpu_check.hpp"
@@ -224,24 +223,6 @@ class DistributedEngine final : public engine::TrainingEngine {
 
   void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) override {
     guarded([&] { attach_parameters(std::move(parameters), settings); });
-  }
-
-  void set_forward_stages(const std::vector<std::vector<at::Tensor>>& stages) override {
-    if (!offload_) return;
-    std::unordered_map<const c10::TensorImpl*, std::size_t> index;
-    for (std::size_t k = 0; k < attached_.size(); ++k) index.emplace(attached_[k].unsafeGetTensorImpl(), k);
-    std::vector<std::vector<FlatSlot>> slots(stages.size());
-    for (std::size_t s = 0; s < stages.size(); ++s) {
-      for (const at::Tensor& t : stages[s]) {
-        const auto found = index.find(t.unsafeGetTensorImpl());
-        if (found != index.end()) slots[s].push_back(buckets_->slots()[found->second]);  // frozen ones have none
-      }
-    }
-    offload_->set_upload_stages(slots);
-  }
-
-  void enter_forward_stage(std::size_t stage) override {
-    if (offload_) offload_->enter_stage(stage);
   }
 
   void begin_micro_step(bool last_micro_step) override {

@@ -19,7 +19,6 @@ class HostCopies final : public OffloadCopies {
   }
   void mark_uploads(std::size_t) override {}
   void wait_uploads(std::size_t) override {}
-  void order_after_uploads(std::size_t) override {}
   void end_step() override {}
   void end_downloads() override {}
   void order_after_downloads() override {}

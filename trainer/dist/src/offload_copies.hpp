@@ -39,8 +39,6 @@ class OffloadCopies {
   virtual void mark_uploads(std::size_t mark) = 0;
   // Returns once the uploads before `mark` have read their sources.
   virtual void wait_uploads(std::size_t mark) = 0;
-  // Device work queued from now on on the current stream waits for the uploads before `mark`.
-  virtual void order_after_uploads(std::size_t mark) = 0;
 
   // Device work queued from now on on the current stream sees every upload started so far.
   virtual void end_step() = 0;

@@ -4,12 +4,12 @@
 // carries both at once (on the H100 host measured, ~51 GB/s down and ~37 GB/s up), and a
 // download never waits behind an upload. Events order everything else: both copy streams wait
 // for the compute stream's work at the start of a step (the gradient is complete, and the
-// forward and backward have read the parameters the uploads overwrite); the host waits for a
-// download mark before it reads what landed, and for an upload mark before it changes an
-// upload's source; the compute stream waits for the uploads (end_step(), or an upload mark per
-// forward stage) and, before it next writes the gradient, for the downloads reading it
-// (order_after_downloads()). Compiled and linked against the CUDA LibTorch on every build; it
-// can only run on a GPU.
+// device has read what the uploads overwrite); the host waits for a download mark before it
+// reads what landed, and for an upload mark before it changes an upload's source; the compute
+// stream waits for the uploads (end_step()) and, before it next writes the gradient, for the
+// downloads reading it (order_after_downloads()). The host's waits may come from a background
+// thread (a delayed update), which also starts uploads. Compiled and linked against the CUDA
+// LibTorch on every build; it can only run on a GPU.
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -23,8 +23,8 @@
 namespace llmrdzv::dist {
 namespace {
 
-// The marked events of one copy stream. Only record() adds events (the thread that starts the
-// copies, before a background update waits for them); a mark never recorded is done.
+// The marked events of one copy stream, used by one thread at a time (a background update's
+// thread, between its start and the join of it); a mark never recorded is done.
 class Marks {
  public:
   void record(std::size_t mark, const c10::cuda::CUDAStream& stream) {
@@ -37,9 +37,6 @@ class Marks {
     const bool done = events_[mark].query();
     events_[mark].synchronize();
     return done;
-  }
-  void block(std::size_t mark, const c10::cuda::CUDAStream& stream) {
-    if (mark < events_.size()) events_[mark].block(stream);
   }
 
  private:
@@ -87,8 +84,6 @@ class CudaCopies final : public OffloadCopies {
     const c10::cuda::CUDAGuard on_device(device_index_);
     uploads_.synchronize(mark);
   }
-
-  void order_after_uploads(std::size_t mark) override { uploads_.block(mark, compute_stream()); }
 
   void end_step() override {
     all_uploads_.record(upload_stream_);

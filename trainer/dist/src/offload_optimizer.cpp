@@ -169,39 +169,30 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
   if (!delayed_gradient_.defined()) {
     delayed_gradient_ = host_tensor(owned_, type_, pinned_);
     if (type_ != at::kFloat) delayed_weights_ = host_tensor(owned_, type_, pinned_);
+    arrived_ = at::empty({owned_}, flat_params_.options());
   }
   const bool applying = pending_.valid();
-  if (applying) pending_.get();  // rethrows what the update threw
-  // Both copies start behind the step's device work. The finished update's weights go up part by
-  // part while this step's gradient comes down, part by part in the same order, into its own
-  // buffer; the device's next forward waits for the upload only (or, staged, for each part as it
-  // reaches it), never for the download.
-  order_after_all_uploads();
-  copies_->begin_step();
-  const std::vector<std::vector<ChunkRange>> parts = delayed_parts();
-  const bool uploading = applying && owned_ > 0;
-  if (uploading) {
-    upload_delayed(parts);
-  } else {
-    copies_->end_step();
-  }
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    for (const ChunkRange& r : parts[p]) {
-      copies_->start_download(flat_grad.narrow(0, shard_begin_ + r.begin, r.size()), delayed_gradient_.narrow(0, r.begin, r.size()));
-    }
-    copies_->mark_downloads(p);
-  }
-  copies_->end_downloads();
   if (applying) {
-    all_gather();
+    pending_.get();  // rethrows what the update threw
+    apply_arrived();
   } else {
     last_gather_wait_seconds_ = 0;
   }
+  // After the device's copy out of arrived_ (the next update's uploads overwrite it) and after the
+  // step's gradient: the gradient comes down part by part; the device's next forward does not
+  // wait for it.
+  copies_->begin_step();
+  const std::vector<ChunkRange> parts = delayed_parts();
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    copies_->start_download(flat_grad.narrow(0, shard_begin_ + parts[p].begin, parts[p].size()),
+                            delayed_gradient_.narrow(0, parts[p].begin, parts[p].size()));
+    copies_->mark_downloads(p);
+  }
+  copies_->end_downloads();
   ++step_;
   try {
-    pending_ = std::async(std::launch::async, [this, parts, uploading, learning_rate, grad_scale] {
-      update_delayed(parts, uploading, learning_rate, grad_scale);
-    });
+    pending_ = std::async(std::launch::async,
+                          [this, parts, learning_rate, grad_scale] { update_delayed(parts, learning_rate, grad_scale); });
   } catch (...) {
     --step_;  // no thread, no update
     throw;
@@ -210,119 +201,53 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
 
 void OffloadAdamW::before_gradient_write() { copies_->order_after_downloads(); }
 
-void OffloadAdamW::set_upload_stages(const std::vector<std::vector<FlatSlot>>& stages) {
-  stage_ranges_.clear();
-  if (world_ > 1 || stages.empty()) return;
-  struct Named {
-    std::int64_t begin, end;
-    std::size_t stage;
-  };
-  std::vector<Named> named;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    for (const FlatSlot& slot : stages[s]) {
-      if (slot.offset < 0 || slot.numel < 0 || slot.offset + slot.numel > owned_) {
-        throw std::invalid_argument("offload optimizer: an upload stage names elements outside the parameters");
-      }
-      if (slot.numel > 0) named.push_back({slot.offset, slot.offset + slot.numel, s});
-    }
-  }
-  std::sort(named.begin(), named.end(), [](const Named& a, const Named& b) { return a.begin < b.begin; });
-  std::vector<std::vector<ChunkRange>> ranges(stages.size());
-  const auto add = [&](std::size_t stage, std::int64_t begin, std::int64_t end) {
-    std::vector<ChunkRange>& list = ranges[stage];
-    if (!list.empty() && list.back().end == begin) {
-      list.back().end = end;  // adjacent: one copy
-    } else {
-      list.push_back({begin, end});
-    }
-  };
-  std::int64_t covered = 0;  // everything before it has a stage
-  for (const Named& n : named) {
-    if (n.begin < covered) throw std::invalid_argument("offload optimizer: two upload stages name the same elements");
-    if (covered < n.begin) add(0, covered, n.begin);  // named by no stage: uploaded with the first
-    add(n.stage, n.begin, n.end);
-    covered = n.end;
-  }
-  if (covered < owned_) add(0, covered, owned_);
-  stage_ranges_ = std::move(ranges);  // each stage's ranges in flat order, as added
-}
-
-void OffloadAdamW::enter_stage(std::size_t stage) {
-  if (staged_uploads_unordered_ && stage < stage_ranges_.size()) copies_->order_after_uploads(stage);
-}
-
-std::vector<std::vector<ChunkRange>> OffloadAdamW::delayed_parts() const {
-  if (!stage_ranges_.empty()) return stage_ranges_;
+std::vector<ChunkRange> OffloadAdamW::delayed_parts() const {
   // Chunks, at most kMostParts of them: each part costs two events per step.
   constexpr std::int64_t kMostParts = 64;
   const std::int64_t size = std::max(chunk_, (owned_ + kMostParts - 1) / kMostParts);
-  std::vector<std::vector<ChunkRange>> parts;
-  for (std::int64_t c = 0, count = chunk_count(size, owned_); c < count; ++c) parts.push_back({chunk_range(c, size, owned_)});
+  std::vector<ChunkRange> parts;
+  for (std::int64_t c = 0, count = chunk_count(size, owned_); c < count; ++c) parts.push_back(chunk_range(c, size, owned_));
   return parts;
 }
 
-void OffloadAdamW::upload_delayed(const std::vector<std::vector<ChunkRange>>& parts) {
-  const at::Tensor source = delayed_upload_source();
-  const at::Tensor own = flat_params_.narrow(0, shard_begin_, owned_);
-  for (std::size_t p = 0; p < parts.size(); ++p) {
-    for (const ChunkRange& r : parts[p]) {
-      copies_->start_upload(source.narrow(0, r.begin, r.size()), own.narrow(0, r.begin, r.size()));
-    }
-    copies_->mark_uploads(p);
-  }
-  if (stage_ranges_.empty()) {
-    copies_->end_step();
-  } else {
-    staged_uploads_unordered_ = true;
-  }
-}
-
-void OffloadAdamW::order_after_all_uploads() {
-  if (!staged_uploads_unordered_) return;
-  copies_->end_step();
-  staged_uploads_unordered_ = false;
-}
-
-void OffloadAdamW::update_delayed(const std::vector<std::vector<ChunkRange>>& parts, bool uploaded, double learning_rate,
-                                  double grad_scale) {
+void OffloadAdamW::update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, double grad_scale) {
   // One core fewer than step()'s: the thread that drives the device's next forward and backward
   // keeps one.
   optim::KernelOptions kernel = kernel_;
   if (kernel.threads == 0) kernel.threads = std::max(1U, std::thread::hardware_concurrency());
   if (kernel.threads > 1) --kernel.threads;
+  // fp32 weights go up from the masters themselves.
+  const at::Tensor source = delayed_weights_.defined() ? delayed_weights_ : master_.narrow(0, 0, owned_);
   for (std::size_t p = 0; p < parts.size(); ++p) {
+    const ChunkRange part = parts[p];
     copies_->wait_downloads(p);
-    // The update writes where the last weights went up from: the rounded weights' buffer, or the
-    // fp32 masters themselves.
-    if (uploaded) copies_->wait_uploads(p);
-    for (const ChunkRange& range : parts[p]) {
-      // In chunks: fp16's widened gradient has room for one.
-      for (std::int64_t begin = range.begin; begin < range.end; begin += chunk_) {
-        const std::int64_t end = std::min(range.end, begin + chunk_);
-        const at::Tensor gradient = delayed_gradient_.narrow(0, begin, end - begin);
-        if (rounds_in_update()) {
-          update_range(begin, end, gradient, learning_rate, grad_scale, kernel, delayed_weights_.narrow(0, begin, end - begin));
-        } else {
-          update_range(begin, end, gradient, learning_rate, grad_scale, kernel);
-          if (delayed_weights_.defined()) delayed_weights_.narrow(0, begin, end - begin).copy_(master_.narrow(0, begin, end - begin));
-        }
+    copies_->wait_uploads(p);  // the last update's weights have left `source` here
+    // In chunks: fp16's widened gradient has room for one.
+    for (std::int64_t begin = part.begin; begin < part.end; begin += chunk_) {
+      const std::int64_t end = std::min(part.end, begin + chunk_);
+      const at::Tensor gradient = delayed_gradient_.narrow(0, begin, end - begin);
+      if (rounds_in_update()) {
+        update_range(begin, end, gradient, learning_rate, grad_scale, kernel, source.narrow(0, begin, end - begin));
+      } else {
+        update_range(begin, end, gradient, learning_rate, grad_scale, kernel);
+        if (delayed_weights_.defined()) source.narrow(0, begin, end - begin).copy_(master_.narrow(0, begin, end - begin));
       }
     }
+    copies_->start_upload(source.narrow(0, part.begin, part.size()), arrived_.narrow(0, part.begin, part.size()));
+    copies_->mark_uploads(p);
   }
 }
 
-at::Tensor OffloadAdamW::delayed_upload_source() const {
-  return delayed_weights_.defined() ? delayed_weights_ : master_.narrow(0, 0, owned_);
+void OffloadAdamW::apply_arrived() {
+  copies_->end_step();  // every upload into arrived_
+  if (owned_ > 0) flat_params_.narrow(0, shard_begin_, owned_).copy_(arrived_);
+  all_gather();
 }
 
 void OffloadAdamW::complete_update() {
-  order_after_all_uploads();
   if (!pending_.valid()) return;
   pending_.get();
-  copies_->begin_step();
-  if (owned_ > 0) copies_->start_upload(delayed_upload_source(), flat_params_.narrow(0, shard_begin_, owned_));
-  copies_->end_step();
-  all_gather();
+  apply_arrived();
 }
 
 void OffloadAdamW::start_upload(std::int64_t begin, std::int64_t end, int buffer) {

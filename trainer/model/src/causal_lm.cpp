@@ -10,7 +10,6 @@
 #include <ATen/ops/empty_like.h>
 
 #include <algorithm>
-#include <unordered_set>
 #include <stdexcept>
 #include <string>
 
@@ -58,24 +57,9 @@ torch::Tensor CausalLmImpl::embed_tokens(const torch::nn::Embedding& table, cons
                        sparse_gradient);
 }
 
-std::vector<std::vector<torch::Tensor>> CausalLmImpl::forward_stages() const {
-  std::vector<std::vector<torch::Tensor>> stages(1);
-  std::unordered_set<const c10::TensorImpl*> in_blocks;
-  for (const auto& module : *blocks()) {
-    stages.push_back(module->parameters());
-    for (const auto& p : stages.back()) in_blocks.insert(p.unsafeGetTensorImpl());
-  }
-  for (const auto& p : parameters()) {
-    if (!in_blocks.contains(p.unsafeGetTensorImpl())) stages.front().push_back(p);
-  }
-  return stages;
-}
-
 torch::Tensor CausalLmImpl::run_blocks(torch::Tensor hidden) {
   const bool checkpoint = checkpointing_ && is_training();
-  std::size_t stage = 1;
   for (const auto& module : *blocks()) {
-    enter_stage(stage++);
     auto& block = *module->as<DecoderBlockImpl>();
     hidden = checkpoint ? detail::checkpointed_block_forward(block, hidden) : block.forward(hidden);
   }
@@ -87,7 +71,6 @@ CausalLmOutput CausalLmImpl::forward(const torch::Tensor& input_ids, const torch
   if (labels.defined() && labels.sizes() != input_ids.sizes()) {
     throw std::invalid_argument("labels must have input_ids' shape");
   }
-  enter_stage(0);
   const torch::Tensor hidden = finish(run_blocks(embed(input_ids, 0)));
   CausalLmOutput out;
   out.logits = detail::fast_linear(hidden, head_weight());
@@ -105,7 +88,6 @@ torch::Tensor CausalLmImpl::loss(const torch::Tensor& input_ids, const torch::Te
   const torch::Tensor box = tied_box_;
   torch::Tensor hidden;
   try {
-    enter_stage(0);
     hidden = finish(run_blocks(embed(input_ids, 0)));
   } catch (...) {
     tied_box_ = torch::Tensor();

@@ -504,10 +504,6 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   // In one move: a bf16 model never exists in fp32 on the GPU.
   model->to(engine.device(), scalar_type(precision.dtype));
   engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
-  // Where the forward is, for an engine whose new weights arrive while it runs (the model and
-  // its hook end with this function; the engine outlives both).
-  engine.set_forward_stages(model->forward_stages());
-  model->set_stage_hook([&engine](std::size_t stage) { engine.enter_forward_stage(stage); });
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
   const fs::path logging_dir = resolve_logging_dir(o, resume, state.logging_dir);

@@ -17,16 +17,14 @@
 // step_delayed() is ZeRO-Offload's one-step delayed parameter update (DPU): it takes the step's
 // gradient to the host and returns while a background thread updates the shard, so the host's
 // AdamW overlaps the device's next forward and backward, which run on weights one update behind.
-// The next step_delayed() (or complete_update()) applies the finished update to the parameters.
-// The device's next forward waits only for that upload, not for the gradient's download, which
-// the device must not overwrite until it has been read: before_gradient_write() orders that.
-// With one rank and the forward's stages given (set_upload_stages()), the upload goes stage by
-// stage and the forward waits for each stage's weights as it reaches it (enter_stage()), so the
-// upload overlaps the forward instead of preceding it. The gradient comes down beside that upload,
-// into a buffer of its own, in the same order of parts (the stages, or chunks); the background
-// update takes each part as soon as its gradient has landed and the last weights uploaded from
-// its place have left, so the host's AdamW starts within a part's transfer, not after both
-// transfers of the whole shard.
+// The gradient comes down in parts (chunks of the shard) into a host buffer of its own; the
+// background update takes each part as soon as it has landed and sends its new weights up at
+// once, into a device buffer beside the parameters (the shard's size in their type), so every
+// copy runs while the device computes the next step. The next step_delayed() (or
+// complete_update()) then applies the finished update with one copy on the device (and the
+// all-gather): the device's next forward waits for no host transfer. Nor does it wait for the
+// gradient's download, which the device must not overwrite until it has been read:
+// before_gradient_write() orders that.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -83,22 +81,14 @@ class OffloadAdamW {
   // calls ends in the master weights and moments step() would reach from the same gradients.
   // Host memory: a shard-sized buffer of the parameters' type that carries the gradient down and,
   // for bf16/fp16 parameters, another that carries the rounded new weights up (fp32 weights go up
-  // from the master weights).
+  // from the master weights). Device memory: one shard-sized buffer of the parameters' type, where
+  // the new weights wait.
   void step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
   // Before the device next writes the flat gradient: device work queued from now on (on the
   // current stream) waits until step_delayed()'s download has read it. Nothing to wait for after
   // step(), which returns with its downloads done.
   void before_gradient_write();
 
-  // The order the device's forward reads the parameters in: stage s reads the flat ranges
-  // stages[s] (offset and size in the flat layout, as `slots`). Used with one rank only (with
-  // more, the all-gather that follows the upload must complete first anyway): step_delayed() then
-  // uploads the new weights stage by stage, ranges no stage names with stage 0. Every later
-  // reader of the parameters must call enter_stage() for each stage it reads first, or
-  // complete_update() (which orders the device after every upload).
-  void set_upload_stages(const std::vector<std::vector<FlatSlot>>& stages);
-  // The device's work queued from now on (current stream) waits for stage `stage`'s weights.
-  void enter_stage(std::size_t stage);
   // Waits for the pending delayed update and applies it to the parameters; nothing when none is.
   void complete_update();
   bool update_pending() const { return pending_.valid(); }
@@ -114,8 +104,8 @@ class OffloadAdamW {
   void load_state(const std::map<std::string, at::Tensor>& state);
 
   // Host bytes this rank holds for the optimizer: master weights, two moments and the staging
-  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s buffers of
-  // the owned shard once it ran).
+  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s host
+  // buffers of the owned shard once it ran).
   std::size_t state_bytes() const;
   std::int64_t shard_begin() const { return shard_begin_; }
   std::int64_t shard_size() const { return shard_size_; }
@@ -147,22 +137,16 @@ class OffloadAdamW {
   void all_gather();
   void check_gradient(const at::Tensor& flat_grad) const;
   void refuse_if_pending(const char* what) const;
-  // The parts a delayed update moves and updates in turn, as shard ranges: the upload stages when
-  // set (part s = stage s), chunks of the shard otherwise. Part p's copies carry mark p.
-  std::vector<std::vector<ChunkRange>> delayed_parts() const;
-  // The background half of step_delayed(): part by part, waits for its gradient to land (and,
-  // when `uploaded`, for the last weights uploaded from its place to leave), updates it and (for
-  // bf16/fp16) rounds its new weights into delayed_weights_.
-  void update_delayed(const std::vector<std::vector<ChunkRange>>& parts, bool uploaded, double learning_rate,
-                      double grad_scale);
-  // The whole shard's new weights in the parameters' type: delayed_weights_, or the master
-  // weights (fp32).
-  at::Tensor delayed_upload_source() const;
-  // Starts uploading the finished delayed update part by part; with upload stages the device
-  // waits for each as the forward enters it, otherwise for all of it (end_step()).
-  void upload_delayed(const std::vector<std::vector<ChunkRange>>& parts);
-  // The device's work queued from now on waits for every upload so far (after staged uploads).
-  void order_after_all_uploads();
+  // The shard ranges a delayed update moves and updates in turn (chunks); part p's copies carry
+  // mark p.
+  std::vector<ChunkRange> delayed_parts() const;
+  // The background half of step_delayed(): part by part, waits for its gradient to land and for
+  // the weights last uploaded from its host memory to have left, updates it, (bf16/fp16) rounds
+  // its new weights into delayed_weights_, and starts their upload into arrived_.
+  void update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, double grad_scale);
+  // After a delayed update finished: the device copies its weights from arrived_ into the
+  // parameters (after waiting for their uploads), and the ranks gather them.
+  void apply_arrived();
 
   struct Run {  // a stretch of the shard with one weight-decay setting
     std::int64_t begin = 0, end = 0;  // relative to the shard
@@ -181,8 +165,6 @@ class OffloadAdamW {
   std::int64_t owned_ = 0;        // real (unpadded) elements of this rank's shard
   std::int64_t chunk_ = 0;        // elements per pipeline chunk
   std::vector<Run> runs_;
-  std::vector<std::vector<ChunkRange>> stage_ranges_;  // set_upload_stages(): merged, within the shard
-  bool staged_uploads_unordered_ = false;  // a staged upload ran that the device has not waited all of
   at::ScalarType type_ = at::kFloat;          // the parameters' (and their gradient's) type
   at::Tensor flat_params_;                     // world * shard_size_ of type_, on the device
   at::Tensor master_, exp_avg_, exp_avg_sq_;  // shard_size_ floats each, host
@@ -190,8 +172,9 @@ class OffloadAdamW {
   std::array<at::Tensor, 2> upload_;           // host rounded-weight chunks of type_ (none for fp32)
   at::Tensor gradient32_;                      // one fp32 host chunk (fp16 only)
   // step_delayed()'s owned_ host values of type_, made at its first call: the gradient, and the
-  // rounded new weights (none for fp32).
+  // rounded new weights (none for fp32: they go up from master_).
   at::Tensor delayed_gradient_, delayed_weights_;
+  at::Tensor arrived_;  // owned_ values of type_ on the device: a delayed update's uploaded weights
   std::future<void> pending_;                  // the background update of step_delayed()
   std::unique_ptr<OffloadCopies> copies_;
   bool pinned_ = false;                        // host buffers are pinned (the device is a GPU)

@@ -20,7 +20,6 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
-#include <cstddef>
 #include <map>
 #include <memory>
 #include <optional>
@@ -88,14 +87,6 @@ class TrainingEngine {
   // optimizer state is loaded): make the parameters identical on all ranks and set the
   // optimizer up over them. `parameters` is in the model's order, the same on every rank.
   virtual void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) = 0;
-
-  // After attach(): the order the model's forward reads its parameters in, stage by stage (the
-  // model's forward_stages(): each parameter in one stage), and then, as the forward reaches
-  // each stage, enter_forward_stage(stage). An engine whose new weights arrive on the device
-  // while the forward runs (a delayed offload update) makes each stage wait for its own only.
-  // Others ignore both.
-  virtual void set_forward_stages(const std::vector<std::vector<at::Tensor>>& /*stages*/) {}
-  virtual void enter_forward_stage(std::size_t /*stage*/) {}
 
   // Before each micro-batch's backward. Only the last micro-batch of an accumulation
   // (`last_micro_step`) needs its gradients synchronised.

@@ -11,8 +11,6 @@
 #include <torch/nn/pimpl.h>
 
 #include <concepts>
-#include <cstddef>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,14 +80,6 @@ class CausalLmImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
 
-  // The forward in stages, for an optimizer that brings new weights onto the device while the
-  // forward runs (a delayed offload update): stage 0 holds every parameter outside the blocks
-  // (embeddings, final norm, untied head), stage 1 + i block i's. forward() and loss() call the
-  // stage hook as they reach each stage (0 before the embeddings, 1 + i before block i), so it
-  // can make the device wait for that stage's weights only; decode() does not call it.
-  std::vector<std::vector<torch::Tensor>> forward_stages() const;
-  void set_stage_hook(std::function<void(std::size_t)> hook) { stage_hook_ = std::move(hook); }
-
   // How the family's HF checkpoints name and lay out tensors:
   // - the prefix of the base model ("transformer." for GPT-2, "model." otherwise), which
   //   checkpoints of the base model alone leave out;
@@ -125,15 +115,11 @@ class CausalLmImpl : public torch::nn::Module {
   // 2-D int64 ids within the vocabulary, positions past.. within max_positions.
   void check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const;
   torch::Tensor run_blocks(torch::Tensor hidden);
-  void enter_stage(std::size_t stage) const {
-    if (stage_hook_) stage_hook_(stage);
-  }
   // Whether the lookup of a tied `weight` gives a gradient of the batch's rows (see embed_tokens).
   bool lookup_gradient_rows_only(const torch::Tensor& weight) const;
 
   ModelConfig config_;
   bool checkpointing_ = false;
-  std::function<void(std::size_t)> stage_hook_;
   // Set by loss() while it runs its forward on a tied head: what joins the fused loss to the lookup.
   torch::Tensor tied_box_;
 };
