@@ -281,7 +281,7 @@ struct BitsProblem {
   void delayed_steps(dist::OffloadAdamW& optimizer, int last, std::vector<at::Tensor>& seen) const {
     offload_steps(optimizer, 1, 1, &seen);
     for (int step = 2; step <= last; ++step) {
-      optimizer.step_delayed(gradient(step), learning_rate(step), grad_scale(step));
+      optimizer.step_delayed(gradient(step), learning_rate(step), torch::scalar_tensor(grad_scale(step), torch::kDouble));
       seen.push_back(torch::cat(params).clone());
     }
     optimizer.complete_update();
@@ -407,14 +407,16 @@ int run_offload_delayed_order(const Args& a) {
 
   const at::Tensor flat = gradient.clone();  // the flat gradient buffer of a training step
   torch::cuda::synchronize();
-  delayed.step_delayed(flat, 1e-3, 1.0);
+  // The clipping scale as the engine gives it: on the device, read by the background update.
+  const at::Tensor scale = torch::ones({}, on_gpu.dtype(torch::kDouble));
+  delayed.step_delayed(flat, 1e-3, scale);
   const double ready_ms = device_wait_ms();
   delayed.before_gradient_write();
   flat.fill_(std::nan(""));  // the next backward's first write
   flat.copy_(gradient);      // and its gradient
   // The first update's weights went up while the host computed it; applying them is a copy on
   // the device.
-  delayed.step_delayed(flat, 1e-3, 1.0);
+  delayed.step_delayed(flat, 1e-3, scale);
   const double applied_ms = device_wait_ms();
   const bool fresh = torch::equal(delayed_parameter, after_first);
   delayed.complete_update();

@@ -168,10 +168,10 @@ TEST_CASE("the offload optimizer and the gradient buffer refuse what they cannot
   OffloadAdamW optimizer({{a, true}}, {{0, 4}}, backend, {});
   CHECK_THROWS_WITH(optimizer.step(torch::zeros({4}, torch::kBFloat16), 1e-3, 1.0),
                     "offload optimizer: the flat gradient must hold every parameter's gradient in their type");
-  CHECK_THROWS_WITH(optimizer.step_delayed(torch::zeros({3}), 1e-3, 1.0),
+  CHECK_THROWS_WITH(optimizer.step_delayed(torch::zeros({3}), 1e-3, torch::scalar_tensor(1.0)),
                     "offload optimizer: the flat gradient must hold every parameter's gradient in their type");
   // A delayed update in flight leaves the parameter alone and holds the state back until completed.
-  optimizer.step_delayed(torch::ones({4}), 1e-3, 1.0);
+  optimizer.step_delayed(torch::ones({4}), 1e-3, torch::scalar_tensor(1.0));
   CHECK(optimizer.update_pending());
   CHECK(torch::equal(a, torch::zeros({4})));
   CHECK_THROWS_WITH(optimizer.state(), "offload optimizer: state() while a delayed update is pending (complete_update() first)");

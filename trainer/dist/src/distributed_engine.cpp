@@ -245,7 +245,7 @@ class DistributedEngine final : public engine::TrainingEngine {
         if (delay_after > 0 && offload_->steps_taken() >= delay_after) {
           offload_->step_delayed(buckets_->flat(), learning_rate, grad_scale_);
         } else {
-          offload_->step(buckets_->flat(), learning_rate, grad_scale_);
+          offload_->step(buckets_->flat(), learning_rate, grad_scale_.item<double>());
         }
         comm_wait_ += offload_->last_gather_wait_seconds();
       } else {
@@ -374,7 +374,9 @@ class DistributedEngine final : public engine::TrainingEngine {
     }
     // The global norm from the shards (each rank may hold only its own): the sum of every rank's
     // squared shard, then torch's clip_grad_norm_ rule: scale by max_norm / (norm + 1e-6) when
-    // that is below 1.
+    // that is below 1. All of it in double where the gradient is, with no read on the host here: a
+    // delayed update reads the scale in its background thread, so the host goes on queueing the
+    // next step while the device finishes this one.
     const ShardLayout shards = buckets_->shards();
     const at::Tensor own = buckets_->flat().narrow(0, shards.begin(rank()), shards.end(rank()) - shards.begin(rank()));
     // In double, a chunk at a time (no float rounding of the sum), summed where the gradient is:
@@ -385,11 +387,20 @@ class DistributedEngine final : public engine::TrainingEngine {
       const at::Tensor part = own.narrow(0, from, std::min(kChunk, own.numel() - from)).to(at::kDouble);
       sum += at::dot(part, part);
     }
-    const double own_squares = sum.item<double>();
-    const double norm = std::sqrt(all_reduce_sum({own_squares})[0]) * gradient_multiplier;
-    grad_scale_ = gradient_multiplier;
-    if (max_norm > 0 && std::isfinite(norm)) grad_scale_ *= std::min(1.0, max_norm / (norm + 1e-6));
-    return norm;
+    if (world_size() > 1) {
+      std::vector<at::Tensor> squares{sum.reshape({1})};
+      wait(backend_->allreduce(squares));
+    }
+    const at::Tensor norm = sum.sqrt() * gradient_multiplier;
+    const at::Tensor multiplier = at::full({}, gradient_multiplier, norm.options());
+    grad_scale_ = multiplier;
+    if (max_norm > 0) {
+      // Both operands on the device: a host scalar as the dividend may become a multiplication
+      // by the reciprocal, which rounds differently.
+      const at::Tensor clipped = at::clamp_max(at::full({}, max_norm, norm.options()) / (norm + 1e-6), 1.0) * multiplier;
+      grad_scale_ = at::where(at::isfinite(norm), clipped, multiplier);
+    }
+    return engine::GradientNorm(norm);
   }
 
   void broadcast_from_rank0(const std::vector<NamedParameter>& parameters) {
@@ -439,7 +450,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   std::unique_ptr<engine::TrainingEngine> replica_;
   std::optional<engine::MasterWeights> masters_;  // replica path with bf16/fp16 parameters
   bool low_precision_ = false;                    // the parameters are bf16/fp16
-  double grad_scale_ = 1.0;
+  at::Tensor grad_scale_;  // the offloaded update's clipping scale, fp64 on the device (finish_gradients())
   double comm_wait_ = 0;  // comm_wait_seconds()
 };
 

@@ -164,8 +164,9 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
   all_gather();
 }
 
-void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale) {
+void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rate, const at::Tensor& grad_scale) {
   check_gradient(flat_grad);
+  auto scale = std::make_shared<engine::HostRead>(grad_scale);  // before the copies: it was computed first
   if (!delayed_gradient_.defined()) {
     delayed_gradient_ = host_tensor(owned_, type_, pinned_);
     if (type_ != at::kFloat) delayed_weights_ = host_tensor(owned_, type_, pinned_);
@@ -191,8 +192,7 @@ void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rat
   copies_->end_downloads();
   ++step_;
   try {
-    pending_ = std::async(std::launch::async,
-                          [this, parts, learning_rate, grad_scale] { update_delayed(parts, learning_rate, grad_scale); });
+    pending_ = std::async(std::launch::async, [this, parts, learning_rate, scale] { update_delayed(parts, learning_rate, *scale); });
   } catch (...) {
     --step_;  // no thread, no update
     throw;
@@ -210,7 +210,7 @@ std::vector<ChunkRange> OffloadAdamW::delayed_parts() const {
   return parts;
 }
 
-void OffloadAdamW::update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, double grad_scale) {
+void OffloadAdamW::update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, engine::HostRead& scale) {
   // One core fewer than step()'s: the thread that drives the device's next forward and backward
   // keeps one.
   optim::KernelOptions kernel = kernel_;
@@ -218,6 +218,7 @@ void OffloadAdamW::update_delayed(const std::vector<ChunkRange>& parts, double l
   if (kernel.threads > 1) --kernel.threads;
   // fp32 weights go up from the masters themselves.
   const at::Tensor source = delayed_weights_.defined() ? delayed_weights_ : master_.narrow(0, 0, owned_);
+  const double grad_scale = scale.value();
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const ChunkRange part = parts[p];
     copies_->wait_downloads(p);

@@ -40,6 +40,7 @@
 
 #include "llmrdzv/dist/chunk_pipeline.hpp"
 #include "llmrdzv/dist/gradient_buckets.hpp"
+#include "llmrdzv/engine/host_read.hpp"
 #include "llmrdzv/optim/fused_adamw.hpp"
 
 namespace llmrdzv::dist {
@@ -83,7 +84,9 @@ class OffloadAdamW {
   // for bf16/fp16 parameters, another that carries the rounded new weights up (fp32 weights go up
   // from the master weights). Device memory: one shard-sized buffer of the parameters' type, where
   // the new weights wait.
-  void step_delayed(const at::Tensor& flat_grad, double learning_rate, double grad_scale);
+  // `grad_scale` is one element, on any device: the background update reads it (its copy to the
+  // host is queued here), so nothing here waits for the device to finish the step.
+  void step_delayed(const at::Tensor& flat_grad, double learning_rate, const at::Tensor& grad_scale);
   // Before the device next writes the flat gradient: device work queued from now on (on the
   // current stream) waits until step_delayed()'s download has read it. Nothing to wait for after
   // step(), which returns with its downloads done.
@@ -143,7 +146,7 @@ class OffloadAdamW {
   // The background half of step_delayed(): part by part, waits for its gradient to land and for
   // the weights last uploaded from its host memory to have left, updates it, (bf16/fp16) rounds
   // its new weights into delayed_weights_, and starts their upload into arrived_.
-  void update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, double grad_scale);
+  void update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, engine::HostRead& scale);
   // After a delayed update finished: the device copies its weights from arrived_ into the
   // parameters (after waiting for their uploads), and the ranks gather them.
   void apply_arrived();
