@@ -15,14 +15,16 @@
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
 //                events) before the host came to update their chunk; first "unused reserved MiB
 //                <n>": what the caching allocator holds that no tensor uses, once it is built
-//   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params floats on cuda:0:
-//                the first step's gradient overwritten behind before_gradient_write(), the
-//                second's step applying the first update; prints "download ms <a> upload ms <u>
-//                ready ms <b> applied ms <c> fresh <0|1> equal <0|1>": a download and an upload of
-//                that size on their own, how long the device's next work waited after the first
-//                step_delayed() (no update to apply) and after the second (applying the first),
-//                whether the device then read the first update's weights, and whether the final
-//                weights equal two step()s' from the intact gradients (bit for bit)
+//   offload-delayed-order  (GPU) delayed steps of OffloadAdamW over --params values of --dtype
+//                (f32 or bf16) on cuda:0: a first update delayed and completed at once, then a
+//                delayed step whose gradient is overwritten behind before_gradient_write(), then
+//                one applying its update; prints "download ms <a> upload ms <u> queued ms <q> ready
+//                ms <b> applied ms <c> fresh <0|1> equal <0|1>": a download and an upload of that
+//                size on their own, how long the second step_delayed() took on the host, how long
+//                the device's next work waited after it (no update to apply) and after the third
+//                (applying the second), whether the device then read the second update's weights,
+//                and whether the final weights equal three step()s' from the intact gradients (bit
+//                for bit)
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAStream.h>
@@ -375,8 +377,9 @@ int run_offload_delayed_order(const Args& a) {
   Group g = join_group(cuda);
   torch::manual_seed(1);
   const auto on_gpu = torch::TensorOptions().device(cuda);
-  const at::Tensor start = torch::randn({a.params}, on_gpu);
-  const at::Tensor gradient = torch::randn({a.params}, on_gpu) * 1e-3;
+  const auto type = a.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  const at::Tensor start = torch::randn({a.params}, on_gpu).to(type);
+  const at::Tensor gradient = (torch::randn({a.params}, on_gpu) * 1e-3).to(type);
   const optim::AdamWHyperparams hyper{.lr = 0, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
   at::Tensor delayed_parameter = start.clone(), plain_parameter = start.clone();
   dist::OffloadAdamW delayed({{delayed_parameter, true}}, {{0, a.params}}, g.backend, hyper, {}, a.chunk);
@@ -393,8 +396,9 @@ int run_offload_delayed_order(const Args& a) {
   };
 
   plain.step(gradient, 1e-3, 1.0);
-  const at::Tensor after_first = plain_parameter.clone();  // what the first update leaves
-  const at::Tensor host = at::empty({a.params}, at::TensorOptions().pinned_memory(true));
+  plain.step(gradient, 1e-3, 1.0);
+  const at::Tensor after_second = plain_parameter.clone();  // what the second update leaves
+  const at::Tensor host = at::empty({a.params}, at::TensorOptions().dtype(type).pinned_memory(true));
   torch::cuda::synchronize();
   Clock::time_point t = Clock::now();
   host.copy_(gradient);
@@ -406,24 +410,30 @@ int run_offload_delayed_order(const Args& a) {
   const double upload_ms = ms_since(t);
 
   const at::Tensor flat = gradient.clone();  // the flat gradient buffer of a training step
-  torch::cuda::synchronize();
   // The clipping scale as the engine gives it: on the device, read by the background update.
   const at::Tensor scale = torch::ones({}, on_gpu.dtype(torch::kDouble));
+  // The first update, delayed and completed at once: the delayed steps' buffers are made.
   delayed.step_delayed(flat, 1e-3, scale);
+  delayed.complete_update();
+  torch::cuda::synchronize();
+  t = Clock::now();
+  delayed.step_delayed(flat, 1e-3, scale);
+  const double queued_ms = ms_since(t);
   const double ready_ms = device_wait_ms();
   delayed.before_gradient_write();
   flat.fill_(std::nan(""));  // the next backward's first write
   flat.copy_(gradient);      // and its gradient
-  // The first update's weights went up while the host computed it; applying them is a copy on
+  // The second update's weights went up while the host computed it; applying them is a copy on
   // the device.
   delayed.step_delayed(flat, 1e-3, scale);
   const double applied_ms = device_wait_ms();
-  const bool fresh = torch::equal(delayed_parameter, after_first);
+  const bool fresh = torch::equal(delayed_parameter, after_second);
   delayed.complete_update();
   plain.step(gradient, 1e-3, 1.0);
   torch::cuda::synchronize();
-  std::printf("download ms %.3f upload ms %.3f ready ms %.3f applied ms %.3f fresh %d equal %d\n", download_ms,
-              upload_ms, ready_ms, applied_ms, fresh ? 1 : 0, torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
+  std::printf("download ms %.3f upload ms %.3f queued ms %.3f ready ms %.3f applied ms %.3f fresh %d equal %d\n",
+              download_ms, upload_ms, queued_ms, ready_ms, applied_ms, fresh ? 1 : 0,
+              torch::equal(delayed_parameter, plain_parameter) ? 1 : 0);
   std::fflush(stdout);
   g.backend->shutdown();
   g.client->leave();

@@ -10,10 +10,12 @@ namespace {
 
 class HostCopies final : public OffloadCopies {
  public:
-  void begin_step() override {}
+  void begin_downloads() override {}
+  void begin_uploads() override {}
   void start_download(const at::Tensor& device_src, const at::Tensor& host_dst) override { host_dst.copy_(device_src); }
   void mark_downloads(std::size_t) override {}
   void wait_downloads(std::size_t) override {}
+  void order_downloads_after_uploads(std::size_t) override {}
   void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
     if (host_src.data_ptr() != device_dst.data_ptr()) device_dst.copy_(host_src);
   }

@@ -23,15 +23,21 @@ class OffloadCopies {
  public:
   virtual ~OffloadCopies() = default;
 
-  // Before a step's first copy: copies started from now on come after all device work queued so
-  // far (the gradient's last write, the forward's and backward's last reads of the parameters).
-  virtual void begin_step() = 0;
+  // Downloads started from now on come after all device work queued so far (the gradient's last
+  // write).
+  virtual void begin_downloads() = 0;
+  // Uploads started from now on come after all device work queued so far (the last reads of what
+  // they overwrite).
+  virtual void begin_uploads() = 0;
 
   // Starts copying `device_src` into host memory `host_dst` (pinned on a GPU).
   virtual void start_download(const at::Tensor& device_src, const at::Tensor& host_dst) = 0;
   virtual void mark_downloads(std::size_t mark) = 0;
   // Returns once the downloads before `mark` have landed.
   virtual void wait_downloads(std::size_t mark) = 0;
+  // Downloads started from now on wait until the uploads before upload mark `mark` have read
+  // their sources: a download into host memory that an upload reads.
+  virtual void order_downloads_after_uploads(std::size_t mark) = 0;
 
   // Starts copying host `host_src` (pinned on a GPU) to `device_dst`. The host must not change
   // `host_src` until a mark after it has been waited for (wait_uploads()).
@@ -49,7 +55,7 @@ class OffloadCopies {
   // last end_downloads() have read their sources: before the device overwrites them.
   virtual void order_after_downloads() = 0;
 
-  // Waits for downloads since begin_step() that had already landed when they were waited for
+  // Waits for downloads since begin_downloads() that had already landed when they were waited for
   // (their CUDA event was complete): copies that ran while the host updated earlier chunks.
   // Synchronous copies overlap nothing: 0.
   virtual std::int64_t downloads_landed_before_wait() const { return 0; }

@@ -2,12 +2,13 @@
 // stream from the pool and uploads of new weights (from pinned host buffers, or from the pinned
 // master weights of an fp32 model) on another, so the two directions share no queue: a GPU's link
 // carries both at once (on the H100 host measured, ~51 GB/s down and ~37 GB/s up), and a
-// download never waits behind an upload. Events order everything else: both copy streams wait
-// for the compute stream's work at the start of a step (the gradient is complete, and the
-// device has read what the uploads overwrite); the host waits for a download mark before it
-// reads what landed, and for an upload mark before it changes an upload's source; the compute
-// stream waits for the uploads (end_step()) and, before it next writes the gradient, for the
-// downloads reading it (order_after_downloads()). The host's waits may come from a background
+// download never waits behind an upload unless it overwrites the upload's source. Events order
+// everything else: each copy stream waits for the compute stream's work where a step's copies
+// begin (the gradient is complete; the device has read what the uploads overwrite); the host
+// waits for a download mark before it reads what landed, and for an upload mark before it
+// changes an upload's source; the download stream waits for an upload mark before it overwrites
+// that upload's source; the compute stream waits for the uploads (end_step()) and, before it
+// next writes the gradient, for the downloads reading it (order_after_downloads()). The host's waits may come from a background
 // thread (a delayed update), which also starts uploads. Compiled and linked against the CUDA
 // LibTorch on every build; it can only run on a GPU.
 #include <ATen/cuda/CUDAEvent.h>
@@ -31,6 +32,9 @@ class Marks {
     if (mark >= events_.size()) events_.resize(mark + 1);
     events_[mark].record(stream);
   }
+  void block(std::size_t mark, const c10::cuda::CUDAStream& stream) {
+    if (mark < events_.size()) events_[mark].block(stream);
+  }
   // Returns whether the copies before `mark` are done, after waiting for them.
   bool synchronize(std::size_t mark) {
     if (mark >= events_.size()) return true;
@@ -52,11 +56,15 @@ class CudaCopies final : public OffloadCopies {
 
   void release_unused_device_memory() override { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
-  void begin_step() override {
+  void begin_downloads() override {
     landed_before_wait_ = 0;
-    step_start_.record(compute_stream());
-    step_start_.block(download_stream_);
-    step_start_.block(upload_stream_);
+    downloads_start_.record(compute_stream());
+    downloads_start_.block(download_stream_);
+  }
+
+  void begin_uploads() override {
+    uploads_start_.record(compute_stream());
+    uploads_start_.block(upload_stream_);
   }
 
   void start_download(const at::Tensor& device_src, const at::Tensor& host_dst) override {
@@ -72,6 +80,8 @@ class CudaCopies final : public OffloadCopies {
     const c10::cuda::CUDAGuard on_device(device_index_);
     if (downloads_.synchronize(mark)) ++landed_before_wait_;
   }
+
+  void order_downloads_after_uploads(std::size_t mark) override { uploads_.block(mark, download_stream_); }
 
   void start_upload(const at::Tensor& host_src, const at::Tensor& device_dst) override {
     const c10::cuda::CUDAStreamGuard on_stream(upload_stream_);
@@ -101,7 +111,7 @@ class CudaCopies final : public OffloadCopies {
 
   c10::DeviceIndex device_index_;
   c10::cuda::CUDAStream download_stream_, upload_stream_;
-  at::cuda::CUDAEvent step_start_, all_uploads_, downloads_read_;
+  at::cuda::CUDAEvent downloads_start_, uploads_start_, all_uploads_, downloads_read_;
   Marks downloads_, uploads_;
   std::atomic<std::int64_t> landed_before_wait_ = 0;  // counted by the thread that waits
 };

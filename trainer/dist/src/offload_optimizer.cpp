@@ -135,7 +135,8 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
   complete_update();
   ++step_;
   const auto range = [&](std::int64_t chunk) { return chunk_range(chunk, chunk_, owned_); };
-  copies_->begin_step();
+  copies_->begin_downloads();
+  copies_->begin_uploads();
   run_chunk_pipeline(
       chunk_count(chunk_, owned_),
       {.start_download =
@@ -167,26 +168,26 @@ void OffloadAdamW::step(const at::Tensor& flat_grad, double learning_rate, doubl
 void OffloadAdamW::step_delayed(const at::Tensor& flat_grad, double learning_rate, const at::Tensor& grad_scale) {
   check_gradient(flat_grad);
   auto scale = std::make_shared<engine::HostRead>(grad_scale);  // before the copies: it was computed first
-  if (!delayed_gradient_.defined()) {
-    delayed_gradient_ = host_tensor(owned_, type_, pinned_);
-    if (type_ != at::kFloat) delayed_weights_ = host_tensor(owned_, type_, pinned_);
+  if (!delayed_.defined()) {
+    delayed_ = host_tensor(owned_, type_, pinned_);
     arrived_ = at::empty({owned_}, flat_params_.options());
   }
   const bool applying = pending_.valid();
+  if (applying) pending_.get();  // rethrows what the update threw
+  copies_->begin_downloads();  // after the step's gradient, not after the update's copies below
   if (applying) {
-    pending_.get();  // rethrows what the update threw
     apply_arrived();
   } else {
     last_gather_wait_seconds_ = 0;
   }
-  // After the device's copy out of arrived_ (the next update's uploads overwrite it) and after the
-  // step's gradient: the gradient comes down part by part; the device's next forward does not
-  // wait for it.
-  copies_->begin_step();
+  copies_->begin_uploads();  // after the device's copy out of arrived_, which the next uploads overwrite
+  // The gradient comes down part by part; the device's next forward does not wait for it. A 16-bit
+  // part lands where the last update's rounded weights went up from.
   const std::vector<ChunkRange> parts = delayed_parts();
   for (std::size_t p = 0; p < parts.size(); ++p) {
+    if (type_ != at::kFloat) copies_->order_downloads_after_uploads(p);
     copies_->start_download(flat_grad.narrow(0, shard_begin_ + parts[p].begin, parts[p].size()),
-                            delayed_gradient_.narrow(0, parts[p].begin, parts[p].size()));
+                            delayed_.narrow(0, parts[p].begin, parts[p].size()));
     copies_->mark_downloads(p);
   }
   copies_->end_downloads();
@@ -216,22 +217,23 @@ void OffloadAdamW::update_delayed(const std::vector<ChunkRange>& parts, double l
   optim::KernelOptions kernel = kernel_;
   if (kernel.threads == 0) kernel.threads = std::max(1U, std::thread::hardware_concurrency());
   if (kernel.threads > 1) --kernel.threads;
-  // fp32 weights go up from the masters themselves.
-  const at::Tensor source = delayed_weights_.defined() ? delayed_weights_ : master_.narrow(0, 0, owned_);
+  // 16-bit weights go up rounded in place of their gradient, fp32 ones from the masters.
+  const bool rounds = type_ != at::kFloat;
+  const at::Tensor source = rounds ? delayed_ : master_.narrow(0, 0, owned_);
   const double grad_scale = scale.value();
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const ChunkRange part = parts[p];
     copies_->wait_downloads(p);
-    copies_->wait_uploads(p);  // the last update's weights have left `source` here
+    copies_->wait_uploads(p);  // fp32: the last update's weights have left these masters
     // In chunks: fp16's widened gradient has room for one.
     for (std::int64_t begin = part.begin; begin < part.end; begin += chunk_) {
       const std::int64_t end = std::min(part.end, begin + chunk_);
-      const at::Tensor gradient = delayed_gradient_.narrow(0, begin, end - begin);
+      const at::Tensor gradient = delayed_.narrow(0, begin, end - begin);
       if (rounds_in_update()) {
-        update_range(begin, end, gradient, learning_rate, grad_scale, kernel, source.narrow(0, begin, end - begin));
+        update_range(begin, end, gradient, learning_rate, grad_scale, kernel, gradient);
       } else {
         update_range(begin, end, gradient, learning_rate, grad_scale, kernel);
-        if (delayed_weights_.defined()) source.narrow(0, begin, end - begin).copy_(master_.narrow(0, begin, end - begin));
+        if (rounds) gradient.copy_(master_.narrow(0, begin, end - begin));
       }
     }
     copies_->start_upload(source.narrow(0, part.begin, part.size()), arrived_.narrow(0, part.begin, part.size()));
@@ -437,9 +439,7 @@ std::size_t OffloadAdamW::state_bytes() const {
   for (const auto* buffers : {&download_, &upload_}) {
     for (const at::Tensor& buffer : *buffers) bytes += buffer.defined() ? buffer.nbytes() : 0;
   }
-  for (const at::Tensor* buffer : {&gradient32_, &delayed_gradient_, &delayed_weights_}) {
-    bytes += buffer->defined() ? buffer->nbytes() : 0;
-  }
+  for (const at::Tensor* buffer : {&gradient32_, &delayed_}) bytes += buffer->defined() ? buffer->nbytes() : 0;
   return bytes;
 }
 

@@ -3,6 +3,7 @@
 #include "llmrdzv/engine/host_read.hpp"
 
 #include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/VirtualGuardImpl.h>
 
 #include <stdexcept>
@@ -16,6 +17,7 @@ HostRead::HostRead(const at::Tensor& value) {
     read_ = v.item<double>();
     return;
   }
+  device_ = v.device();
   host_ = at::empty({1}, at::TensorOptions().dtype(at::kDouble).pinned_memory(true));
   host_.copy_(v, /*non_blocking=*/true);
   copied_.emplace(v.device().type());
@@ -24,6 +26,7 @@ HostRead::HostRead(const at::Tensor& value) {
 
 double HostRead::value() {
   if (!read_) {
+    const c10::OptionalDeviceGuard on_device(device_);
     copied_->synchronize();
     read_ = host_.data_ptr<double>()[0];
   }

@@ -17,10 +17,10 @@
 // step_delayed() is ZeRO-Offload's one-step delayed parameter update (DPU): it takes the step's
 // gradient to the host and returns while a background thread updates the shard, so the host's
 // AdamW overlaps the device's next forward and backward, which run on weights one update behind.
-// The gradient comes down in parts (chunks of the shard) into a host buffer of its own; the
-// background update takes each part as soon as it has landed and sends its new weights up at
-// once, into a device buffer beside the parameters (the shard's size in their type), so every
-// copy runs while the device computes the next step. The next step_delayed() (or
+// The gradient comes down in parts (chunks of the shard) into a host buffer; the background
+// update takes each part as soon as it has landed and sends its new weights up at once (16-bit
+// ones rounded in place of the gradient), into a device buffer beside the parameters (the
+// shard's size in their type), so every copy runs while the device computes the next step. The next step_delayed() (or
 // complete_update()) then applies the finished update with one copy on the device (and the
 // all-gather): the device's next forward waits for no host transfer. Nor does it wait for the
 // gradient's download, which the device must not overwrite until it has been read:
@@ -80,10 +80,11 @@ class OffloadAdamW {
   // the master weights from it. The parameters keep their current values until the next
   // step_delayed() or complete_update() (which every rank calls at the same step). A sequence of
   // calls ends in the master weights and moments step() would reach from the same gradients.
-  // Host memory: a shard-sized buffer of the parameters' type that carries the gradient down and,
-  // for bf16/fp16 parameters, another that carries the rounded new weights up (fp32 weights go up
-  // from the master weights). Device memory: one shard-sized buffer of the parameters' type, where
-  // the new weights wait.
+  // Host memory: a shard-sized buffer of the parameters' type, which carries the gradient down and
+  // (bf16/fp16) the rounded new weights up; fp32 weights go up from the master weights. Device
+  // memory: one shard-sized buffer of the parameters' type, where the new weights wait. The
+  // device must not free or reuse `flat_grad` before before_gradient_write() (the download reads
+  // it meanwhile).
   // `grad_scale` is one element, on any device: the background update reads it (its copy to the
   // host is queued here), so nothing here waits for the device to finish the step.
   void step_delayed(const at::Tensor& flat_grad, double learning_rate, const at::Tensor& grad_scale);
@@ -107,8 +108,8 @@ class OffloadAdamW {
   void load_state(const std::map<std::string, at::Tensor>& state);
 
   // Host bytes this rank holds for the optimizer: master weights, two moments and the staging
-  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s host
-  // buffers of the owned shard once it ran).
+  // buffers (one chunk each, or the owned shard when that is smaller; step_delayed()'s buffer of
+  // the owned shard once it ran).
   std::size_t state_bytes() const;
   std::int64_t shard_begin() const { return shard_begin_; }
   std::int64_t shard_size() const { return shard_size_; }
@@ -118,7 +119,8 @@ class OffloadAdamW {
   double last_gather_wait_seconds() const { return last_gather_wait_seconds_; }
   // The last step()'s pipeline: its chunks, and how many of their gradient downloads had already
   // landed (CUDA events) when the host came to update them, i.e. ran during the host's update
-  // of the chunk before. 0 on the CPU, where copies are synchronous.
+  // of the chunk before. 0 on the CPU, where copies are synchronous. Only step() makes them: after
+  // a step_delayed() since, they count nothing meaningful.
   struct PipelineStats {
     std::int64_t chunks = 0;
     std::int64_t downloads_landed_before_wait = 0;
@@ -143,9 +145,10 @@ class OffloadAdamW {
   // The shard ranges a delayed update moves and updates in turn (chunks); part p's copies carry
   // mark p.
   std::vector<ChunkRange> delayed_parts() const;
-  // The background half of step_delayed(): part by part, waits for its gradient to land and for
-  // the weights last uploaded from its host memory to have left, updates it, (bf16/fp16) rounds
-  // its new weights into delayed_weights_, and starts their upload into arrived_.
+  // The background half of step_delayed(): part by part, waits for its gradient to land (and,
+  // fp32, for the last weights uploaded from its masters to have left), updates it, (bf16/fp16)
+  // rounds its new weights into delayed_ in place of the gradient, and starts their upload into
+  // arrived_.
   void update_delayed(const std::vector<ChunkRange>& parts, double learning_rate, engine::HostRead& scale);
   // After a delayed update finished: the device copies its weights from arrived_ into the
   // parameters (after waiting for their uploads), and the ranks gather them.
@@ -174,9 +177,9 @@ class OffloadAdamW {
   std::array<at::Tensor, 2> download_;         // host gradient chunks of type_, min(chunk, owned) each
   std::array<at::Tensor, 2> upload_;           // host rounded-weight chunks of type_ (none for fp32)
   at::Tensor gradient32_;                      // one fp32 host chunk (fp16 only)
-  // step_delayed()'s owned_ host values of type_, made at its first call: the gradient, and the
-  // rounded new weights (none for fp32: they go up from master_).
-  at::Tensor delayed_gradient_, delayed_weights_;
+  // step_delayed()'s owned_ host values of type_, made at its first call: the gradient, then (not
+  // fp32) the rounded new weights.
+  at::Tensor delayed_;
   at::Tensor arrived_;  // owned_ values of type_ on the device: a delayed update's uploaded weights
   std::future<void> pending_;                  // the background update of step_delayed()
   std::unique_ptr<OffloadCopies> copies_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <c10/core/Event.h>
 
 #include <optional>
@@ -18,10 +19,12 @@ class HostRead {
   // Starts reading `value` (one element, any floating type), as fp64.
   explicit HostRead(const at::Tensor& value);
 
-  // The value; the first call waits for the copy.
+  // The value; the first call waits for the copy. Any thread may call it: it waits on the value's
+  // own device (a thread that never chose one would otherwise touch the first).
   double value();
 
  private:
+  std::optional<c10::Device> device_;
   at::Tensor host_;
   std::optional<c10::Event> copied_;
   std::optional<double> read_;
