@@ -44,7 +44,9 @@ is the share of the machine's CPU time (all cores, idle included) taken that way
 side's segments (/proc/stat), so a ratio skewed by it shows as such; on a host with more cores
 than --threads it understates what the measured threads lost.
 
-`--hf_modes none` runs ours alone (the gpt2-6.7b-8x1024 shape, whose HF side would not fit in the
+A shape may train several micro-batches per optimizer step (the "micro" column; both sides
+accumulate their gradients over them, then clip and step once), and its tokens/s counts them all.
+`--hf_modes none` runs ours alone (the gpt2-6.7b-8x1024x16 shape, whose HF side would not fit in the
 memory of one GPU). The table's "host GiB" is our trainer process's peak resident memory.
 
 With --profile_dir DIR, our trainer then trains each shape once more with --profile_steps 3 (steps
@@ -71,7 +73,7 @@ import profile_summary
 CORPUS = "/usr/share/doc/python3.11/html/_sources"
 
 # name -> family (our preset of it, HF's config class), config.json keys (the same names on both
-# sides), block and batch. "default" is etc/trainer/default.yaml's model, "gpt2" HF's gpt2 (124M),
+# sides), block, batch and micro-batches per optimizer step (1 where not given). "default" is etc/trainer/default.yaml's model, "gpt2" HF's gpt2 (124M),
 # "opt-125m" facebook/opt-125m's shape, "smollm-135m" a Llama of that size (HuggingFaceTB's
 # SmolLM-135M: 30 layers, 9 heads on 3 key/value heads).
 def _gpt2(pdrop, **shape):
@@ -86,13 +88,19 @@ SHAPES = {
     # issue 14's speed shape: GPT-2 124M at batch 16 x block 1024, no dropout (for --device cuda).
     "gpt2-16x1024": dict(family="gpt2", preset="gpt2", block=1024, batch=16,
                          config=_gpt2(0.0, n_layer=12, n_head=12, n_embd=768, n_positions=1024, vocab_size=50257)),
-    # and GPT-2 XL (1.5B) at batch 8 x block 1024, for the MFU target at that size.
+    # and GPT-2 XL (1.5B) at batch 8 x block 1024, for the MFU target at that size: one micro-batch
+    # per optimizer step, and four (32 sequences per step; GPT-2 itself trained with 512), where
+    # AdamW's pass over 1.5B parameters (~47 GB of memory traffic) weighs a quarter as much per token.
     "gpt2-xl-8x1024": dict(family="gpt2", preset="gpt2-xl", block=1024, batch=8,
                            config=_gpt2(0.0, n_layer=48, n_head=25, n_embd=1600, n_positions=1024, vocab_size=50257)),
-    # issue 14's offload goal: a GPT-2-shaped 6.65B model on one GPU (with --hf_modes none and
-    # --trainer_args "--offload optimizer --gradient_checkpointing --gradient_accumulation_steps 16").
-    "gpt2-6.7b-8x1024": dict(family="gpt2", preset="gpt2", block=1024, batch=8,
-                             config=_gpt2(0.0, n_layer=32, n_head=32, n_embd=4096, n_positions=1024, vocab_size=50304)),
+    "gpt2-xl-8x1024x4": dict(family="gpt2", preset="gpt2-xl", block=1024, batch=8, micro=4,
+                             config=_gpt2(0.0, n_layer=48, n_head=25, n_embd=1600, n_positions=1024,
+                                          vocab_size=50257)),
+    # issue 14's offload goal: a GPT-2-shaped 6.65B model on one GPU, 16 micro-batches per step
+    # (with --hf_modes none and --trainer_args "--offload optimizer --gradient_checkpointing").
+    "gpt2-6.7b-8x1024x16": dict(family="gpt2", preset="gpt2", block=1024, batch=8, micro=16,
+                                config=_gpt2(0.0, n_layer=32, n_head=32, n_embd=4096, n_positions=1024,
+                                             vocab_size=50304)),
     "opt-125m": dict(family="opt", preset="opt-125m", block=128, batch=4,
                      config=dict(num_hidden_layers=12, num_attention_heads=12, hidden_size=768, ffn_dim=3072,
                                  word_embed_proj_dim=768, max_position_embeddings=2048, vocab_size=50272,
@@ -103,6 +111,14 @@ SHAPES = {
                                     vocab_size=49152, tie_word_embeddings=True)),
 }
 LEARNING_RATE = 3e-4
+
+
+def micro_batches(shape):
+    return shape.get("micro", 1)
+
+
+def tokens_per_step(shape):
+    return shape["block"] * shape["batch"] * micro_batches(shape)
 WEIGHT_DECAY = 0.01
 MAX_GRAD_NORM = 1.0
 
@@ -224,7 +240,7 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
            "--max_steps", str(steps), "--logging_steps", "1", "--save_steps", "0",
            "--learning_rate", str(LEARNING_RATE), "--weight_decay", str(WEIGHT_DECAY),
            "--max_grad_norm", str(MAX_GRAD_NORM), "--lr_scheduler_type", "constant",
-           "--threads", str(threads)] + extra
+           "--gradient_accumulation_steps", str(micro_batches(shape)), "--threads", str(threads)] + extra
     env = dict(os.environ)
     for token in [t for t in cmd if ENV_TOKEN.fullmatch(t)]:  # NAME=value: the trainer's environment
         cmd.remove(token)
@@ -251,7 +267,7 @@ def steady_rate(trainer, shape, warmup, steps, threads, workdir, activation, ext
     it medians like the per-step figures."""
     records, _ = run_trainer(trainer, shape, warmup + steps, threads, workdir, activation, extra)
     seconds = sum(r["step_time_s"] for r in records[warmup:])
-    return [shape["block"] * shape["batch"] * steps / seconds]
+    return [tokens_per_step(shape) * steps / seconds]
 
 
 def saved_model_numel(out):
@@ -312,15 +328,16 @@ def hf_worker(spec):
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device == "cuda")
     steps = spec["steps"]
     # Byte-level ids, as our trainer's byte tokenizer produces (ids < 257 whatever vocab_size is).
-    batches = [torch.randint(0, 257, (shape["batch"], shape["block"]), device=device) for _ in range(steps)]
-    tokens = shape["batch"] * shape["block"]
+    micro = micro_batches(shape)
+    batches = [torch.randint(0, 257, (shape["batch"], shape["block"]), device=device) for _ in range(steps * micro)]
+    tokens = tokens_per_step(shape)
     rates = []
     for i in range(steps):
         start = time.perf_counter()
-        ids = batches[i]
-        with autocast:
-            loss = forward(input_ids=ids, labels=ids).loss
-        loss.backward()
+        for ids in batches[i * micro:(i + 1) * micro]:  # gradients summed over the step's micro-batches
+            with autocast:
+                loss = forward(input_ids=ids, labels=ids).loss
+            (loss / micro if micro > 1 else loss).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -440,7 +457,7 @@ def main():
                     hf_params = our_params
             tokens = {side: statistics.median(r) for side, r in rates.items()}
             best_peer = max(modes, key=lambda m: tokens[m]) if modes else None
-            entry = {"params": hf_params, "block": shape["block"], "batch": shape["batch"],
+            entry = {"params": hf_params, "block": shape["block"], "batch": shape["batch"], "micro": micro_batches(shape),
                      "ours_tokens_per_s": round(tokens["ours"], 1), "ours_best": round(max(rates["ours"]), 1),
                      "ratio": round(tokens["ours"] / tokens[best_peer], 3) if modes else None, "ratio_to": best_peer,
                      "ours_host_peak_gib": round(host_peak, 2), "load_min": min(loads), "load_max": max(loads)}
@@ -454,20 +471,20 @@ def main():
             if args.profile_dir:
                 profile_ours(args, name, shape, workdir, our_extra)
             for side in rates:
-                rows.append((name, side, hf_params, shape["block"], shape["batch"], tokens[side],
+                rows.append((name, side, hf_params, shape["block"], shape["batch"], micro_batches(shape), tokens[side],
                              tokens["ours"] / tokens[side], max(rates["ours"]) / max(rates[side]), entry.get(f"{side}_mfu"),
                              entry.get(f"{side}_peak_gib"), steal[side].share, min(loads), max(loads)))
     print(f"device={args.device} threads={args.threads} warmup={args.warmup} timed_steps={args.steps} "
           f"rounds={args.rounds} activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} "
           f"hf_same_malloc={args.hf_same_malloc} (median tokens/s over all timed steps; best = fastest step of each side)")
-    print(f"{'shape':<13} {'side':<11} {'params':>12} {'block':>6} {'batch':>6} {'tok/s':>11} {'ours/side':>9} "
+    print(f"{'shape':<19} {'side':<11} {'params':>12} {'block':>6} {'batch':>6} {'micro':>5} {'tok/s':>11} {'ours/side':>9} "
           f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'host GiB':>8} {'steal':>6} {'load 1m':>11}")
-    for name, side, params, block, batch, t, r, rb, mfu, mem, stolen, lo, hi in rows:
+    for name, side, params, block, batch, micro, t, r, rb, mfu, mem, stolen, lo, hi in rows:
         side_name = side if side == "ours" else f"hf-{side}"
         mfu_text = f"{mfu * 100:5.1f}%" if mfu is not None else "     -"
         mem_text = f"{mem:8.2f}" if mem is not None else "       -"
         host_text = f"{results[name]['ours_host_peak_gib']:8.2f}" if side == "ours" else "       -"
-        print(f"{name:<13} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
+        print(f"{name:<19} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {micro:>5} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
               f"{mfu_text} {mem_text} {host_text} {stolen * 100:5.1f}% {lo:>5.2f}-{hi:<5.2f}")
     summary = {"device": args.device, "threads": args.threads, "activation": args.activation or "gelu_new",
                "hf_optim": args.hf_optim, "hf_same_malloc": args.hf_same_malloc, "hf_modes": modes,

@@ -459,6 +459,27 @@ TEST_CASE("metrics.jsonl lists every step once and in order, each evaluation aft
   CHECK(eval_steps == std::vector<std::int64_t>{6, 12, 18, 24});
 }
 
+TEST_CASE("every step's record on the CPU times that step and so does the last one", "[train][metrics]") {
+  // A model whose forward and backward take far longer than its optimizer step. A record timed
+  // from the middle of one step to the middle of the next would still look right, except the
+  // last, which would then hold only its optimizer step (a hundredth of the others here).
+  ScratchDir dir("train-step-times");
+  dir.write("corpus.txt", word_salad());
+  const RunResult run = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage",
+                                     "0", "--output_dir", dir.file("out"), "--config_overrides",
+                                     "n_layer=2,n_head=4,n_embd=128,n_positions=128,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
+                                     "--block_size", "128", "--per_device_train_batch_size", "8", "--max_steps", "5",
+                                     "--logging_steps", "1", "--save_strategy", "no", "--threads", "1"});
+  expect_ok(run);
+  const std::vector<double> times = trainer_test::metric_series(dir.file("out/metrics.jsonl"), "step_time_s");
+  REQUIRE(times.size() == 5);
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[2];
+  INFO("step times: " << times[0] << " " << times[1] << " " << times[2] << " " << times[3] << " " << times[4]);
+  for (const double t : times) CHECK(t > median / 4);
+}
+
 TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed elsewhere leaves them alone", "[train][tensorboard]") {
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;

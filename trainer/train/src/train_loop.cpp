@@ -320,9 +320,12 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
   // batch and queues the next step. So where nothing else must follow the step first (a
   // checkpoint, an evaluation, the end of training, fp16's overflow check, which reads the norm
   // anyway), the loop only starts copying the two numbers to the host and writes the record once
-  // the next step's forward and backward are queued. Records keep their order. One process only:
-  // with several ranks the record's all-reduced loss would make the host wait for the next step's
-  // backward and its gradient all-reduces instead (the dist engine reads the reduced sum at once).
+  // the next step's forward and backward are queued. Records keep their order. On a GPU only: on
+  // the CPU the numbers are there when the step returns, and a record written after the next
+  // step's forward and backward would time its interval across them (the last step's would hold
+  // only its optimizer step). One process only: with several ranks the record's all-reduced loss
+  // would make the host wait for the next step's backward and its gradient all-reduces instead
+  // (the dist engine reads the reduced sum at once).
   struct PendingLog {
     std::int64_t step;
     double lr;
@@ -383,7 +386,7 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     const double epoch = steps_per_epoch ? static_cast<double>(step) / static_cast<double>(*steps_per_epoch)
                                          : static_cast<double>(batches->position().epoch);
     if (logging_step && !saving_step && !eval_step && step != total_steps && !scaler && world == 1 &&
-        unread_losses.defined()) {
+        c.engine.device().is_cuda() && unread_losses.defined()) {
       grad_norm.start_read();
       pending.emplace(PendingLog{step, lr, epoch, engine::HostRead(unread_losses), std::move(grad_norm)});
       unread_losses = at::Tensor();
