@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPU checks in one run, on a CUDA node where the project is built (build/, or the build
 # directory given as the first argument): the GPU tests (ctest -L gpu) and the CPU AdamW kernels'
-# tests (whose AVX-512 variants only run on a CPU that has it, as GPU hosts often do), then trainer-bench on the
-# GPU side by side with HF transformers: GPT-2 124M at 16 x 1024 in bf16 against HF eager and HF +
-# torch.compile, --offload optimizer (plain, and with delayed updates) against no offload, GPT-2 XL
-# at 8 x 1024 (one and four micro-batches per optimizer step) against HF eager, and ours against ours without its CUDA kernels
+# tests (whose AVX-512 variants only run on a CPU that has it, as GPU hosts often do), then
+# trainer-bench on the GPU side by side with its peers: GPT-2 124M at 16 x 1024 in bf16 against HF
+# eager, HF + torch.compile and a plain PyTorch GPT-2 + torch.compile; --offload optimizer (plain,
+# and with delayed updates) against no offload; GPT-2 XL at 8 x 1024 (one and four micro-batches
+# per optimizer step) against HF eager; and ours against ours without its CUDA kernels
 # (LLMRDZV_CUDA_KERNELS=0). The bench and xl parts also profile 3 steps of ours and print where
 # they went (trainer-profile-summary; traces in <build>/profile/).
 # GPU_CHECKS_PARTS picks parts (tests, bench, offload, xl, kernels, big; they run in that order;
@@ -58,8 +59,8 @@ part_offload() {
   return "$rc"
 }
 part_xl() {  # one micro-batch per optimizer step (profiled too), then four
-  "${bench[@]}" --shapes gpt2-xl-8x1024 --hf_modes eager --profile_dir "$build/profile" || return 1
-  "${bench[@]}" --shapes gpt2-xl-8x1024x4 --hf_modes eager
+  "${bench[@]}" --shapes gpt2-xl-8x1024 --peers hf-eager --profile_dir "$build/profile" || return 1
+  "${bench[@]}" --shapes gpt2-xl-8x1024x4 --peers hf-eager
 }
 part_kernels() { "${bench[@]}" --shapes gpt2-16x1024 --compare_trainer_args "LLMRDZV_CUDA_KERNELS=0"; }
 part_big() {
@@ -67,7 +68,7 @@ part_big() {
   # host memory. Without offload an 80 GB GPU must refuse it, before training, with the trainer's
   # memory message (printed above the bench's own error); a GPU with room for its 124 GiB trains.
   # No checkpoint: with its optimizer state one is ~90 GB (the final model, 13 GB, is written).
-  local big=(--shapes gpt2-6.7b-8x1024x16 --hf_modes none)
+  local big=(--shapes gpt2-6.7b-8x1024x16 --peers none)
   "${bench[@]}" "${big[@]}" --warmup 1 --steps 2 --trainer_args \
     "--offload optimizer --gradient_checkpointing --save_strategy no" || return 1
   if "${bench[@]}" "${big[@]}" --warmup 0 --steps 1 --trainer_args "--gradient_checkpointing --save_strategy no"; then
@@ -78,7 +79,7 @@ part_big() {
 }
 
 run_part tests "ctest -L gpu, and the CPU AdamW kernels on this host's instruction sets (AVX-512 where it has it)"
-run_part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile"
+run_part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile, a plain PyTorch GPT-2 + torch.compile"
 run_part offload "GPT-2 124M, 16 x 1024: --offload optimizer against no offload, plain and with delayed updates"
 run_part xl "GPT-2 XL, 8 x 1024, bf16, one and four micro-batches per step: ours, HF eager"
 run_part kernels "GPT-2 124M, 16 x 1024: ours without its CUDA kernels (B) against ours (A)"

@@ -1,27 +1,28 @@
 #!/usr/bin/env python3
-"""Training throughput of our `trainer` against Hugging Face transformers' model of the same family
-(GPT2LMHeadModel, OPTForCausalLM, LlamaForCausalLM) trained in PyTorch eager mode (SDPA attention,
-torch.optim.AdamW), on the same shapes, batch and thread count, measured side by side in one run.
-Prints a table and, as its last line, one JSON object.
+"""Training throughput of our `trainer` against its peers in PyTorch, measured side by side in one
+run on the same shapes, batch and thread count: Hugging Face transformers' model of the same family
+(GPT2LMHeadModel, OPTForCausalLM, LlamaForCausalLM; SDPA attention, torch.optim.AdamW) in eager
+mode or under torch.compile, and for GPT-2 shapes a GPT-2 written plainly in PyTorch, the kind of
+module speed runs use (plain_gpt.py), likewise. Prints a table and, as its last line, one JSON object.
 
 What both sides do per timed step, and nothing else: take the next batch, forward with the loss
 (HF's shifted causal-LM cross-entropy, fp32), backward, clip the global gradient norm to 1.0, AdamW
 (weight decay 0.01 except biases and LayerNorm/RMSNorm weights), drop the gradients, read the loss
 as a Python/C++ number. Same model config (checked: our saved config.json and parameter count
-against HF's), same dropout, same torch thread count.
+against HF's config and the peer's count), same dropout, same torch thread count.
 
 - Ours: the trainer binary with logging_steps=1; its metrics.jsonl holds one tokens/s per optimizer
   step, timed from one record to the next (so it includes fetching the batch from the
   memory-mapped token cache; it excludes tokenising, which is done once into the cache before the
-  first step). The trainer writes a logging step's record once the next step's forward and
-  backward are queued, so the intervals are shifted by part of a step but still tile the loop.
-- HF: a separate Python process (like ours, so both start cold); batches are made before the loop
-  and indexed inside the timed region. The optimizer is what transformers' Trainer picks by default
-  with this torch (>= 2.8: "adamw_torch_fused", i.e. torch.optim.AdamW(fused=True)); --hf_optim
+  first step). On a GPU the trainer writes a logging step's record once the next step's forward
+  and backward are queued, so the intervals are shifted by part of a step but still tile the loop.
+- A peer: a separate Python process (like ours, so both start cold); batches are made before the
+  loop and indexed inside the timed region. The optimizer is what transformers' Trainer picks by default
+  with this torch (>= 2.8: "adamw_torch_fused", i.e. torch.optim.AdamW(fused=True)); --peer_optim
   chooses another. The activation is the config's: GPT-2's "gelu_new", which transformers computes
   as separate eager ops (pow, mul, tanh, ...) where ours calls the fused at::gelu(approximate="tanh"),
   the same formula; --activation gelu_pytorch_tanh makes HF fuse it too. Python's
-  stock glibc malloc unless --hf_same_malloc (our trainer keeps freed memory instead of unmapping it).
+  stock glibc malloc unless --peer_same_malloc (our trainer keeps freed memory instead of unmapping it).
 
 With --compare_trainer_args ARGS the other side is our trainer again, with ARGS added (e.g.
 "--report_to none" to measure what TensorBoard logging costs; NAME=value words set the trainer's
@@ -30,13 +31,14 @@ time of its timed steps taken together (the step loop after the warmup, logging 
 one step leaves for the next (delayed offload updates) is counted, and start-up is not.
 
 With --device cuda both sides train on the GPU in bf16 mixed precision (ours: its default there,
-bf16 compute with fp32 master weights; HF: torch.autocast(bfloat16) over fp32 parameters, as the HF
-Trainer's --bf16 does), and HF runs twice, eager and under torch.compile (--hf_modes). The table adds
+bf16 compute with fp32 master weights; a peer: torch.autocast(bfloat16) over fp32 parameters, as
+the HF Trainer's --bf16 does), against HF eager, HF + torch.compile and the plain GPT-2 +
+torch.compile by default (--peers). The table adds
 each side's MFU (6 x parameters x tokens/s over --peak_tflops, 989 for an H100's dense bf16) and its
 peak GPU memory: the most nvidia-smi reported in use during the segment, less what was in use before
 it (the same measure for every side, the CUDA context included).
 
-The machine may be shared, so the sides alternate in --rounds segments (ours, HF, ours, HF, ...),
+The machine may be shared, so the sides alternate in --rounds segments (ours, peer, ours, peer, ...),
 each a fresh process running --warmup untimed then --steps timed steps; a side's figure is the
 median over all its timed steps, and the load average is recorded around every segment. On a
 virtual machine the hypervisor may also run other guests on this one's cores: the "steal" column
@@ -46,7 +48,7 @@ than --threads it understates what the measured threads lost.
 
 A shape may train several micro-batches per optimizer step (the "micro" column; both sides
 accumulate their gradients over them, then clip and step once), and its tokens/s counts them all.
-`--hf_modes none` runs ours alone (the gpt2-6.7b-8x1024x16 shape, whose HF side would not fit in the
+`--peers none` runs ours alone (the gpt2-6.7b-8x1024x16 shape, whose peers would not fit in the
 memory of one GPU). The table's "host GiB" is our trainer process's peak resident memory.
 
 With --profile_dir DIR, our trainer then trains each shape once more with --profile_steps 3 (steps
@@ -301,19 +303,31 @@ def hf_config(shape, activation):
     return config_class[shape["family"]](**shape["config"], bos_token_id=256, eos_token_id=256, **extra)
 
 
-def hf_worker(spec):
-    """One HF segment (run in its own process): prints {"rates": [...], "params": N, "config": {...}}."""
+# The peers: HF's model in eager mode and under torch.compile, and plain_gpt.py's GPT-2 likewise.
+PEERS = ("hf-eager", "hf-compile", "gpt-eager", "gpt-compile")
+
+
+def peer_worker(spec):
+    """One peer's segment (run in its own process): prints {"rates": [...], "params": N, ...}."""
     import torch
-    from transformers import AutoModelForCausalLM
 
     shape = SHAPES[spec["shape"]]
     device = spec["device"]
     torch.set_num_threads(spec["threads"])
     torch.manual_seed(0)
     config = hf_config(shape, spec["activation"])
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
-    tied = model.lm_head.weight is model.get_input_embeddings().weight
-    assert tied == config.tie_word_embeddings, "HF's LM head is not tied as the config says"
+    if spec["peer"].startswith("gpt-"):
+        from plain_gpt import PlainGPT
+
+        model = PlainGPT(config)
+        loss_of = lambda m, ids: m(ids)
+    else:
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+        tied = model.lm_head.weight is model.get_input_embeddings().weight
+        assert tied == config.tie_word_embeddings, "HF's LM head is not tied as the config says"
+        loss_of = lambda m, ids: m(input_ids=ids, labels=ids).loss
     assert all(p.dtype == torch.float32 for p in model.parameters())
     model.to(device).train()
     named = list(model.named_parameters())
@@ -323,7 +337,7 @@ def hf_worker(spec):
               {"params": [t for n, t in named if no_decay_name(n)], "weight_decay": 0.0}]
     optim_kind = {"fused": dict(fused=True), "foreach": dict(foreach=True), "for-loop": dict(foreach=False)}
     optimizer = torch.optim.AdamW(groups, lr=LEARNING_RATE, **optim_kind[spec["optim"]])
-    forward = torch.compile(model) if spec["mode"] == "compile" else model
+    forward = torch.compile(model) if spec["peer"].endswith("-compile") else model
     # On the GPU: bf16 autocast over fp32 parameters (HF Trainer's --bf16); on the CPU: fp32.
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=device == "cuda")
     steps = spec["steps"]
@@ -336,7 +350,7 @@ def hf_worker(spec):
         start = time.perf_counter()
         for ids in batches[i * micro:(i + 1) * micro]:  # gradients summed over the step's micro-batches
             with autocast:
-                loss = forward(input_ids=ids, labels=ids).loss
+                loss = loss_of(forward, ids)
             (loss / micro if micro > 1 else loss).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
         optimizer.step()
@@ -348,33 +362,33 @@ def hf_worker(spec):
 
 
 # The malloc policy our trainer sets for itself (train_loop.cpp, keep_freed_memory), as glibc's
-# environment variables: --hf_same_malloc gives it to the HF process too.
+# environment variables: --peer_same_malloc gives it to the peers' processes too.
 SAME_MALLOC_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(2**31 - 1), "MALLOC_TOP_PAD_": str(64 << 20)}
 
 
-def hf(shape_name, steps, threads, activation, optim, same_malloc, device, mode):
+def peer(shape_name, steps, threads, activation, optim, same_malloc, device, name):
     spec = {"shape": shape_name, "steps": steps, "threads": threads, "activation": activation, "optim": optim,
-            "device": device, "mode": mode}
+            "device": device, "peer": name}
     env = dict(os.environ, TRANSFORMERS_VERBOSITY="error", TOKENIZERS_PARALLELISM="false")
     if same_malloc:
         env.update(SAME_MALLOC_ENV)
-    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--hf_worker", json.dumps(spec)],
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--peer_worker", json.dumps(spec)],
                           check=True, stdout=subprocess.PIPE, text=True, env=env)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if result["torch_threads"] != threads:
-        raise RuntimeError(f"HF ran with {result['torch_threads']} torch threads, not {threads}")
+        raise RuntimeError(f"{name} ran with {result['torch_threads']} torch threads, not {threads}")
     return result["rates"], result["params"]
 
 
-def check_same_model(shape, activation, our_config, our_params, hf_params):
+def check_same_model(shape, activation, our_config, our_params, peer_params):
     """Both sides must build the same network: same config values that set the work, same size."""
     expected = hf_config(shape, activation).to_dict()
     keys = list(shape["config"]) + ["model_type", "tie_word_embeddings", ACTIVATION_KEY[shape["family"]]]
     diff = {k: (our_config.get(k), expected.get(k)) for k in keys if our_config.get(k) != expected.get(k)}
     if diff:
         raise RuntimeError(f"our model config differs from HF's (ours, HF): {diff}")
-    if our_params != hf_params:
-        raise RuntimeError(f"parameter count differs: ours {our_params:,}, HF {hf_params:,}")
+    if our_params != peer_params:
+        raise RuntimeError(f"parameter count differs: ours {our_params:,}, the peer's {peer_params:,}")
 
 
 def main():
@@ -384,34 +398,35 @@ def main():
     parser.add_argument("--warmup", type=int, default=3,
                         help="untimed steps per segment (HF eager on the CPU settles only after about 3)")
     parser.add_argument("--steps", type=int, default=6, help="timed steps per segment")
-    parser.add_argument("--rounds", type=int, default=3, help="segments per side, alternating ours/HF")
+    parser.add_argument("--rounds", type=int, default=3, help="segments per side, alternating ours/peer")
     parser.add_argument("--shapes", default="default,gpt2", help=f"comma-separated, of {','.join(SHAPES)}")
     parser.add_argument("--activation", default="",
                         help="override activation_function on both sides (e.g. gelu_pytorch_tanh: the same tanh "
                              "GELU, fused in HF too); default: GPT-2's gelu_new")
-    parser.add_argument("--hf_optim", choices=("fused", "foreach", "for-loop"), default="fused",
-                        help="torch.optim.AdamW implementation on the HF side (fused: HF Trainer's default)")
-    parser.add_argument("--hf_same_malloc", action="store_true",
-                        help="run HF with the glibc malloc policy our trainer sets for itself (freed memory kept, "
+    parser.add_argument("--peer_optim", choices=("fused", "foreach", "for-loop"), default="fused",
+                        help="torch.optim.AdamW implementation of the peers (fused: HF Trainer's default)")
+    parser.add_argument("--peer_same_malloc", action="store_true",
+                        help="run the peers with the glibc malloc policy our trainer sets for itself (freed memory kept, "
                              "no mmap'd blocks); default: Python's stock malloc, what HF users get")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="where both sides train (cuda: bf16 mixed precision, the first GPU)")
-    parser.add_argument("--hf_modes", default=None,
-                        help="comma-separated HF sides, of eager,compile (torch.compile), or none (ours alone); "
-                             "default: eager on the CPU, eager,compile on cuda")
+    parser.add_argument("--peers", default=None,
+                        help=f"comma-separated, of {','.join(PEERS)} (HF's model, and a plain PyTorch GPT-2 for "
+                             "GPT-2 shapes, in eager mode or under torch.compile), or none (ours alone); default: "
+                             "hf-eager on the CPU, hf-eager,hf-compile,gpt-compile on cuda")
     parser.add_argument("--peak_tflops", type=float, default=989.0,
                         help="the device's peak for MFU (default 989: an H100's dense bf16)")
     parser.add_argument("--trainer_args", default="", help="extra trainer flags, e.g. '--offload optimizer'")
     parser.add_argument("--compare_trainer_args", default=None,
-                        help="instead of HF, compare with our trainer run with these flags added (NAME=value words: "
+                        help="instead of the peers, compare with our trainer run with these flags added (NAME=value words: "
                              "its environment); both sides timed by the wall time of their timed steps (logging included), e.g. "
                              "'--report_to none' or 'LLMRDZV_CUDA_KERNELS=0'")
     parser.add_argument("--profile_dir", default=None,
                         help="also profile 3 steps of ours per shape: traces to DIR/<shape>.json, summaries printed")
-    parser.add_argument("--hf_worker", help=argparse.SUPPRESS)
+    parser.add_argument("--peer_worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.hf_worker:
-        hf_worker(json.loads(args.hf_worker))
+    if args.peer_worker:
+        peer_worker(json.loads(args.peer_worker))
         return 0
     if not args.trainer:
         parser.error("--trainer is required")
@@ -419,11 +434,16 @@ def main():
     if args.compare_trainer_args is not None:
         return compare_trainer_args(args)
 
-    modes = (args.hf_modes or ("eager,compile" if args.device == "cuda" else "eager")).split(",")
+    modes = (args.peers or ("hf-eager,hf-compile,gpt-compile" if args.device == "cuda" else "hf-eager")).split(",")
     if modes == ["none"]:
         modes = []
-    elif set(modes) - {"eager", "compile"}:
-        parser.error(f"--hf_modes: unknown mode in {args.hf_modes!r} (eager, compile, or none)")
+    elif set(modes) - set(PEERS):
+        parser.error(f"--peers: unknown peer in {args.peers!r} ({', '.join(PEERS)}, or none)")
+    for name in args.shapes.split(","):
+        if name not in SHAPES:
+            parser.error(f"--shapes: unknown shape {name!r} ({', '.join(SHAPES)})")
+        if SHAPES[name]["family"] != "gpt2" and any(m.startswith("gpt-") for m in modes):
+            parser.error(f"--peers: the plain GPT peers train GPT-2 shapes only, not {name!r}")
     our_extra = args.trainer_args.split() + (["--use_cpu"] if args.device == "cpu" else [])
     results = {}
     rows = []
@@ -446,18 +466,18 @@ def main():
                                                                args.activation, our_extra)
                             host_peak = max(host_peak, last_host_peak_gib)
                         else:
-                            got, hf_params = hf(name, total, args.threads, args.activation, args.hf_optim,
-                                                args.hf_same_malloc, args.device, side)
+                            got, peer_params = peer(name, total, args.threads, args.activation, args.peer_optim,
+                                                  args.peer_same_malloc, args.device, side)
                     rates[side] += got[args.warmup:]
                     memory[side] = max(memory[side], peak.peak or 0.0)
                     loads.append(loadavg())
                 if modes:
-                    check_same_model(shape, args.activation, our_config, our_params, hf_params)
+                    check_same_model(shape, args.activation, our_config, our_params, peer_params)
                 else:
-                    hf_params = our_params
+                    peer_params = our_params
             tokens = {side: statistics.median(r) for side, r in rates.items()}
             best_peer = max(modes, key=lambda m: tokens[m]) if modes else None
-            entry = {"params": hf_params, "block": shape["block"], "batch": shape["batch"], "micro": micro_batches(shape),
+            entry = {"params": peer_params, "block": shape["block"], "batch": shape["batch"], "micro": micro_batches(shape),
                      "ours_tokens_per_s": round(tokens["ours"], 1), "ours_best": round(max(rates["ours"]), 1),
                      "ratio": round(tokens["ours"] / tokens[best_peer], 3) if modes else None, "ratio_to": best_peer,
                      "ours_host_peak_gib": round(host_peak, 2), "load_min": min(loads), "load_max": max(loads)}
@@ -465,29 +485,29 @@ def main():
                 entry[f"{side}_tokens_per_s"] = round(tokens[side], 1)
                 entry[f"{side}_steal"] = round(steal[side].share, 3)
                 if args.device == "cuda":
-                    entry[f"{side}_mfu"] = round(6 * hf_params * tokens[side] / (args.peak_tflops * 1e12), 4)
+                    entry[f"{side}_mfu"] = round(6 * peer_params * tokens[side] / (args.peak_tflops * 1e12), 4)
                     entry[f"{side}_peak_gib"] = round(memory[side], 2)
             results[name] = entry
             if args.profile_dir:
                 profile_ours(args, name, shape, workdir, our_extra)
             for side in rates:
-                rows.append((name, side, hf_params, shape["block"], shape["batch"], micro_batches(shape), tokens[side],
+                rows.append((name, side, peer_params, shape["block"], shape["batch"], micro_batches(shape), tokens[side],
                              tokens["ours"] / tokens[side], max(rates["ours"]) / max(rates[side]), entry.get(f"{side}_mfu"),
                              entry.get(f"{side}_peak_gib"), steal[side].share, min(loads), max(loads)))
     print(f"device={args.device} threads={args.threads} warmup={args.warmup} timed_steps={args.steps} "
-          f"rounds={args.rounds} activation={args.activation or 'gelu_new'} hf_optim={args.hf_optim} "
-          f"hf_same_malloc={args.hf_same_malloc} (median tokens/s over all timed steps; best = fastest step of each side)")
+          f"rounds={args.rounds} activation={args.activation or 'gelu_new'} peer_optim={args.peer_optim} "
+          f"peer_same_malloc={args.peer_same_malloc} (median tokens/s over all timed steps; best = fastest step of each side)")
     print(f"{'shape':<19} {'side':<11} {'params':>12} {'block':>6} {'batch':>6} {'micro':>5} {'tok/s':>11} {'ours/side':>9} "
           f"{'best/best':>9} {'MFU':>6} {'peak GiB':>8} {'host GiB':>8} {'steal':>6} {'load 1m':>11}")
     for name, side, params, block, batch, micro, t, r, rb, mfu, mem, stolen, lo, hi in rows:
-        side_name = side if side == "ours" else f"hf-{side}"
+        side_name = side
         mfu_text = f"{mfu * 100:5.1f}%" if mfu is not None else "     -"
         mem_text = f"{mem:8.2f}" if mem is not None else "       -"
         host_text = f"{results[name]['ours_host_peak_gib']:8.2f}" if side == "ours" else "       -"
         print(f"{name:<19} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {micro:>5} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
               f"{mfu_text} {mem_text} {host_text} {stolen * 100:5.1f}% {lo:>5.2f}-{hi:<5.2f}")
     summary = {"device": args.device, "threads": args.threads, "activation": args.activation or "gelu_new",
-               "hf_optim": args.hf_optim, "hf_same_malloc": args.hf_same_malloc, "hf_modes": modes,
+               "peer_optim": args.peer_optim, "peer_same_malloc": args.peer_same_malloc, "peers": modes,
                "target_ratio": 1.2 if args.device == "cpu" else None, **results,
                "min_ratio": round(min(r["ratio"] for r in results.values()), 3) if modes else None}
     print(json.dumps(summary))
