@@ -8,9 +8,9 @@
 # per optimizer step) against HF eager; and ours against ours without its CUDA kernels
 # (LLMRDZV_CUDA_KERNELS=0). The bench and xl parts also profile 3 steps of ours and print where
 # they went (trainer-profile-summary; traces in <build>/profile/).
-# GPU_CHECKS_PARTS picks parts (tests, bench, offload, xl, kernels, big; they run in that order;
-# all but kernels and big by default; big trains a GPT-2-shaped 6.65B model with the optimizer
-# offloaded, a few minutes). Each part starts with a "=== part" line; a failing part does not stop
+# GPU_CHECKS_PARTS picks parts and their order (of tests, bench, offload, xl, kernels, big; default
+# tests,bench,offload,xl; big trains a GPT-2-shaped 6.65B model with the optimizer offloaded, a few
+# minutes). Each part starts with a "=== part" line; a failing part does not stop
 # the next, and the exit status is 1 when any failed, 77 when no GPU is visible. Each GPU test gets
 # at most 240 s.
 # GPU_CHECKS_LOG_DIR=DIR also writes each part's output to DIR/<part>.log as it runs, so a run cut
@@ -19,6 +19,19 @@
 set -u -o pipefail
 build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "gpu-checks: no build directory ${1:-build}" >&2; exit 2; }
 parts=${GPU_CHECKS_PARTS:-tests,bench,offload,xl}  # kernels, big: only when named
+# What each part does, for its header line.
+declare -A what=(
+  [tests]="ctest -L gpu, and the CPU AdamW kernels on this host's instruction sets (AVX-512 where it has it)"
+  [bench]="GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile, a plain PyTorch GPT-2 + torch.compile"
+  [offload]="GPT-2 124M, 16 x 1024: --offload optimizer against no offload, plain and with delayed updates"
+  [xl]="GPT-2 XL, 8 x 1024, bf16, one and four micro-batches per step: ours, HF eager"
+  [kernels]="GPT-2 124M, 16 x 1024: ours without its CUDA kernels (B) against ours (A)"
+  [big]="a GPT-2-shaped 6.65B model on this one GPU with --offload optimizer; then without offload"
+)
+IFS=, read -r -a selected <<< "$parts"
+for name in "${selected[@]}"; do
+  [ -n "${what[$name]+set}" ] || { echo "gpu-checks: no part '$name' (${!what[*]})" >&2; exit 2; }
+done
 log_dir=${GPU_CHECKS_LOG_DIR:-$(mktemp -d)}
 mkdir -p "$log_dir" || { echo "gpu-checks: cannot make $log_dir" >&2; exit 2; }
 if ! nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$log_dir/gpu.log"; then
@@ -29,11 +42,10 @@ status=0
 done_parts=()
 bench=("$build/bin/trainer-bench" --device cuda --warmup 3 --steps 10 --rounds 1)
 
-# run_part NAME WHAT: when NAME is selected, runs the function part_NAME with its output shown and
-# kept in $log_dir/NAME.log, and records its status and seconds for the summary.
+# run_part NAME: runs the function part_NAME with its output shown and kept in $log_dir/NAME.log,
+# and records its status and seconds for the summary.
 run_part() {
-  case ",$parts," in *",$1,"*) ;; *) return 0 ;; esac
-  echo "=== $1: $2"
+  echo "=== $1: ${what[$1]}"
   local start=$SECONDS rc
   "part_$1" 2>&1 | tee "$log_dir/$1.log"
   rc=${PIPESTATUS[0]}
@@ -78,19 +90,15 @@ part_big() {
   fi
 }
 
-run_part tests "ctest -L gpu, and the CPU AdamW kernels on this host's instruction sets (AVX-512 where it has it)"
-run_part bench "GPT-2 124M, 16 x 1024, bf16: ours, HF eager, HF + torch.compile, a plain PyTorch GPT-2 + torch.compile"
-run_part offload "GPT-2 124M, 16 x 1024: --offload optimizer against no offload, plain and with delayed updates"
-run_part xl "GPT-2 XL, 8 x 1024, bf16, one and four micro-batches per step: ours, HF eager"
-run_part kernels "GPT-2 124M, 16 x 1024: ours without its CUDA kernels (B) against ours (A)"
-run_part big "a GPT-2-shaped 6.65B model on this one GPU with --offload optimizer; then without offload"
+for name in "${selected[@]}"; do run_part "$name"; done
 
 # The summary: what a reader of only the last lines of the output needs.
 echo "=== summary (full output in $log_dir)"
 printf '%s\n' "${done_parts[@]}"
-for f in "$log_dir"/*.log; do
-  [ "$(basename "$f")" = gpu.log ] && continue
+for name in "${selected[@]}"; do
+  f="$log_dir/$name.log"
+  [ -f "$f" ] || continue
   grep -E '^(shape |gpt2|default|opt|smollm|[0-9]+% tests passed|The following tests FAILED|[[:space:]]+[0-9]+ - .*\((Failed|Timeout|SEGFAULT|Subprocess)|All tests passed|test cases:|gpu-checks:)' "$f" \
-    | grep -v '^{' | sed "s|^|$(basename "$f" .log): |"
+    | grep -v '^{' | sed "s|^|$name: |"
 done
 exit "$status"
