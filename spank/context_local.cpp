@@ -18,7 +18,7 @@ void prepare_local() {
   }
   // Unpredictable ports: another user cannot bind the step's rdzvd or MASTER_PORT in advance.
   const std::uint64_t random = std::stoull(make_random_token().substr(0, 16), nullptr, 16);
-  if (setenv(kPortsCarrier, ports_text(random_step_ports(settings.ports, random)).c_str(), 1) != 0) {
+  if (setenv(kPortsCarrier, ports_text(random_step_ports(settings.ports, settings.port_probes, random)).c_str(), 1) != 0) {
     throw ArgError("cannot pass the step's ports to the nodes");
   }
 }

@@ -77,7 +77,7 @@ void prepare_remote(spank_t sp) {
   }
   const StepSettings settings = resolve_step_settings(s.site, s.user, kernel_ephemeral_ports());
   check_node_bounds(settings, layout);
-  const std::string rdzv_id = rendezvous_id(settings, layout.job_id, layout.step_id);
+  const std::string rdzv_id = rendezvous_id(settings, layout.job_id, layout.step_id, layout.restarts);
   const JobUser user = job_user(sp);
   const std::string token = step_token(sp, settings, layout, rdzv_id, user.uid);
   const std::string master = master_address(settings.addr, first_node(sp, layout));
@@ -90,9 +90,10 @@ void prepare_remote(spank_t sp) {
 
 int init_task(spank_t sp) {
   const PluginState& s = state();
-  if (s.option_given && !s.user.enabled) {
-    // --llm-rdzv=off inside a job that has the option: the tasks inherit the batch step's env
-    // contract (its rank, world and token), which must not reach a step that asked for none.
+  if (!s.active) {
+    // A step without the option (or with =off) started from inside one that had it (a batch
+    // script, `srun --llm-rdzv --pty bash`): its tasks would inherit that step's env contract
+    // (its rank, world and token), which must not reach a step that asked for none.
     char marker[8];
     if (spank_getenv(sp, "LLM_RDZV_MIN_WORLD", marker, sizeof marker) != ESPANK_ENV_NOEXIST) {
       for (const std::string& name : contract_variables()) spank_unsetenv(sp, name.c_str());
@@ -101,7 +102,6 @@ int init_task(spank_t sp) {
     spank_unsetenv(sp, kPortsCarrier);
     return 0;
   }
-  if (!s.active) return 0;
   if (!s.task_error.empty()) {
     const std::string line = "llm-rdzv: " + s.task_error + "\n";
     const ssize_t written = write(STDERR_FILENO, line.data(), line.size());

@@ -10,7 +10,7 @@ std::vector<std::string> rdzvd_arguments(const SiteConfig& site, const StepSetti
   std::vector<std::string> args = {
       "--listen",    "0.0.0.0:" + std::to_string(base_port),
       "--port-range", describe(settings.ports),
-      "--port-probes", std::to_string(site.port_probes),
+      "--port-probes", std::to_string(settings.port_probes),
       "--mode",      "step",
       "--rdzv-id",   rdzv_id,
       "--participants", std::to_string(world.min) + ":" + std::to_string(world.max),

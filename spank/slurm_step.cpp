@@ -30,11 +30,23 @@ StepLayout read_layout(spank_t sp) {
   layout.node_id = item<uint32_t>(sp, S_JOB_NODEID, "the node id");
   layout.ntasks = item<uint32_t>(sp, S_JOB_TOTAL_TASK_COUNT, "the task count");
   layout.local_tasks = item<uint32_t>(sp, S_JOB_LOCAL_TASK_COUNT, "the local task count");
+  if (spank_get_item(sp, S_SLURM_RESTART_COUNT, &layout.restarts) != ESPANK_SUCCESS) layout.restarts = 0;
   if (is_script_step(layout.step_id)) {
     // Slurm reports the job's sizes here (measured: 12 tasks for `sbatch -n12`); the script
     // itself is one task on one node.
     layout.nnodes = layout.ntasks = layout.local_tasks = 1;
     layout.node_id = 0;
+    return layout;
+  }
+  // A heterogeneous step (srun A : B) reaches each component's nodes as a step of its own sizes
+  // and task ids, while its environment (SLURM_STEP_NUM_TASKS, the node list, SLURM_PROCID)
+  // spans the whole step (measured on Slurm 22.05): one world cannot be built from that.
+  const std::string step_tasks = getenv_from_job(sp, "SLURM_STEP_NUM_TASKS");
+  if (!getenv_from_job(sp, "SLURM_HET_SIZE").empty() && !step_tasks.empty() &&
+      step_tasks != std::to_string(layout.ntasks)) {
+    throw ArgError("a heterogeneous step (srun ... : ...) is not supported: this component has " +
+                   std::to_string(layout.ntasks) + " of the step's " + step_tasks +
+                   " tasks; run the components as separate steps, or as one step");
   }
   return layout;
 }

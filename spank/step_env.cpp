@@ -1,9 +1,21 @@
 // Builds the task environment (see step_env.hpp).
 #include "step_env.hpp"
 
+#include <algorithm>
+
 #include <slurm/slurm.h>
 
 namespace llmrdzv::spank {
+namespace {
+
+// Whether an rdzvd walking from its base port would reach MASTER_PORT.
+bool in_probe_window(const PortRange& range, std::uint32_t port_probes, const StepPorts& ports) {
+  const std::uint32_t size = range.size();
+  const std::uint32_t distance = (ports.master + size - ports.rdzvd) % size;  // master - rdzvd, wrapped
+  return distance < probe_window(range, port_probes);
+}
+
+}  // namespace
 
 bool is_script_step(std::uint32_t step_id) {
   return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP;
@@ -11,25 +23,37 @@ bool is_script_step(std::uint32_t step_id) {
 
 bool is_extern_step(std::uint32_t step_id) { return step_id == SLURM_EXTERN_CONT; }
 
-std::string rendezvous_id(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id) {
+std::string rendezvous_id(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id,
+                          std::uint32_t restarts) {
   if (settings.id) return *settings.id;
   const std::string job = std::to_string(job_id) + ".";
-  if (step_id == SLURM_BATCH_SCRIPT) return job + "batch";
-  if (step_id == SLURM_INTERACTIVE_STEP) return job + "interactive";
-  return job + std::to_string(step_id);
+  std::string id = step_id == SLURM_BATCH_SCRIPT       ? job + "batch"
+                   : step_id == SLURM_INTERACTIVE_STEP ? job + "interactive"
+                                                       : job + std::to_string(step_id);
+  if (restarts > 0) id += ".r" + std::to_string(restarts);
+  return id;
+}
+
+std::uint32_t probe_window(const PortRange& range, std::uint32_t port_probes) {
+  return std::min(port_probes, range.size() - 1);  // a range has at least 2 ports (parse_step_ports)
 }
 
 StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id) {
-  return {step_port(settings.ports, job_id, step_id, PortPurpose::rdzvd),
-          step_port(settings.ports, job_id, step_id, PortPurpose::master)};
+  StepPorts ports{step_port(settings.ports, job_id, step_id, PortPurpose::rdzvd),
+                  step_port(settings.ports, job_id, step_id, PortPurpose::master)};
+  if (in_probe_window(settings.ports, settings.port_probes, ports)) {
+    ports.master = probe_port(settings.ports, ports.rdzvd, probe_window(settings.ports, settings.port_probes));
+  }
+  return ports;
 }
 
-StepPorts random_step_ports(const PortRange& range, std::uint64_t random) {
-  const std::uint32_t size = range.size();  // at least 2 (parse_step_ports)
+StepPorts random_step_ports(const PortRange& range, std::uint32_t port_probes, std::uint64_t random) {
+  const std::uint32_t size = range.size();
+  const std::uint32_t window = probe_window(range, port_probes);
   StepPorts ports;
   ports.rdzvd = std::uint16_t(range.lo + random % size);
-  // The master port: any other port of the range, uniformly.
-  const std::uint32_t offset = 1 + std::uint32_t((random / size) % (size - 1));
+  // The master port: any port of the range past rdzvd's probe window, uniformly.
+  const std::uint32_t offset = window + std::uint32_t((random / size) % (size - window));
   ports.master = std::uint16_t(range.lo + (ports.rdzvd - range.lo + offset) % size);
   return ports;
 }
@@ -56,8 +80,11 @@ StepPorts parse_ports_text(const std::string& text, const PortRange& range) {
 }
 
 WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout) {
-  if (!settings.nodes) return {layout.ntasks, layout.ntasks};
-  const std::uint32_t per_node = (layout.ntasks + layout.nnodes - 1) / layout.nnodes;
+  // The script step is one task: nodes= given to sbatch is for the job's steps, not the script.
+  if (!settings.nodes || is_script_step(layout.step_id) || layout.ntasks % layout.nnodes != 0) {
+    return {layout.ntasks, layout.ntasks};  // uneven tasks per node: only nodes=N with N nodes passes the check
+  }
+  const std::uint32_t per_node = layout.ntasks / layout.nnodes;
   return {settings.nodes->min * per_node, settings.nodes->max * per_node};
 }
 
@@ -72,7 +99,7 @@ EnvList step_env(const StepSettings& settings, const StepLayout& layout, const S
   return {
       {"MASTER_ADDR", master_addr},
       {"MASTER_PORT", std::to_string(ports.master)},
-      {"RDZV_ID", rendezvous_id(settings, layout.job_id, layout.step_id)},
+      {"RDZV_ID", rendezvous_id(settings, layout.job_id, layout.step_id, layout.restarts)},
       {"RDZV_ENDPOINT", endpoint},
       {"RDZV_TOKEN", token},
       {"WORLD_SIZE", std::to_string(layout.ntasks)},
@@ -93,8 +120,15 @@ EnvList task_env(std::uint32_t rank, std::uint32_t local_rank) {
 }
 
 void check_node_bounds(const StepSettings& settings, const StepLayout& layout) {
-  if (!settings.nodes || (layout.nnodes >= settings.nodes->min && layout.nnodes <= settings.nodes->max)) return;
+  if (!settings.nodes || is_script_step(layout.step_id)) return;
   const std::string asked = "nodes=" + std::to_string(settings.nodes->min) + ":" + std::to_string(settings.nodes->max);
+  const bool fixed = settings.nodes->min == layout.nnodes && settings.nodes->max == layout.nnodes;
+  if (layout.ntasks % layout.nnodes != 0 && !fixed) {
+    throw ArgError(asked + ": the step's " + std::to_string(layout.ntasks) + " tasks are not spread evenly over its " +
+                   std::to_string(layout.nnodes) + " nodes, and an elastic world counts whole nodes of " +
+                   "equal size; give every node the same number of tasks (srun --ntasks-per-node)");
+  }
+  if (layout.nnodes >= settings.nodes->min && layout.nnodes <= settings.nodes->max) return;
   const std::string has = "the step runs on " + std::to_string(layout.nnodes) + " node" + (layout.nnodes == 1 ? "" : "s");
   throw ArgError(asked + ": " + has + (layout.nnodes < settings.nodes->min
                                            ? ", fewer than MIN, so its rendezvous could never form; run it on at least " +

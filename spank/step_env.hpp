@@ -20,6 +20,7 @@ struct StepLayout {
   std::uint32_t node_id = 0;
   std::uint32_t ntasks = 1;
   std::uint32_t local_tasks = 1;
+  std::uint32_t restarts = 0;  // how often the job was requeued
 };
 
 // Slurm's batch script and interactive (salloc) steps: one node, no srun before them.
@@ -27,8 +28,11 @@ bool is_script_step(std::uint32_t step_id);
 // The extern step holds no tasks: nothing to do there.
 bool is_extern_step(std::uint32_t step_id);
 
-// "<job>.<step>" ("<job>.batch", "<job>.interactive"), or the user's id=NAME.
-std::string rendezvous_id(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id);
+// "<job>.<step>" ("<job>.batch", "<job>.interactive"), with ".r<N>" after the job's N-th requeue
+// (a requeued job keeps its id and numbers its steps from 0 again, and a site rdzvd may still hold
+// the earlier run's rendezvous), or the user's id=NAME.
+std::string rendezvous_id(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id,
+                          std::uint32_t restarts = 0);
 
 struct StepPorts {
   std::uint16_t rdzvd = 0;
@@ -39,15 +43,21 @@ struct StepPorts {
 // could hand to the nodes; anyone who reads squeue can compute them.
 StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id);
 
-// srun picks the step's ports at random inside the range (two different ports; `random` is 64
-// bits from the kernel's generator) and hands them to every node's slurmstepd the way the token
-// travels, as "RDZVD,MASTER" (ports_text / parse_ports_text). parse_ports_text throws ArgError
-// for text that is not two different ports inside `range`.
-StepPorts random_step_ports(const PortRange& range, std::uint64_t random);
+// The candidate ports from rdzvd's base port that MASTER_PORT keeps out of: port_probes, or in a
+// range with no more ports than that, all but one (rdzvd then walks onto MASTER_PORT only after
+// every other port of the range was taken).
+std::uint32_t probe_window(const PortRange& range, std::uint32_t port_probes);
+// srun picks the step's ports at random inside the range (`random` is 64 bits from the kernel's
+// generator): rdzvd's base port, and MASTER_PORT outside the probe window that follows it, so
+// that an rdzvd walking past busy ports does not take its own step's MASTER_PORT. They reach every
+// node's slurmstepd the way the token travels, as "RDZVD,MASTER" (ports_text / parse_ports_text).
+// parse_ports_text throws ArgError for text that is not two different ports inside `range`.
+StepPorts random_step_ports(const PortRange& range, std::uint32_t port_probes, std::uint64_t random);
 std::string ports_text(const StepPorts& ports);
 StepPorts parse_ports_text(const std::string& text, const PortRange& range);
 
-// Participant bounds: the step's task count, or nodes=MIN:MAX times the tasks per node.
+// Participant bounds: the step's task count, or nodes=MIN:MAX times the tasks per node (the script
+// step and steps with uneven tasks per node: the task count).
 struct WorldBounds {
   std::uint32_t min = 0;
   std::uint32_t max = 0;
@@ -55,7 +65,9 @@ struct WorldBounds {
 WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout);
 // Throws ArgError when nodes=MIN:MAX does not admit the step's node count: with fewer nodes than
 // MIN the round could never form (the ranks would wait out the whole timeout), with more than MAX
-// the rendezvous would turn ranks away.
+// the rendezvous would turn ranks away; or when the step's tasks are spread unevenly over its nodes
+// and the bounds are not exactly its node count. The script step is not checked: an sbatch
+// option's nodes= is for the srun steps inside the job.
 void check_node_bounds(const StepSettings& settings, const StepLayout& layout);
 
 // Everything but the per-task variables, for a step using `ports`. `site_server` (HOST:PORT) is

@@ -11,7 +11,8 @@ StepSettings resolve_step_settings(const SiteConfig& site, const UserOptions& us
     throw ArgError("mode=site: this site runs no site rdzvd (plugstack.conf has no server= and secret_file=)");
   }
   settings.ports = user.ports.value_or(site.port_range);
-  if (user.ports) check_outside_ephemeral("port", *user.ports, ephemeral);
+  // The site's port_range is checked at load where plugstack.conf gives one; the default here.
+  check_outside_ephemeral(user.ports ? "port" : "port_range (the site's)", settings.ports, ephemeral);
   settings.nodes = user.nodes;
   settings.timeout_s = user.timeout_s.value_or(site.timeout_s);
   settings.port_probes = site.port_probes;

@@ -20,7 +20,7 @@ struct StepSettings {
 };
 
 // Throws ArgError when the user's keys cannot work at this site (mode=site without a site
-// rdzvd, ports inside the kernel's ephemeral range).
+// rdzvd, ports inside the kernel's ephemeral range, the site's default range included).
 StepSettings resolve_step_settings(const SiteConfig& site, const UserOptions& user,
                                    const PortRange& ephemeral);
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "llmrdzv/common/port_probe.hpp"
 #include "step_env.hpp"
 
 using namespace llmrdzv;
@@ -54,26 +55,40 @@ TEST_CASE("step mode env follows the step layout") {
   CHECK(task.at("LOCAL_RANK") == "1");
 }
 
-TEST_CASE("srun's random ports are two different ports of the range, spread over all of it") {
+// Whether rdzvd, walking `probes` ports of `range` from its base (as port_probe.hpp's sequence
+// goes), would try the step's MASTER_PORT.
+bool rdzvd_walks_onto_master(const PortRange& range, std::uint32_t probes, const StepPorts& ports) {
+  for (std::uint32_t attempt = 0; attempt < probes; ++attempt) {
+    if (probe_port(range, ports.rdzvd, attempt) == ports.master) return true;
+  }
+  return false;
+}
+
+TEST_CASE("srun's random ports are two ports of the range spread over all of it with MASTER_PORT past rdzvd's probes") {
   const PortRange range{20000, 20999};
   std::set<std::uint16_t> rdzvd, master;
   std::uint64_t state = 88172645463325252ULL;
   for (int i = 0; i < 2000; ++i) {
     state ^= state << 13, state ^= state >> 7, state ^= state << 17;  // xorshift64: stands in for getrandom
-    const StepPorts ports = random_step_ports(range, state);
+    const StepPorts ports = random_step_ports(range, 8, state);
     REQUIRE(range.contains(ports.rdzvd));
     REQUIRE(range.contains(ports.master));
-    REQUIRE(ports.rdzvd != ports.master);
+    REQUIRE_FALSE(rdzvd_walks_onto_master(range, 8, ports));
     rdzvd.insert(ports.rdzvd);
     master.insert(ports.master);
   }
   CHECK(rdzvd.size() > 800);  // of 1000 ports, after 2000 draws (expected ~865)
   CHECK(master.size() > 800);
-  // A two-port range: each draw uses both ports.
-  for (std::uint64_t r = 0; r < 8; ++r) {
-    const StepPorts two = random_step_ports({30000, 30001}, r);
-    CHECK(two.rdzvd + two.master == 60001);
+  // Ranges no wider than the probes: MASTER_PORT is the last port rdzvd would try.
+  for (const PortRange small : {PortRange{30000, 30001}, PortRange{30000, 30004}}) {
+    CHECK(probe_window(small, 8) == small.size() - 1u);
+    for (std::uint64_t r = 0; r < 40; ++r) {
+      const StepPorts ports = random_step_ports(small, 8, r);
+      REQUIRE(small.contains(ports.master));
+      REQUIRE(ports.master == probe_port(small, ports.rdzvd, small.size() - 1));
+    }
   }
+  CHECK(probe_window(range, 8) == 8);
 }
 
 TEST_CASE("the ports srun hands to the nodes round-trip, and bad text is refused") {
@@ -88,17 +103,21 @@ TEST_CASE("the ports srun hands to the nodes round-trip, and bad text is refused
   }
 }
 
-TEST_CASE("fallback ports are in range, differ between rdzvd and master, and between steps") {
-  const StepSettings settings = settings_with({20000, 20999});
-  int differing = 0;
-  for (std::uint32_t step = 0; step < 50; ++step) {
-    const StepPorts ports = step_ports(settings, 7, step);
-    CHECK(settings.ports.contains(ports.rdzvd));
-    CHECK(settings.ports.contains(ports.master));
-    CHECK(ports.rdzvd != ports.master);
-    if (step_ports(settings, 7, step + 1).rdzvd != ports.rdzvd) ++differing;
+TEST_CASE("fallback ports are in range, rdzvd's walk clear of MASTER_PORT, and differ between steps") {
+  for (const PortRange range : {PortRange{20000, 20999}, PortRange{20000, 20003}}) {
+    const StepSettings settings = settings_with(range);
+    int differing = 0;
+    for (std::uint32_t step = 0; step < 500; ++step) {
+      const StepPorts ports = step_ports(settings, 7, step);
+      INFO(step);
+      CHECK(settings.ports.contains(ports.rdzvd));
+      CHECK(settings.ports.contains(ports.master));
+      CHECK_FALSE(rdzvd_walks_onto_master(range, probe_window(range, settings.port_probes), ports));
+      CHECK(ports.rdzvd != ports.master);
+      if (step_ports(settings, 7, step + 1).rdzvd != ports.rdzvd) ++differing;
+    }
+    CHECK(differing >= (range.size() > 100 ? 450 : 250));
   }
-  CHECK(differing >= 45);
 }
 
 TEST_CASE("elastic nodes=MIN:MAX become participant bounds") {
@@ -129,6 +148,31 @@ TEST_CASE("nodes=MIN:MAX must admit the step's node count") {
   CHECK_NOTHROW(check_node_bounds(settings, one));
 }
 
+TEST_CASE("nodes=MIN:MAX given to sbatch leaves the batch script alone") {
+  StepSettings settings = settings_with({20000, 20999});
+  settings.nodes = NodeBounds{2, 4};
+  // Slurm's batch step, as read_layout gives it: one task on one node.
+  const StepLayout script{.job_id = 1, .step_id = 0xfffffffb, .nnodes = 1, .node_id = 0, .ntasks = 1, .local_tasks = 1};
+  CHECK_NOTHROW(check_node_bounds(settings, script));
+  const WorldBounds bounds = world_bounds(settings, script);
+  CHECK(bounds.min == 1);
+  CHECK(bounds.max == 1);
+}
+
+TEST_CASE("nodes= with tasks spread unevenly: the step's own node count forms its world, elastic bounds are refused") {
+  StepSettings settings = settings_with({20000, 20999});
+  const StepLayout uneven{.job_id = 1, .step_id = 0, .nnodes = 2, .node_id = 0, .ntasks = 3, .local_tasks = 2};
+  settings.nodes = NodeBounds{2, 2};
+  CHECK_NOTHROW(check_node_bounds(settings, uneven));
+  const WorldBounds bounds = world_bounds(settings, uneven);
+  CHECK(bounds.min == 3);
+  CHECK(bounds.max == 3);
+  settings.nodes = NodeBounds{1, 2};
+  CHECK_THROWS_WITH(check_node_bounds(settings, uneven),
+                    "nodes=1:2: the step's 3 tasks are not spread evenly over its 2 nodes, and an elastic world counts "
+                    "whole nodes of equal size; give every node the same number of tasks (srun --ntasks-per-node)");
+}
+
 TEST_CASE("the contract's variable names cover everything a task gets") {
   const auto names = contract_variables();
   const StepSettings settings = settings_with({20000, 20999});
@@ -146,11 +190,17 @@ TEST_CASE("batch and interactive steps get readable ids, and a user id wins") {
   StepSettings settings = settings_with({20000, 20999});
   CHECK(rendezvous_id(settings, 9, 0xfffffffb) == "9.batch");
   CHECK(rendezvous_id(settings, 9, 0xfffffffa) == "9.interactive");
+  // A requeued job keeps its id and numbers its steps from 0 again: its rendezvous must not be
+  // the earlier run's.
+  CHECK(rendezvous_id(settings, 9, 0, 0) == "9.0");
+  CHECK(rendezvous_id(settings, 9, 0, 2) == "9.0.r2");
+  CHECK(rendezvous_id(settings, 9, 0xfffffffb, 1) == "9.batch.r1");
   CHECK(is_script_step(0xfffffffb));
   CHECK_FALSE(is_script_step(0));
   CHECK(is_extern_step(0xfffffffc));
   settings.id = "span";
   CHECK(rendezvous_id(settings, 9, 0) == "span");
+  CHECK(rendezvous_id(settings, 9, 0, 3) == "span");  // a chosen id meets again on purpose
   CHECK(as_map(step_env(settings, {}, StepPorts{20000, 20001}, "n", "", "t")).at("RDZV_ID") == "span");
 }
 

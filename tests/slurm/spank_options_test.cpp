@@ -159,4 +159,10 @@ TEST_CASE("user keys a site cannot serve are rejected") {
                     Contains("mode=site: this site runs no site rdzvd"));
   CHECK_THROWS_WITH(resolve_step_settings(config, parse_user_options("port=40000-40001"), kEphemeral),
                     Contains("port: '40000-40001' overlaps the kernel's ephemeral ports"));
+  // A node whose ephemeral ports take in the default range (plugstack.conf names none, so nothing
+  // was checked at load): every step that would use it is refused, and told what to change.
+  const PortRange wide{1024, 65535};
+  CHECK_THROWS_WITH(resolve_step_settings(config, parse_user_options(nullptr), wide),
+                    Contains("port_range (the site's): '29500-29999' overlaps the kernel's ephemeral ports 1024-65535"));
+  CHECK_NOTHROW(resolve_step_settings(config, parse_user_options("port=1024-1030"), PortRange{2000, 65535}));
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # srun/sbatch/salloc --help show the option; each bad argument gives "error: llm-rdzv: ..." and
 # a non-zero exit in srun, sbatch and salloc (a single port, ports below 1024, a repeated key);
-# nodes=MIN:MAX beyond the step's nodes fails at once; --llm-rdzv=off inside an --llm-rdzv job
-# drops the inherited variables; a step without the option gets none of the env;
+# nodes=MIN:MAX beyond the step's nodes, or elastic over unevenly spread tasks, fails at once, and
+# sbatch's nodes= leaves the batch script alone; --llm-rdzv=off inside an --llm-rdzv job, and a
+# step without the option inside an --llm-rdzv step, drop the inherited variables; a step without
+# the option gets none of the env; a heterogeneous step is refused;
 # bad plugstack.conf arguments stop srun naming the argument; default=on and --llm-rdzv=off.
 source "$(dirname "$0")/lib.sh"
 
@@ -82,6 +84,54 @@ out=$(cat off_job.out)
 expect_match "$out" '^batch rank=0 token=64$' "the batch step has the env"
 expect_match "$out" '^done$' "off job end"
 grep -q '^leaked ' <<<"$out" && { echo "$out" >&2; fail "--llm-rdzv=off inside an --llm-rdzv job kept the batch step's variables"; }
+
+# A step without the option started from a step that has it (srun inside `srun --llm-rdzv`):
+# its tasks do not inherit the outer step's rank, world and token either.
+out=$(as_user srun -N1 -n1 --llm-rdzv sh -c 'echo "outer rank=$RANK"; srun --overlap -N1 -n1 env' 2>&1)
+expect_match "$out" '^outer rank=0$' "the outer step has the env"
+if grep -Eq '^(RANK|WORLD_SIZE|RDZV_[A-Z]+|MASTER_[A-Z]+|LLM_RDZV_[A-Z_]+)=' <<<"$out"; then
+  echo "$out" >&2
+  fail "a step without the option inside an --llm-rdzv step inherited its variables"
+fi
+
+# nodes=MIN:MAX given to sbatch is for the job's steps: the batch script (one task) still runs.
+cat > nodes_job.sh <<JOB
+#!/bin/bash
+#SBATCH -N2 -n2 --llm-rdzv=nodes=2:2
+#SBATCH -o $work/nodes_job.out
+echo "batch world=\$WORLD_SIZE"
+srun -N2 -n2 sh -c 'echo "step min=\$LLM_RDZV_MIN_WORLD max=\$LLM_RDZV_MAX_WORLD"'
+echo done
+JOB
+job=$(job_of "$(as_user sbatch --parsable nodes_job.sh)")
+for _ in $(seq 600); do
+  [ -z "$(squeue -h -j "$job" -o %T 2>/dev/null || true)" ] && break
+  sleep 0.1
+done
+out=$(cat nodes_job.out)
+expect_match "$out" '^batch world=1$' "sbatch --llm-rdzv=nodes=2:2: the batch script ran"
+[ "$(grep -c '^step min=2 max=2$' <<<"$out")" -eq 2 ] || { echo "$out" >&2; fail "sbatch nodes=2:2: the step's bounds"; }
+expect_match "$out" '^done$' "nodes job end"
+
+# Tasks spread unevenly: nodes=N with the step's own N nodes forms the step's world of 3; elastic
+# bounds are refused at once, naming the problem (they used to expect 4 ranks and wait out the
+# timeout).
+out=$(as_user srun -N2 -n3 --llm-rdzv=nodes=2,timeout=30 "$test_client" 2>&1) || { echo "$out" >&2; fail "srun -N2 -n3 nodes=2"; }
+[ "$(grep -c '^barrier rank=[0-2] ok$' <<<"$out")" -eq 3 ] || { echo "$out" >&2; fail "srun -N2 -n3 nodes=2: world of 3"; }
+start=$SECONDS
+set +e
+out=$(as_user srun -N2 -n3 --llm-rdzv=nodes=1:2,timeout=300 true 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] || fail "srun -N2 -n3 --llm-rdzv=nodes=1:2 exited 0"
+expect_match "$out" "llm-rdzv: nodes=1:2: the step's 3 tasks are not spread evenly over its 2 nodes" "uneven elastic step"
+[ $((SECONDS - start)) -lt 30 ] || fail "the uneven elastic step took $((SECONDS - start)) s to fail"
+
+# A heterogeneous step is refused with one clear line, not run with per-component ranks.
+set +e
+out=$(as_user srun --llm-rdzv -N1 -n2 true : -N1 -n1 true 2>&1); rc=$?
+set -e
+[ $rc -ne 0 ] || fail "a heterogeneous --llm-rdzv step exited 0"
+expect_match "$out" "llm-rdzv: a heterogeneous step \(srun ... : ...\) is not supported" "heterogeneous step"
 
 # A bad site argument fails at load, naming it; "optional" would let srun run without the plugin,
 # the test cluster uses "required".
