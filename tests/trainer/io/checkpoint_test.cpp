@@ -80,6 +80,26 @@ TEST_CASE("checkpoint rotation keeps the last K and a re-save replaces its step"
   CHECK(std::distance(fs::directory_iterator(root.path()), fs::directory_iterator()) == 2);
 }
 
+TEST_CASE("rotation after resuming from an earlier checkpoint keeps the new run's, not the abandoned run's later ones",
+          "[checkpoint]") {
+  // A run saved at 10..50; it is resumed from checkpoint-20 and saves 30 again, then 40.
+  testing::ScratchDir root;
+  for (std::int64_t step = 1; step <= 5; ++step) io::save_checkpoint(root.path(), step * 10, sample(step));
+  io::save_checkpoint(root.path(), 30, sample(8), /*keep_last=*/1);
+  std::vector<io::CheckpointInfo> all = io::list_checkpoints(root.path());
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].step == 30);
+  check_equal(sample(8), io::load_checkpoint(root / "checkpoint-30"));
+
+  for (std::int64_t step = 1; step <= 5; ++step) io::save_checkpoint(root.path(), step * 10, sample(step));
+  io::save_checkpoint(root.path(), 20, sample(9));
+  io::prune_checkpoints(root.path(), 2, /*protected_step=*/20);  // keeps 20 and 10: 30..50 are abandoned
+  all = io::list_checkpoints(root.path());
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].step == 10);
+  CHECK(all[1].step == 20);
+}
+
 TEST_CASE("checkpoint damage is detected and never loaded", "[checkpoint]") {
   testing::ScratchDir root;
   io::save_checkpoint(root.path(), 1, sample(1));

@@ -106,17 +106,17 @@ TEST_CASE("a rank dying mid-save leaves the previous complete checkpoint, and ol
   const auto save_all = [&](std::int64_t step, std::vector<RankOf*> ranks) {
     for (RankOf* rank : ranks) save_training_checkpoint(dir.path(), trainee.model, *rank, {step, "s", 1.0});
   };
-  const auto prune_all = [&] {  // what each rank does after the barrier, --save_total_limit 1
-    for (int rank : {0, 1}) prune_training_checkpoints(dir.path(), rank, 1);
+  const auto prune_all = [&](std::int64_t saved) {  // what each rank does after the barrier, --save_total_limit 1
+    for (int rank : {0, 1}) prune_training_checkpoints(dir.path(), rank, 1, saved);
   };
   save_all(5, {&rank0, &rank1});
-  prune_all();
+  prune_all(5);
   save_all(10, {&rank0});  // rank 1 dies before its part of checkpoint-10 is complete
   CHECK(fs::exists(dir / "checkpoint-5"));
   CHECK(latest_complete_checkpoint(dir.path(), true) == dir / "checkpoint-5");
 
   save_all(10, {&rank1});  // ...or it finishes: after the barrier both prune
-  prune_all();
+  prune_all(10);
   CHECK_FALSE(fs::exists(dir / "checkpoint-5"));
   CHECK_FALSE(fs::exists(dir / "rank-1" / "checkpoint-5"));
   CHECK(latest_complete_checkpoint(dir.path(), true) == dir / "checkpoint-10");

@@ -114,6 +114,16 @@ TEST_CASE("help lists every option with its default and skips validation", "[cli
   const Command g = parse({"generate", "-h"});
   CHECK_THAT(g.help, Catch::Contains("--temperature VALUE  (default: 1)"));
   CHECK_THAT(g.help, Catch::Contains("--top_k VALUE  (default: 50)"));
+  CHECK_FALSE(parse({"--bogus", "--help"}).help.empty());  // help even past a bad option
+}
+
+TEST_CASE("-h or --help as an option's value is that value, not a request for help", "[cli]") {
+  const Command g = parse({"generate", "--model", "m", "--prompt", "-h"});
+  CHECK(g.help.empty());
+  CHECK(g.generate.prompt == "-h");
+  const Command t = parse(minimal_plus({"--logging_dir", "--help", "--do_eval", "true"}));
+  CHECK(t.help.empty());
+  CHECK(t.train.logging_dir == "--help");
 }
 
 TEST_CASE("bad flags are usage errors naming the flag", "[cli][errors]") {
@@ -122,6 +132,15 @@ TEST_CASE("bad flags are usage errors naming the flag", "[cli][errors]") {
                     Contains("unknown option '--learning_rat'") && Contains("did you mean --learning_rate?"));
   CHECK_THROWS_WITH(parse(minimal_plus({"--frobnicate"})), "unknown option '--frobnicate'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--max_steps", "ten"})), "--max_steps expects an integer, got 'ten'");
+  // Batch sizes past any real batch would overflow the global batch (a SIGFPE, or a wrapped size).
+  CHECK_THROWS_WITH(parse(minimal_plus({"--per_device_train_batch_size", "4611686018427387904"})),
+                    "--per_device_train_batch_size must be in [1, 16777216]");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--per_device_train_batch_size", "65536", "--gradient_accumulation_steps", "4096"})),
+                    "--per_device_train_batch_size times --gradient_accumulation_steps must be at most 16777216");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--gradient_accumulation_steps", "2000000"})),
+                    "--gradient_accumulation_steps must be in [1, 1048576]");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "9223372036854775807"})),
+                    "--offload_chunk_mb must be in [1, 1048576] (MiB)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--learning_rate=1e-3x"})), "--learning_rate expects a number, got '1e-3x'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--learning_rate=nan"})), "--learning_rate expects a number, got 'nan'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval=maybe"})), "--do_eval expects true or false, got 'maybe'");
@@ -144,14 +163,14 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
                       Catch::Contains("--save_safetensors_max_shard_size must be a positive size"));
   }
   CHECK_THROWS_WITH(parse(minimal_plus({"--per_device_train_batch_size", "0"})),
-                    "--per_device_train_batch_size must be at least 1");
+                    "--per_device_train_batch_size must be in [1, 16777216]");
   CHECK_THROWS_WITH(parse(minimal_plus({"--adam_beta2", "1"})), "--adam_beta2 must be in [0, 1)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--warmup_ratio", "1.5"})), "--warmup_ratio must be in [0, 1]");
   CHECK_THROWS_WITH(parse(minimal_plus({"--max_steps", "0"})), Contains("--max_steps must be -1"));
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload", "gpu"})), "--offload must be none or optimizer, got 'gpu'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_gradient_sync", "scatter"})),
                     "--offload_gradient_sync must be auto, reduce or all_reduce, got 'scatter'");
-  CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be at least 1");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be in [1, 1048576] (MiB)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--profile_steps", "-1"})), "--profile_steps must not be negative (0 = off)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "best"})), "--save_strategy must be no, steps or epoch, got 'best'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "epoch", "--streaming", "--max_steps", "5"})),
@@ -238,11 +257,15 @@ TEST_CASE("precision flags: --bf16/--tf32 default to auto, --fp16 excludes --bf1
   CHECK(from_yaml.train.bf16 == std::optional<bool>(false));
   CHECK(from_yaml.train.tf32 == std::optional<bool>(true));
   CHECK_THROWS_WITH(parse(minimal_plus({"--fp16", "--bf16"})), "--fp16 and --bf16 cannot both be on");
-  CHECK_THROWS_WITH(parse(minimal_plus({"--bf16=maybe"})), Catch::Contains("--bf16 expects true or false"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--bf16=maybe"})), Catch::Contains("--bf16 expects true, false or auto"));
+  // The default, as --help names it, can be given too (a YAML file may spell it out).
+  CHECK_FALSE(parse(minimal_plus({"--bf16=auto", "--tf32", "auto"})).train.bf16.has_value());
+  CHECK_FALSE(parse(minimal_plus({"--tf32=true", "--tf32=auto"})).train.tf32.has_value());
+  CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval=auto"})), "--do_eval expects true or false, got 'auto'");
   const std::string help = llmrdzv::train::train_help();
-  CHECK_THAT(help, Catch::Contains("--bf16[=true|false]  (default: auto)"));
+  CHECK_THAT(help, Catch::Contains("--bf16[=true|false|auto]  (default: auto)"));
   CHECK_THAT(help, Catch::Contains("auto = on for CUDA GPUs with bf16"));
-  CHECK_THAT(help, Catch::Contains("--tf32[=true|false]  (default: auto)"));
+  CHECK_THAT(help, Catch::Contains("--tf32[=true|false|auto]  (default: auto)"));
 }
 
 TEST_CASE("report_to defaults to tensorboard and takes HF's names", "[cli]") {

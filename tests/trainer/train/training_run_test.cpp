@@ -432,6 +432,89 @@ TEST_CASE("resuming from a checkpoint repeats the uninterrupted run exactly", "[
   CHECK(full_results.find("eval_loss")->as_double() == resumed_results.find("eval_loss")->as_double());
 }
 
+TEST_CASE("resumed from an earlier checkpoint into its own directory: each step logged once, the new checkpoints kept",
+          "[train][resume][save]") {
+  // The reference run saved checkpoints 6, 12, 18 and 24. Resuming it from checkpoint-6 to step 12
+  // abandons 18 and 24: --save_total_limit 1 must keep the new run's 12, not the old run's 24, and
+  // metrics.jsonl must not show steps 7..24 of the old run beside 7..12 of the new one.
+  ReferenceRun reference;
+  const ScratchDir& dir = reference.dir;
+  std::vector<std::string> args = resume_run_args(dir, dir.file("full"));
+  args.insert(args.end(), {"--resume_from_checkpoint", dir.file("full/checkpoint-6"), "--max_steps", "12",
+                           "--save_total_limit", "1"});
+  const RunResult resumed = run_trainer(args);
+  expect_ok(resumed);
+  CHECK_THAT(resumed.out, Catch::Contains("metrics.jsonl: removed"));
+  std::vector<std::int64_t> checkpoints;
+  for (const auto& entry : fs::directory_iterator(dir.file("full"))) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("checkpoint-")) checkpoints.push_back(std::stoll(name.substr(11)));
+  }
+  CHECK(checkpoints == std::vector<std::int64_t>{12});
+  std::vector<std::int64_t> steps;
+  std::istringstream lines(read_file(dir.file("full/metrics.jsonl")));
+  for (std::string line; std::getline(lines, line);) {
+    const auto record = llmrdzv::json::parse(line);
+    if (record.find("loss") && record.find("step")) steps.push_back(record.find("step")->as_integer());
+  }
+  std::vector<std::int64_t> every_step(12);
+  std::iota(every_step.begin(), every_step.end(), 1);
+  CHECK(steps == every_step);
+}
+
+TEST_CASE("--overwrite_output_dir replaces an old run only once the new run has loaded", "[train][save][errors]") {
+  ScratchDir dir("train-overwrite");
+  dir.write("corpus.txt", word_salad());
+  const std::string out = dir.file("out");
+  expect_ok(tiny_run(dir.file("corpus.txt"), out, {"--max_steps", "2", "--save_steps", "1"}));
+  const std::string old_model = read_file(out + "/model.safetensors");
+
+  // A new run that fails to start (its corpus is missing) leaves the old run whole.
+  const RunResult typo = tiny_run(dir.file("corpsu.txt"), out, {"--max_steps", "2", "--overwrite_output_dir"});
+  CHECK(typo.exit_code == 1);
+  CHECK_THAT(typo.err, Catch::Contains("corpsu.txt"));
+  for (const char* kept : {"model.safetensors", "checkpoint-1", "checkpoint-2", "metrics.jsonl", "all_results.json"}) {
+    INFO(kept);
+    CHECK(fs::exists(out + "/" + kept));
+  }
+
+  // Fine-tuning the old run's own model into its directory: loaded first, then replaced.
+  const RunResult again = run_trainer({"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", out,
+                                       "--model_name_or_path", out, "--overwrite_output_dir",
+                                       "--validation_split_percentage", "0", "--block_size", "16",
+                                       "--per_device_train_batch_size", "2", "--max_steps", "1", "--threads", "1"});
+  expect_ok(again);
+  CHECK(fs::exists(out + "/checkpoint-1"));
+  CHECK_FALSE(fs::exists(out + "/checkpoint-2"));
+  CHECK(read_file(out + "/model.safetensors") != old_model);
+
+  // A run that failed before its first record left an empty metrics.jsonl: it is no run to refuse.
+  const std::string fresh = dir.file("fresh");
+  fs::create_directories(fresh);
+  dir.write("fresh/metrics.jsonl", "");
+  expect_ok(tiny_run(dir.file("corpus.txt"), fresh, {"--max_steps", "1"}));
+}
+
+TEST_CASE("a step's record does not time the evaluation and the checkpoint before it", "[train][metrics]") {
+  // Evaluation on many blocks after step 2 and a checkpoint: step 3's record must time step 3.
+  ScratchDir dir("train-eval-time");
+  dir.write("corpus.txt", word_salad());
+  std::string big;
+  while (big.size() < 200000) big += word_salad();
+  dir.write("valid.txt", big);
+  const RunResult run = run_trainer({"--do_train", "--do_eval", "--train_file", dir.file("corpus.txt"),
+                                     "--validation_file", dir.file("valid.txt"), "--output_dir", dir.file("out"),
+                                     "--config_overrides", kTinyModel, "--block_size", "16",
+                                     "--per_device_train_batch_size", "2", "--max_steps", "4", "--eval_steps", "2",
+                                     "--save_steps", "2", "--logging_steps", "1", "--threads", "1"});
+  expect_ok(run);
+  const std::vector<double> times = trainer_test::metric_series(dir.file("out/metrics.jsonl"), "step_time_s");
+  REQUIRE(times.size() == 4);
+  INFO("step times: " << times[0] << " " << times[1] << " " << times[2] << " " << times[3]);
+  // Evaluating ~12000 blocks takes far longer than a step of 2 sequences of 16 tokens.
+  CHECK(times[2] < 5 * std::max(times[1], times[3]));
+}
+
 // Logging every step, a record is written once the next step is under way (train_loop.cpp), except
 // before a checkpoint, an evaluation and the last step: the file must still read in step order,
 // one training record per step, each evaluation right after its step's record.

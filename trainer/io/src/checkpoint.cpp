@@ -224,6 +224,11 @@ void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protect
   std::vector<CheckpointInfo> all = list_checkpoints(root);
   const std::size_t excess = all.size() > static_cast<std::size_t>(keep_last) ? all.size() - keep_last : 0;
   if (excess == 0) return;
+  // Past the protected (newest saved) step lie checkpoints of a run abandoned by resuming from an
+  // earlier one: they go first, oldest to newest, then the run's own from the oldest.
+  if (protected_step >= 0) {
+    std::stable_partition(all.begin(), all.end(), [&](const CheckpointInfo& c) { return c.step > protected_step; });
+  }
   std::error_code ec;
   for (std::size_t i = 0, removed = 0; i < all.size() && removed < excess; ++i) {
     if (all[i].step == protected_step) continue;

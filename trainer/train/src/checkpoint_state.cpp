@@ -238,8 +238,9 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
   return io::save_checkpoint(checkpoint_root(output_dir, engine.rank()), state.global_step, data);
 }
 
-void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last) {
-  if (keep_last > 0) io::prune_checkpoints(checkpoint_root(output_dir, rank), static_cast<int>(keep_last));
+void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last,
+                                std::int64_t saved_step) {
+  if (keep_last > 0) io::prune_checkpoints(checkpoint_root(output_dir, rank), static_cast<int>(keep_last), saved_step);
 }
 
 std::optional<std::filesystem::path> latest_complete_checkpoint(const std::filesystem::path& output_dir, bool verify,

@@ -40,8 +40,10 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
                                                const engine::TrainingEngine& engine, const LoopState& state);
 
-// Keeps this rank's newest keep_last checkpoints (0 = all); call after all ranks saved.
-void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last);
+// Keeps this rank's newest keep_last checkpoints (0 = all), the one of `saved_step` always (see
+// io::prune_checkpoints); call after all ranks saved.
+void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last,
+                                std::int64_t saved_step);
 
 // The newest checkpoint-N in output_dir that every rank which wrote it finished: rank 0's
 // checkpoint-N verifies (with `verify`; else its manifest exists) and rank-1..W-1/checkpoint-N

@@ -88,6 +88,9 @@ const OptionSpec<G> kGenerateTable[] = {
 // or overflowing the step count.
 constexpr std::int64_t kMaxThreads = 1024;
 constexpr double kMaxEpochs = 1e6;
+constexpr std::int64_t kMaxBatch = std::int64_t{1} << 24;        // sequences per device per step
+constexpr std::int64_t kMaxAccumulation = std::int64_t{1} << 20;  // micro-batches per step
+constexpr std::int64_t kMaxChunkMb = std::int64_t{1} << 20;       // 1 TiB
 
 constexpr std::string_view kTrainUsage =
     "usage: trainer [train] [--config FILE] [--OPTION VALUE]...\n"
@@ -125,9 +128,31 @@ std::string unknown_message(std::span<const OptionSpec<Options>> table, std::str
   return what;
 }
 
-bool is_bool_literal(std::string_view text) {
+// Whether `text` after the flag `spec` is its value (true, false, ...; auto where the flag has it).
+template <class Options>
+bool is_flag_value(const OptionSpec<Options>& spec, std::string_view text) {
+  if (text == "auto") return std::holds_alternative<std::optional<bool> Options::*>(spec.field);
   for (std::string_view literal : {"true", "false", "True", "False", "1", "0", "yes", "no"}) {
     if (text == literal) return true;
+  }
+  return false;
+}
+
+// Whether -h or --help stands where an option may (a value such as `--prompt -h` is not a request
+// for help); asked before parsing, so that help comes even with other arguments wrong.
+template <class Options>
+bool asks_for_help(std::span<const OptionSpec<Options>> table, std::span<const std::string> args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "-h" || arg == "--help") return true;
+    if (!arg.starts_with("--") || arg.find('=') != std::string::npos) continue;
+    const std::string name = arg.substr(2);
+    const OptionSpec<Options>* spec = find_option(table, name);
+    if (name == "config" || (spec && !is_flag(*spec))) {
+      ++i;  // its value
+    } else if (spec && i + 1 < args.size() && is_flag_value(*spec, args[i + 1])) {
+      ++i;
+    }
   }
   return false;
 }
@@ -176,7 +201,7 @@ void parse_options(std::span<const OptionSpec<Options>> table, std::span<const s
     if (equals != std::string::npos) {
       set_option(options, *spec, std::string_view(arg).substr(equals + 1), origin);
     } else if (is_flag(*spec)) {
-      const bool explicit_value = i + 1 < args.size() && is_bool_literal(args[i + 1]);
+      const bool explicit_value = i + 1 < args.size() && is_flag_value(*spec, args[i + 1]);
       set_option(options, *spec, explicit_value ? std::string_view(args[++i]) : "true", origin);
     } else {
       if (i + 1 >= args.size()) throw UsageError(origin + " needs a value");
@@ -205,14 +230,12 @@ Command parse_command_line(std::span<const std::string> args) {
     }
     args = args.subspan(1);
   }
-  const bool wants_help = std::any_of(args.begin(), args.end(),
-                                      [](const std::string& a) { return a == "-h" || a == "--help"; });
   if (command.subcommand == Subcommand::generate) {
-    if (wants_help) return command.help = generate_help(), command;
+    if (asks_for_help<G>(kGenerateTable, args)) return command.help = generate_help(), command;
     parse_options<G>(kGenerateTable, args, command.generate);
     validate(command.generate);
   } else {
-    if (wants_help) return command.help = train_help(), command;
+    if (asks_for_help<T>(kTrainTable, args)) return command.help = train_help(), command;
     parse_options<T>(kTrainTable, args, command.train);
     validate(command.train);
   }
@@ -243,9 +266,16 @@ void validate(const TrainOptions& o) {
           o.do_train ? "--do_train needs --train_file" : "--do_eval needs --validation_file or --train_file");
   require(o.model_name_or_path.empty() || (o.config_name.empty() && o.config_overrides.empty()),
           "--config_name and --config_overrides make a fresh model; they cannot be combined with --model_name_or_path");
-  require(o.per_device_train_batch_size >= 1, "--per_device_train_batch_size must be at least 1");
-  require(o.per_device_eval_batch_size >= 1, "--per_device_eval_batch_size must be at least 1");
-  require(o.gradient_accumulation_steps >= 1, "--gradient_accumulation_steps must be at least 1");
+  // Bounds far past any real batch, so that the global batch (times the world size) and the
+  // offsets computed from it cannot overflow.
+  require(o.per_device_train_batch_size >= 1 && o.per_device_train_batch_size <= kMaxBatch,
+          "--per_device_train_batch_size must be in [1, " + std::to_string(kMaxBatch) + "]");
+  require(o.per_device_eval_batch_size >= 1 && o.per_device_eval_batch_size <= kMaxBatch,
+          "--per_device_eval_batch_size must be in [1, " + std::to_string(kMaxBatch) + "]");
+  require(o.gradient_accumulation_steps >= 1 && o.gradient_accumulation_steps <= kMaxAccumulation,
+          "--gradient_accumulation_steps must be in [1, " + std::to_string(kMaxAccumulation) + "]");
+  require(o.per_device_train_batch_size * o.gradient_accumulation_steps <= kMaxBatch,
+          "--per_device_train_batch_size times --gradient_accumulation_steps must be at most " + std::to_string(kMaxBatch));
   require(o.learning_rate >= 0, "--learning_rate must not be negative");
   require(o.weight_decay >= 0, "--weight_decay must not be negative");
   require(o.adam_beta1 >= 0 && o.adam_beta1 < 1, "--adam_beta1 must be in [0, 1)");
@@ -281,7 +311,8 @@ void validate(const TrainOptions& o) {
   require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be between 0 and 1024");
   require(o.nproc >= 0 && o.nproc <= 1024, "--nproc must be between 0 and 1024");
   require(o.ddp_bucket_cap_mb >= 1, "--ddp_bucket_cap_mb must be at least 1");
-  require(o.offload_chunk_mb >= 1, "--offload_chunk_mb must be at least 1");
+  require(o.offload_chunk_mb >= 1 && o.offload_chunk_mb <= kMaxChunkMb,
+          "--offload_chunk_mb must be in [1, " + std::to_string(kMaxChunkMb) + "] (MiB)");
   require(o.offload_delayed_update >= 0, "--offload_delayed_update must not be negative (0 = never)");
   require(o.offload_delayed_update == 0 || o.offload == Offload::optimizer,
           "--offload_delayed_update needs --offload optimizer (it delays the offloaded optimizer's update)");

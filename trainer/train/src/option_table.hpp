@@ -75,12 +75,15 @@ void set_option(Options& options, const OptionSpec<Options>& spec, std::string_v
           }
           target = *value;
         } else if constexpr (std::is_same_v<Value, bool> || std::is_same_v<Value, std::optional<bool>>) {
+          constexpr bool has_auto = std::is_same_v<Value, std::optional<bool>>;
           if (text == "true" || text == "True" || text == "1" || text == "yes") {
             target = true;
           } else if (text == "false" || text == "False" || text == "0" || text == "no") {
             target = false;
+          } else if (has_auto && text == "auto") {
+            target = Value{};
           } else {
-            fail("true or false");
+            fail(has_auto ? "true, false or auto" : "true or false");
           }
         } else if constexpr (std::is_same_v<Value, std::int64_t>) {
           const auto value = parse_signed(text, INT64_MIN, INT64_MAX);
@@ -180,7 +183,9 @@ std::string help_text(std::string_view usage, std::span<const OptionSpec<Options
   text += "  --config FILE\n      YAML file with any of the options below\n";
   for (const auto& spec : table) {
     text += "  --" + std::string(spec.name);
-    text += is_flag(spec) ? "[=true|false]" : " VALUE";
+    text += !is_flag(spec)                                                             ? " VALUE"
+            : std::holds_alternative<std::optional<bool> Options::*>(spec.field) ? "[=true|false|auto]"
+                                                                                 : "[=true|false]";
     text += "  (default: " + default_text(spec) + ")\n      " + std::string(spec.help) + "\n";
   }
   text += "  -h, --help\n      show this help and exit\n";

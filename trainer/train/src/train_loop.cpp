@@ -68,28 +68,31 @@ std::uint64_t resolve_block_size(const TrainOptions& o, const model::ModelConfig
   return static_cast<std::uint64_t>(o.block_size);
 }
 
-// Rank 0: refuse to mix a new run into an old one unless asked; --overwrite_output_dir clears the
-// old run's checkpoints and logs (the token cache stays: it is keyed by its inputs).
-void prepare_output_dir(const TrainOptions& o) {
+// Rank 0: refuse to mix a new run into an old one unless asked. Returns what --overwrite_output_dir
+// will clear of the old run (its checkpoints, logs and model; not the token cache, which is keyed
+// by its inputs). Nothing is removed here: the new run clears it only once its model, tokenizer
+// and data have loaded (the model may be the old run's own), just before it writes anything.
+std::vector<fs::path> previous_run(const TrainOptions& o) {
   const fs::path dir(o.output_dir);
   fs::create_directories(dir);
-  if (!o.do_train || !o.resume_from_checkpoint.empty()) return;
+  if (!o.do_train || !o.resume_from_checkpoint.empty()) return {};
   std::vector<fs::path> previous;
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
+    // An empty metrics.jsonl is left by a run that failed before its first record.
+    if (name == "metrics.jsonl" && entry.is_regular_file() && entry.file_size() == 0) continue;
     if (io::parse_checkpoint_step(name) || name.starts_with("rank-") || name == "metrics.jsonl" ||
         name == "all_results.json" || name == "train_results.json" || name == "eval_results.json" ||
         io::is_weight_file_name(name)) {
       previous.push_back(entry.path());
     }
   }
-  if (previous.empty()) return;
-  if (!o.overwrite_output_dir) {
+  if (!previous.empty() && !o.overwrite_output_dir) {
     throw std::invalid_argument("output_dir '" + o.output_dir + "' already holds a training run (" +
                                 previous.front().filename().string() +
                                 "); pass --overwrite_output_dir to replace it or --resume_from_checkpoint latest to continue it");
   }
-  for (const fs::path& path : previous) fs::remove_all(path);
+  return previous;
 }
 
 // Opens data on rank 0 first (it builds the token cache), then on the others (they reuse it).
@@ -156,13 +159,17 @@ struct Reporter {
   Reporter(const TrainOptions& o, bool main, const fs::path& logging_dir, std::int64_t step, bool resumed)
       : main(main), progress(stdout, main && is_terminal(stdout)) {
     if (!main) return;
-    metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string());
+    metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string(), resumed ? std::optional(step) : std::nullopt);
     if (o.report_to == "none") return;
     tensorboard.emplace(logging_dir, resumed ? std::optional(step) : std::nullopt);
     tensorboard->text(step, "args", "```yaml\n" + options_yaml(o) + "```");
   }
-  // Where the TensorBoard events go, and what a resume did to the files already there.
-  void announce_tensorboard(std::int64_t step) {
+  // Where the TensorBoard events go, and what a resume did to the logs already there.
+  void announce_logs(std::int64_t step) {
+    if (metrics && metrics->removed_lines() > 0) {
+      message("metrics.jsonl: removed " + std::to_string(metrics->removed_lines()) + " lines after step " +
+              std::to_string(step) + " (the earlier run's, logged again from here)");
+    }
     if (!tensorboard) return;
     message("TensorBoard: " + tensorboard->path().string());
     for (const tensorboard::TrimmedFile& file : tensorboard->trimmed()) {
@@ -214,20 +221,20 @@ void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   state.data_state = batches.state();
   const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state);
   c.engine.barrier();  // every rank's part is complete: older checkpoints may go
-  prune_training_checkpoints(c.o.output_dir, c.engine.rank(), c.o.save_total_limit);
+  prune_training_checkpoints(c.o.output_dir, c.engine.rank(), c.o.save_total_limit, state.global_step);
   c.reporter.message("saved " + dir.string());
 }
 
-// The step loop. Returns the global step reached.
-void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t block_size, LoopState& state,
+data::BatchShape batch_shape(const TrainOptions& o, const engine::TrainingEngine& engine) {
+  return {static_cast<std::uint64_t>(o.per_device_train_batch_size), static_cast<std::uint64_t>(engine.world_size()),
+          static_cast<std::uint64_t>(o.gradient_accumulation_steps)};
+}
+
+// The step loop over `batches`, which are restored to the resumed state here.
+void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t block_size, LoopState& state,
            TrainSummary& summary) {
   const TrainOptions& o = c.o;
-  const data::BatchShape shape{static_cast<std::uint64_t>(o.per_device_train_batch_size),
-                               static_cast<std::uint64_t>(c.engine.world_size()),
-                               static_cast<std::uint64_t>(o.gradient_accumulation_steps)};
-  auto batches = open_in_rank_order(c.engine, [&] {
-    return open_train_batches(o, tokenizer, {block_size, shape, static_cast<std::uint64_t>(c.engine.rank())});
-  });
+  const data::BatchShape shape = batch_shape(o, c.engine);
   if (state.global_step > 0) batches->restore(state.data_state);
   const std::optional<std::uint64_t> steps_per_epoch = batches->steps_per_epoch();
   const std::int64_t total_steps =
@@ -396,11 +403,16 @@ void train(TrainContext& c, const tokenizer::Tokenizer& tokenizer, std::uint64_t
     if (logging_step || saving_step || (c.reporter.main && c.reporter.progress.live())) read_losses();
     finish_interval(step, lr, grad_norm, epoch, logging_step);
     if (step == total_steps) break;
+    // Evaluations and checkpoints are not training: the interval's clocks skip them.
+    const auto pause_start = Clock::now();
+    const double pause_comm_start = c.engine.comm_wait_seconds();
     if (eval_step) {
       c.engine.complete_updates();
       record_eval(c, step, evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size)));
     }
     if (saving_step) save(c, state, *batches);
+    interval_start += Clock::now() - pause_start;
+    interval_comm_start += c.engine.comm_wait_seconds() - pause_comm_start;
   }
   if (profiler.finish()) profile_written();
   c.engine.complete_updates();  // what follows (saving, evaluation, export) sees every step
@@ -479,7 +491,8 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
 TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine) {
   keep_freed_memory();
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
-  if (engine.is_main()) prepare_output_dir(o);
+  std::vector<fs::path> previous;
+  if (engine.is_main()) previous = previous_run(o);
   engine.barrier();
 
   torch::manual_seed(static_cast<std::uint64_t>(o.seed));
@@ -512,15 +525,6 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   const fs::path logging_dir = resolve_logging_dir(o, resume, state.logging_dir);
   state.logging_dir = recorded_logging_dir(o, logging_dir);
 
-  Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value());
-  reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
-  if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
-  if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());
-  reporter.message("tokenizer: " + chosen.origin);
-  reporter.announce_tensorboard(state.global_step);
-  if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
-  resume.reset();  // release the checkpoint's memory maps
-
   std::unique_ptr<EvalBlocks> eval_blocks;
   if (o.do_eval) eval_blocks = open_in_rank_order(engine, [&] { return open_eval_blocks(o, tokenizer, block_size, engine.is_main()); });
   if (eval_blocks && eval_blocks->count() == 0) {  // found before training, not after it
@@ -528,15 +532,36 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
         "--do_eval: the validation text holds no full block of " + std::to_string(block_size) + " tokens" +
         (o.validation_file.empty()
              ? " (--validation_split_percentage " + std::to_string(o.validation_split_percentage) +
-                   " holds out that share of the training documents, none in a corpus this small): give "
-                   "--validation_file or a larger percentage"
+                   " holds out that share of the training documents, whole files or .jsonl lines, and none "
+                   "was chosen from a corpus this small): give --validation_file"
              : ": give a longer --validation_file or a smaller --block_size"));
   }
+  std::unique_ptr<TrainBatches> batches;
+  if (o.do_train) {
+    batches = open_in_rank_order(engine, [&] {
+      return open_train_batches(o, tokenizer, {block_size, batch_shape(o, engine), static_cast<std::uint64_t>(engine.rank())});
+    });
+  }
+  // Everything this run needs has loaded: the old run it replaces may go now.
+  if (engine.is_main()) {
+    for (const fs::path& path : previous) fs::remove_all(path);
+  }
+  engine.barrier();
+
+  Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value());
+  reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
+  if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
+  if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());
+  reporter.message("tokenizer: " + chosen.origin);
+  reporter.announce_logs(state.global_step);
+  if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
+  resume.reset();  // release the checkpoint's memory maps
+
   TrainContext context{o, engine, model, eval_blocks.get(), reporter, precision};
 
   TrainSummary summary;
   summary.global_step = state.global_step;
-  if (o.do_train) train(context, tokenizer, block_size, state, summary);
+  if (o.do_train) train(context, std::move(batches), block_size, state, summary);
   if (eval_blocks) {
     summary.eval_loss = evaluate(model, *eval_blocks, engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size));
     summary.perplexity = std::exp(*summary.eval_loss);

@@ -60,8 +60,9 @@ CheckpointData load_checkpoint(const std::filesystem::path& dir, bool alias = fa
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& root);
 
 // Removes the oldest checkpoints under root so that keep_last (> 0) remain, never the one of
-// `protected_step`. Each is renamed to a hidden name first, so a crash mid-delete leaves no
-// half checkpoint. Writers that must agree first (the ranks of one run) save with keep_last 0
+// `protected_step` (the one just saved). Checkpoints past protected_step (left by a run that was
+// resumed from an earlier checkpoint) count as older than every other. Each is renamed to a
+// hidden name first, so a crash mid-delete leaves no half checkpoint. Writers that must agree first (the ranks of one run) save with keep_last 0
 // and prune once all of them have saved.
 void prune_checkpoints(const std::filesystem::path& root, int keep_last, std::int64_t protected_step = -1);
 
