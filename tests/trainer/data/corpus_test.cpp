@@ -136,6 +136,25 @@ TEST_CASE("bad .jsonl lines are errors naming file and line") {
   check_error("{\"text\": \"ok\"}\n{\"text\": \"a\"} trailing\n", "not a JSON object");
 }
 
+TEST_CASE(".json files are JSON Lines as in run_clm.py, and CSV files are refused rather than read as text") {
+  ScratchDir dir("corpus");
+  const auto file = dir.write("docs.json", "{\"text\": \"one\"}\n{\"text\": \"two\"}\n");
+  const SourceList sources = list_sources(file);
+  REQUIRE(sources.files.size() == 1);
+  CHECK(sources.files[0].jsonl);
+  CHECK(texts(read_all(sources)) == std::vector<std::string>{"one", "two"});
+  // One JSON document (an array of records) is not JSON Lines: the message says what is read.
+  const auto array = dir.write("array.json", "[{\"text\": \"one\"},\n {\"text\": \"two\"}]\n");
+  CHECK_THROWS_WITH(read_all(list_sources(array)),
+                    Catch::Contains("array.json:1: not a JSON object") &&
+                        Catch::Contains("a .json file is read as JSON Lines: one {\"text\": ...} object per line"));
+  const auto csv = dir.write("data.csv", "text\n\"hello, world\"\n");
+  CHECK_THROWS_WITH(list_sources(csv), Catch::Contains("data.csv: CSV files are not read"));
+  dir.write("folder/a.txt", "words");
+  dir.write("folder/b.csv", "text\nwords\n");
+  CHECK_THROWS_WITH(list_sources(dir / "folder"), Catch::Contains("b.csv: CSV files are not read"));
+}
+
 TEST_CASE("the validation split takes p% of the non-empty documents, spread evenly, disjoint from train") {
   ScratchDir dir("corpus");
   for (int i = 0; i < 10; ++i) dir.write("doc" + std::to_string(i) + ".txt", "document " + std::to_string(i));

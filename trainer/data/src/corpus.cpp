@@ -46,7 +46,14 @@ SourceFile describe(const fs::path& p) {
   const auto mtime = fs::last_write_time(p, ec);
   if (ec) throw DataError(p.string() + ": cannot read its modification time: " + ec.message());
   file.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
-  file.jsonl = p.extension() == ".jsonl";
+  // As run_clm.py's data files: .json and .jsonl are JSON Lines. A CSV file would be trained on
+  // with its commas, quotes and header; it is refused rather than read as text.
+  const std::string extension = p.extension().string();
+  if (extension == ".csv" || extension == ".tsv") {
+    throw DataError(p.string() + ": CSV files are not read; give the text as plain text files or as JSON Lines "
+                    "(.jsonl or .json, one {\"text\": ...} object per line)");
+  }
+  file.jsonl = extension == ".jsonl" || extension == ".json";
   return file;
 }
 
@@ -243,13 +250,16 @@ struct DocumentReader::State {
 
   std::string parse_jsonl_line(std::string_view raw) const {
     const std::string where = current().path.string() + ":" + std::to_string(line_number) + ": ";
+    const std::string hint = current().path.extension() == ".json"
+                                 ? " (a .json file is read as JSON Lines: one {\"text\": ...} object per line)"
+                                 : "";
     json::Value record;
     try {
       record = json::parse(raw);
     } catch (const json::ParseError& e) {
-      throw DataError(where + "not a JSON object (" + e.what() + " at column " + std::to_string(e.offset() + 1) + ")");
+      throw DataError(where + "not a JSON object (" + e.what() + " at column " + std::to_string(e.offset() + 1) + ")" + hint);
     }
-    if (!record.is_object()) throw DataError(where + "not a JSON object (a " + std::string(record.kind_name()) + ")");
+    if (!record.is_object()) throw DataError(where + "not a JSON object (a " + std::string(record.kind_name()) + ")" + hint);
     const json::Value* text = record.find("text");
     if (!text) throw DataError(where + "the object has no \"text\" member");
     if (!text->is_string()) throw DataError(where + "the \"text\" member is not a string");

@@ -52,7 +52,8 @@ fs::path find_rdzvd() {
   for (const fs::path& candidate : candidates) {
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
-  throw std::runtime_error("--nproc needs rdzvd: not found next to " + self_executable().string() +
+  throw std::runtime_error("a run of its own ranks (--nproc, or --offload optimizer in one process) needs rdzvd: "
+                           "not found next to " + self_executable().string() +
                            ", in ../sbin, on PATH or in /usr/sbin (set LLM_RDZV_RDZVD=/path/to/rdzvd)");
 }
 
