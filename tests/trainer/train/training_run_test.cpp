@@ -193,9 +193,15 @@ TEST_CASE("a tiny model overfits a tiny corpus, and generate replays what it mem
   CHECK(first > 3.0);  // ln(257) = 5.55 at random init; the first 20-step mean stays high
   CHECK(last_train_loss(out + "/metrics.jsonl") < 0.05);
   for (const char* file : {"config.json", "model.safetensors", "vocab.json", "merges.txt", "all_results.json",
-                           "checkpoint-200/MANIFEST.json"}) {
+                           "checkpoint-200/MANIFEST.json", "checkpoint-200/vocab.json", "checkpoint-200/merges.txt",
+                           "checkpoint-200/tokenizer_config.json"}) {
     CHECK(fs::exists(out + "/" + file));
   }
+  // A checkpoint is a model directory of its own, tokenizer included.
+  const RunResult from_checkpoint = run_trainer({"generate", "--model", out + "/checkpoint-200", "--prompt",
+                                                 kMemorise.substr(0, 8), "--max_new_tokens", "8", "--temperature", "0"});
+  expect_ok(from_checkpoint);
+  CHECK_THAT(from_checkpoint.out, Catch::Contains(kMemorise.substr(0, 16)));
 
   // Greedy decoding from the first 8 bytes of a block continues it byte for byte.
   const RunResult greedy = run_trainer({"generate", "--model", out, "--prompt", kMemorise.substr(0, 8),

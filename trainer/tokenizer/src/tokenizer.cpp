@@ -237,18 +237,22 @@ const std::string& Tokenizer::token_text(TokenId id) const {
   return model_->tokens[id];
 }
 
+std::vector<std::pair<std::string, std::string>> Tokenizer::files() const {
+  if (!model_->source_files.empty()) return model_->source_files;
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"vocab.json", vocab_json_text(model_->tokens)},
+      {"merges.txt", merges_txt_text(model_->tokens, model_->merges)},
+      {"tokenizer.json", tokenizer_json_text(model_->tokens, model_->merges, model_->eos)},
+  };
+  for (auto& file : tokenizer_config_files(model_->eos)) files.push_back(std::move(file));
+  return files;
+}
+
 void Tokenizer::save(const std::filesystem::path& dir) const {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw TokenizerError("cannot create " + dir.string() + ": " + ec.message());
-  if (!model_->source_files.empty()) {
-    for (const auto& [name, text] : model_->source_files) write_text(dir / name, text);
-    return;
-  }
-  write_vocab_json(dir / "vocab.json", model_->tokens);
-  write_merges_txt(dir / "merges.txt", model_->tokens, model_->merges);
-  write_tokenizer_json(dir / "tokenizer.json", model_->tokens, model_->merges, model_->eos);
-  write_tokenizer_config(dir, model_->eos);
+  for (const auto& [name, text] : files()) write_text(dir / name, text);
 }
 
 std::string replace_invalid_utf8(std::string_view bytes) {

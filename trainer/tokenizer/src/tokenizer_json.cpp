@@ -310,8 +310,8 @@ TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::
   return result;
 }
 
-void write_tokenizer_json(const std::filesystem::path& path, const std::vector<std::string>& tokens,
-                          const std::vector<MergeRule>& merges, std::uint32_t eos) {
+std::string tokenizer_json_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges,
+                                std::uint32_t eos) {
   const auto byte_level = [](bool add_prefix_space, bool trim_offsets) {
     return json::Object{{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", trim_offsets},
                         {"use_regex", true}};
@@ -338,7 +338,7 @@ void write_tokenizer_json(const std::filesystem::path& path, const std::vector<s
                              {"byte_fallback", false}, {"ignore_merges", false}, {"vocab", std::move(vocab)},
                              {"merges", std::move(merge_list)}}},
   };
-  write_text(path, json::write(document) + "\n");
+  return json::write(document) + "\n";
 }
 
 }  // namespace llmrdzv::tokenizer

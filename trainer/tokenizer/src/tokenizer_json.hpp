@@ -41,10 +41,10 @@ struct TokenizerJson {
 // Throws TokenizerError naming the file and the component.
 TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::string& text);
 
-// Writes the tokenizer as transformers 5 saves GPT-2's (the components read_tokenizer_json
+// tokenizer.json's text as transformers 5 saves GPT-2's (the components read_tokenizer_json
 // accepts, "<|endoftext|>" at id `eos` as the special added token), so AutoTokenizer loads it
-// without vocab.json and merges.txt. Throws TokenizerError when it cannot write.
-void write_tokenizer_json(const std::filesystem::path& path, const std::vector<std::string>& tokens,
-                          const std::vector<MergeRule>& merges, std::uint32_t eos);
+// without vocab.json and merges.txt.
+std::string tokenizer_json_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges,
+                                std::uint32_t eos);
 
 }  // namespace llmrdzv::tokenizer

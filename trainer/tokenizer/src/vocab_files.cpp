@@ -132,23 +132,23 @@ std::vector<MergeRule> read_merges_txt(const std::filesystem::path& path, const 
   return resolve_merges(spellings, tokens);
 }
 
-void write_vocab_json(const std::filesystem::path& path, const std::vector<std::string>& tokens) {
+std::string vocab_json_text(const std::vector<std::string>& tokens) {
   json::Object vocab;
   vocab.reserve(tokens.size());
   for (std::size_t id = 0; id < tokens.size(); ++id) vocab.emplace_back(tokens[id], static_cast<std::int64_t>(id));
-  write_text(path, json::write(vocab) + "\n");
+  return json::write(vocab) + "\n";
 }
 
-void write_merges_txt(const std::filesystem::path& path, const std::vector<std::string>& tokens,
-                      const std::vector<MergeRule>& merges) {
+std::string merges_txt_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges) {
   std::string text = "#version: 0.2\n";
   for (const MergeRule& m : merges) text += tokens[m.left] + " " + tokens[m.right] + "\n";
-  write_text(path, text);
+  return text;
 }
 
-void write_tokenizer_config(const std::filesystem::path& dir, std::uint32_t eos) {
+std::vector<std::pair<std::string, std::string>> tokenizer_config_files(std::uint32_t eos) {
   const std::string eot = "\"<|endoftext|>\"";
-  write_text(dir / "tokenizer_config.json",
+  return {
+      {"tokenizer_config.json",
              "{\n"
              "  \"tokenizer_class\": \"GPT2Tokenizer\",\n"
              "  \"add_prefix_space\": false,\n"
@@ -161,9 +161,10 @@ void write_tokenizer_config(const std::filesystem::path& dir, std::uint32_t eos)
              ", \"lstrip\": false, \"normalized\": true, \"rstrip\": false, \"single_word\": false, "
              "\"special\": true}\n"
              "  }\n"
-             "}\n");
-  write_text(dir / "special_tokens_map.json",
-             "{\"bos_token\": " + eot + ", \"eos_token\": " + eot + ", \"unk_token\": " + eot + "}\n");
+             "}\n"},
+      {"special_tokens_map.json",
+       "{\"bos_token\": " + eot + ", \"eos_token\": " + eot + ", \"unk_token\": " + eot + "}\n"},
+  };
 }
 
 }  // namespace llmrdzv::tokenizer

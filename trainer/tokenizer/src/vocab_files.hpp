@@ -47,13 +47,13 @@ std::vector<MergeRule> resolve_merges(const std::vector<MergeSpelling>& spelling
 // Merge rules in rank order, resolved against the vocabulary.
 std::vector<MergeRule> read_merges_txt(const std::filesystem::path& path, const std::vector<std::string>& tokens);
 
-void write_vocab_json(const std::filesystem::path& path, const std::vector<std::string>& tokens);
-void write_merges_txt(const std::filesystem::path& path, const std::vector<std::string>& tokens,
-                      const std::vector<MergeRule>& merges);
+// The text of vocab.json and merges.txt in HF's format.
+std::string vocab_json_text(const std::vector<std::string>& tokens);
+std::string merges_txt_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges);
 
-// dir/tokenizer_config.json and dir/special_tokens_map.json as GPT-2's own: GPT2Tokenizer with
-// "<|endoftext|>" (id `eos`) as its bos, eos and unk special token, no prefix space, so
+// tokenizer_config.json and special_tokens_map.json (name, text) as GPT-2's own: GPT2Tokenizer
+// with "<|endoftext|>" (id `eos`) as its bos, eos and unk special token, no prefix space, so
 // transformers' AutoTokenizer.from_pretrained(dir) loads the tokenizer and knows its EOS.
-void write_tokenizer_config(const std::filesystem::path& dir, std::uint32_t eos);
+std::vector<std::pair<std::string, std::string>> tokenizer_config_files(std::uint32_t eos);
 
 }  // namespace llmrdzv::tokenizer

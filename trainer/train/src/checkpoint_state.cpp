@@ -210,11 +210,15 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 }
 
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
-                                               const engine::TrainingEngine& engine, const LoopState& state) {
+                                               const engine::TrainingEngine& engine, const LoopState& state,
+                                               const tokenizer::Tokenizer* tokenizer) {
   io::CheckpointData data;
   if (engine.is_main()) {
     data.tensor_files[kModelFile] = io::to_hf_state_dict(model);
     data.blobs[kConfigFile] = model::config_to_json(model->config());
+    if (tokenizer) {
+      for (auto& [name, text] : tokenizer->files()) data.blobs[name] = std::move(text);
+    }
   }
   io::NamedTensors optimizer;
   for (const auto& [name, tensor] : engine.optimizer_state()) optimizer.emplace_back(name, tensor);

@@ -1,5 +1,6 @@
 // What a training checkpoint holds and how the loop's state goes in and out of it: the model (HF
-// layout, so a checkpoint's model.safetensors + config.json load in transformers), this rank's
+// layout, so a checkpoint's model.safetensors + config.json, and its tokenizer files, load in
+// transformers and in `trainer generate`), this rank's
 // optimizer state from the engine, the data position, the RNG states and the step. Files go
 // through llmrdzv::io's checkpoint writer (atomic, manifest with checksums, keep-last-K).
 // Rank 0 writes <output_dir>/checkpoint-N; rank r > 0 writes <output_dir>/rank-r/checkpoint-N
@@ -18,6 +19,7 @@
 #include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/io/checkpoint.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
+#include "llmrdzv/tokenizer/tokenizer.hpp"
 
 namespace llmrdzv::train {
 
@@ -38,7 +40,8 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
 // (prune_training_checkpoints) only once every rank has finished this one, so a rank that dies
 // mid-save always leaves a complete checkpoint behind.
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
-                                               const engine::TrainingEngine& engine, const LoopState& state);
+                                               const engine::TrainingEngine& engine, const LoopState& state,
+                                               const tokenizer::Tokenizer* tokenizer = nullptr);
 
 // Keeps this rank's newest keep_last checkpoints (0 = all), the one of `saved_step` always (see
 // io::prune_checkpoints); call after all ranks saved.

@@ -200,6 +200,7 @@ struct Reporter {
 
 struct TrainContext {
   const TrainOptions& o;
+  const tokenizer::Tokenizer& tokenizer;
   engine::TrainingEngine& engine;
   model::CausalLm& model;
   const EvalBlocks* eval_blocks;
@@ -219,7 +220,7 @@ void record_eval(TrainContext& c, std::int64_t step, double loss) {
 void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   c.engine.complete_updates();
   state.data_state = batches.state();
-  const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state);
+  const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state, &c.tokenizer);
   c.engine.barrier();  // every rank's part is complete: older checkpoints may go
   prune_training_checkpoints(c.o.output_dir, c.engine.rank(), c.o.save_total_limit, state.global_step);
   c.reporter.message("saved " + dir.string());
@@ -557,7 +558,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
 
-  TrainContext context{o, engine, model, eval_blocks.get(), reporter, precision};
+  TrainContext context{o, tokenizer, engine, model, eval_blocks.get(), reporter, precision};
 
   TrainSummary summary;
   summary.global_step = state.global_step;

@@ -38,6 +38,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "llmrdzv/tokenizer/safe_cut.hpp"
@@ -143,6 +144,8 @@ class Tokenizer {
   // merges.txt, tokenizer_config.json (and special_tokens_map.json when it was read). Either way
   // AutoTokenizer.from_pretrained(dir) encodes the same.
   void save(const std::filesystem::path& dir) const;
+  // The files save() writes: (name, content).
+  std::vector<std::pair<std::string, std::string>> files() const;
 
   struct Model;
   struct PieceCache;
