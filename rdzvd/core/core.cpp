@@ -179,6 +179,10 @@ WaiterRef Core::join(const JoinRequest& request, JoinCallback done) {
     done(limit_exceeded(counters_, "max_waiters", settings_.limits.max_waiters, "too many blocked calls on this rendezvous"), {});
     return ref;
   }
+  if (closing_fixed_ && !rdzv.elastic()) {
+    done(error(Code::aborted, *closing_fixed_), {});
+    return ref;
+  }
   if (rdzv.pending.contains(request.participant_id)) {
     add_join_wait(rdzv, request.participant_id, timeout, std::move(done), ref);
     return ref;
@@ -351,8 +355,12 @@ void Core::fail_member(Rendezvous& rdzv, const std::string& participant_id, Memb
   const std::int32_t rank = it->second.assignment.rank;
   const std::uint64_t session = it->second.session_id;
   timers_.cancel(it->second.heartbeat_timer);
-  rdzv.members.erase(it);  // the failed member hears nothing more
-  detach_session(session);
+  rdzv.members.erase(it);
+  // A member declared failed while its stream is up (it went silent) is told so and its stream
+  // ended: otherwise it would go on heart-beating into a round it is no longer in.
+  end_session(session, error(Code::aborted, "rank " + std::to_string(rank) + " (" + participant_id + ") of round " +
+                                                std::to_string(rdzv.round) + " of rendezvous '" + rdzv.id +
+                                                "' declared failed: " + reason));
   close_round(rdzv, EventKind::member_failed, rank,
               "rank " + std::to_string(rank) + " (" + participant_id + ") failed: " + reason);
   advance(rdzv);
@@ -385,6 +393,23 @@ bool Core::has_live_members() const {
     if (rdzv->round_active() || !rdzv->pending.empty()) return true;
   }
   return false;
+}
+
+bool Core::in_use() const {
+  return has_live_members() ||
+         std::any_of(registry_.begin(), registry_.end(), [](const auto& entry) { return entry.second->usage.waiters > 0; });
+}
+
+void Core::close_fixed_gatherings(const std::string& reason) {
+  closing_fixed_ = reason;
+  for (const auto& [key, rdzv] : registry_) {
+    if (rdzv->elastic() || rdzv->pending.empty()) continue;
+    log(LogLevel::warn, round_label(*rdzv) + ": failing " + std::to_string(rdzv->pending.size()) +
+                            " waiting joiner(s): " + reason);
+    std::vector<std::string> joiners;
+    for (const auto& [participant_id, joiner] : rdzv->pending) joiners.push_back(participant_id);
+    for (const auto& participant_id : joiners) drop_joiner(*rdzv, participant_id, error(Code::aborted, reason));
+  }
 }
 
 Status Core::leave(const Scope& scope, const std::string& participant_id) {
@@ -433,11 +458,7 @@ Result<std::uint64_t> Core::open_session(const Scope& scope, const std::string& 
   if (member == rdzv.members.end())
     return error(Code::failed_precondition,
                  participant_id + " is not a member of round " + std::to_string(round));
-  if (member->second.session_id) {
-    const std::uint64_t old = member->second.session_id;
-    sessions_.at(old).sink->finish(error(Code::aborted, "replaced by a newer session of the same member"));
-    sessions_.erase(old);
-  }
+  end_session(member->second.session_id, error(Code::aborted, "replaced by a newer session of the same member"));
   const std::uint64_t id = next_session_id_++;
   sessions_.emplace(id, SessionRecord{rdzv.key, participant_id, round, sink});
   member->second.session_id = id;
@@ -470,6 +491,13 @@ void Core::close_session(std::uint64_t session_id) {
     fail_member(*rdzv->second, closed.participant_id, MemberFailure::session_closed,
                 "session closed without Leave");
   }
+}
+
+void Core::end_session(std::uint64_t session_id, const Status& status) {
+  const auto record = sessions_.find(session_id);
+  if (record == sessions_.end()) return;
+  record->second.sink->finish(status);
+  sessions_.erase(record);
 }
 
 void Core::detach_session(std::uint64_t session_id) {

@@ -78,7 +78,7 @@ Status KvSpace::check_keys(const std::vector<std::string>& keys) const {
 }
 
 Status KvSpace::check_room(const std::string& key, std::size_t old_size, bool creates,
-                           std::size_t new_size) const {
+                           std::size_t new_size, std::int64_t reserve) const {
   if (new_size > ctx_.limits.max_value_size)
     return limit_exceeded(ctx_.counters, "max_value_size", ctx_.limits.max_value_size,
                           "value of " + std::to_string(new_size) + " bytes for key " + quoted(key));
@@ -86,7 +86,8 @@ Status KvSpace::check_room(const std::string& key, std::size_t old_size, bool cr
     return limit_exceeded(ctx_.counters, "max_keys", ctx_.limits.max_keys, "the rendezvous holds that many keys");
   const std::int64_t growth =
       std::int64_t(new_size) - std::int64_t(old_size) + (creates ? std::int64_t(key.size()) : 0);
-  return check_bytes(growth, "storing key " + quoted(key));
+  return check_bytes(growth + reserve, "storing key " + quoted(key) +
+                                           (reserve ? " and blocking on it (" + std::to_string(reserve) + " bytes)" : ""));
 }
 
 void KvSpace::store(const std::string& key, std::string value) {
@@ -107,7 +108,7 @@ Status KvSpace::set(const std::string& key, std::string value) {
   return Status::Ok();
 }
 
-Result<std::int64_t> KvSpace::add(const std::string& key, std::int64_t delta) {
+Result<std::int64_t> KvSpace::sum(const std::string& key, std::int64_t delta) const {
   if (auto status = check_key(key); !status.ok()) return status;
   const auto it = data_.find(key);
   std::int64_t current = 0;
@@ -120,12 +121,24 @@ Result<std::int64_t> KvSpace::add(const std::string& key, std::int64_t delta) {
   if ((delta > 0 && current > std::numeric_limits<std::int64_t>::max() - delta) ||
       (delta < 0 && current < std::numeric_limits<std::int64_t>::min() - delta))
     return error(Code::invalid_argument, "add: key " + quoted(key) + " would overflow int64");
-  std::string text = std::to_string(current + delta);
+  return current + delta;
+}
+
+Status KvSpace::store_number(const std::string& key, std::int64_t number, std::int64_t reserve) {
+  std::string text = std::to_string(number);
+  const auto it = data_.find(key);
   const bool creates = it == data_.end();
-  if (auto status = check_room(key, creates ? 0 : it->second.size(), creates, text.size()); !status.ok())
+  if (auto status = check_room(key, creates ? 0 : it->second.size(), creates, text.size(), reserve); !status.ok())
     return status;
   store(key, std::move(text));
-  return current + delta;
+  return Status::Ok();
+}
+
+Result<std::int64_t> KvSpace::add(const std::string& key, std::int64_t delta) {
+  const auto total = sum(key, delta);
+  if (!total.ok()) return total;
+  if (auto status = store_number(key, total.value(), 0); !status.ok()) return status;
+  return total;
 }
 
 Result<std::string> KvSpace::compare_set(const std::string& key, const std::string& expected,
@@ -221,11 +234,31 @@ Result<std::int64_t> KvSpace::queue_len(const std::string& key) const {
   return it == queues_.end() ? 0 : std::int64_t(it->second.size());
 }
 
-std::vector<std::string> KvSpace::values_of(const std::vector<std::string>& keys) const {
+// Counted before anything is copied: the copies are made under the core's lock, and a reply
+// needs its values once more while gRPC serialises it.
+Result<std::vector<std::string>> KvSpace::values_of(const std::vector<std::string>& keys) const {
+  std::uint64_t bytes = 0;
+  for (const auto& key : keys) bytes += data_.at(key).size();
+  if (bytes > ctx_.limits.max_reply_bytes)
+    return limit_exceeded(ctx_.counters, "max_reply_bytes", ctx_.limits.max_reply_bytes,
+                          "the values of " + std::to_string(keys.size()) + " key(s) hold " + std::to_string(bytes) +
+                              " bytes");
   std::vector<std::string> values;
   values.reserve(keys.size());
   for (const auto& key : keys) values.push_back(data_.at(key));
   return values;
+}
+
+void KvSpace::answer(WaitKind kind, const std::vector<std::string>& keys, const KvCallback& done) const {
+  if (kind != WaitKind::values) {
+    done(Status::Ok(), {});
+    return;
+  }
+  auto values = values_of(keys);
+  if (values.ok())
+    done(Status::Ok(), std::move(values.value()));
+  else
+    done(values.status(), {});
 }
 
 std::uint64_t KvSpace::get(const std::string& key, Millis timeout, KvCallback done) {
@@ -246,9 +279,19 @@ std::uint64_t KvSpace::block_on_keys(WaitKind kind, const std::vector<std::strin
     done(status, {});
     return 0;
   }
+  // A key named twice would have its value copied into the reply twice: a small MultiGet naming
+  // one large value thousands of times made the daemon allocate gigabytes.
+  if (kind == WaitKind::values) {
+    std::set<std::string_view> seen;
+    for (const auto& key : keys)
+      if (!seen.insert(key).second) {
+        done(error(Code::invalid_argument, "multi_get: key " + quoted(key) + " given twice"), {});
+        return 0;
+      }
+  }
   const auto missing = std::find_if(keys.begin(), keys.end(), [&](const auto& k) { return !data_.contains(k); });
   if (missing == keys.end()) {
-    done(Status::Ok(), kind == WaitKind::values ? values_of(keys) : std::vector<std::string>{});
+    answer(kind, keys, done);
     return 0;
   }
   if (timeout.count() == 0) {
@@ -271,18 +314,19 @@ std::uint64_t KvSpace::barrier(const std::string& key, std::int64_t world_size, 
     done(error(Code::invalid_argument, "barrier world_size must be >= 1"), {});
     return 0;
   }
-  // A barrier that could not wait must not count as an arrival.
-  if (auto status = check_waiter_limits(timeout); !status.ok() || !(status = check_held({key})).ok()) {
+  // A barrier refused for a limit must not count as an arrival: everything it needs (a waiter,
+  // and room for the new count plus the key it then holds) is checked before the count is stored.
+  const auto arrivals = sum(key, 1);
+  if (!arrivals.ok()) {
+    done(arrivals.status(), {});
+    return 0;
+  }
+  const bool blocks = arrivals.value() < world_size;
+  Status status;
+  if (blocks) status = check_waiter_limits(timeout);
+  if (status.ok()) status = store_number(key, arrivals.value(), blocks ? held_bytes({key}) : 0);
+  if (!status.ok() || !blocks) {
     done(status, {});
-    return 0;
-  }
-  const auto added = add(key, 1);
-  if (!added.ok()) {
-    done(added.status(), {});
-    return 0;
-  }
-  if (added.value() >= world_size) {
-    done(Status::Ok(), {});
     return 0;
   }
   Waiter waiter;
@@ -398,8 +442,8 @@ void KvSpace::key_written(const std::string& key) {
       if (it == waiters_.end() || --it->second.missing > 0) continue;
       // Every watched key appeared at some point; one may have been deleted since.
       if ((it->second.missing = watch_missing(id, it->second)) > 0) continue;
-      complete(id, Status::Ok(),
-               it->second.kind == WaitKind::values ? values_of(it->second.keys) : std::vector<std::string>{});
+      Waiter waiter = take(it);
+      answer(waiter.kind, waiter.keys, waiter.done);
     }
   }
   if (auto watch = threshold_watch_.find(key); watch != threshold_watch_.end()) {

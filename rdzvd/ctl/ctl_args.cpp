@@ -112,6 +112,10 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
   if ((args.command == Command::show || args.command == Command::kv) && args.token.empty()) {
     throw UsageError(name + " needs the rendezvous token: --token, --token-file or RDZV_TOKEN");
   }
+  // The daemon shows that it serves an id by proving it holds its token: nothing to check without one.
+  if (args.command == Command::ping && !args.rdzv_id.empty() && args.token.empty()) {
+    throw UsageError("ping --id needs the rendezvous token: --token, --token-file or RDZV_TOKEN");
+  }
   return args;
 }
 

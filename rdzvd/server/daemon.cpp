@@ -8,12 +8,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <memory>
+#include <utility>
 
 #include "core_host.hpp"
 #include "logger.hpp"
@@ -170,11 +172,18 @@ class Daemon {
   }
 
   // SIGUSR1 (slurmstepd, when the step's first node is done): exit as soon as no member remains,
-  // so ranks on other nodes can still leave (or be seen failing) before the daemon goes.
+  // so ranks on other nodes can still leave (or be seen failing) before the daemon goes. Joiners
+  // of a fixed-size round are failed at once: with this node's tasks gone that round can never
+  // gather, and they would hold the daemon (and srun) for the whole join timeout.
   void wait_for_drain() {
     drain_signal_.async_wait([this](const boost::system::error_code& ec, int) {
       if (ec) return;
       log_.info("SIGUSR1: exiting once no member remains");
+      host_.run([](core::Core& core) {
+        core.close_fixed_gatherings(
+            "the rendezvous is closing: the step's tasks on the daemon's node have exited, so this "
+            "fixed-size round cannot gather its members");
+      });
       watch_drain();
     });
   }
@@ -191,12 +200,17 @@ class Daemon {
   }
 
   // Ticks every second even with no idle timeout, so a SIGHUP can turn it on or off (0 = never).
+  // A Join waiting for late nodes, a blocked call or an open session touches nothing for a while
+  // but is activity all the same: idleness counts from when the last of them ended (to the tick).
   void watch_idle() {
     idle_timer_.expires_after(std::chrono::seconds(1));
     idle_timer_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
-      const auto idle = std::chrono::steady_clock::now() -
-                        host_.run([](core::Core& core) { return core.last_activity(); });
+      const auto now = std::chrono::steady_clock::now();
+      const auto [in_use, last_activity] =
+          host_.run([](core::Core& core) { return std::pair{core.in_use(), core.last_activity()}; });
+      if (in_use) last_in_use_ = now;
+      const auto idle = now - std::max(last_activity, last_in_use_);
       if (options_.idle_timeout_s != 0 && idle >= std::chrono::seconds(options_.idle_timeout_s)) {
         stop("no rendezvous activity for " + std::to_string(options_.idle_timeout_s) + " s");
         return;
@@ -249,6 +263,7 @@ class Daemon {
   boost::asio::steady_timer drain_timer_;
   boost::asio::steady_timer watchdog_timer_;
   double start_time_;  // Unix time, for process_start_time_seconds
+  std::chrono::steady_clock::time_point last_in_use_{};  // the idle watch's latest tick that found the core in use
   std::unique_ptr<MetricsHttpServer> metrics_;
   grpc::Server* server_ = nullptr;
 };

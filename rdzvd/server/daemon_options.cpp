@@ -184,6 +184,7 @@ const std::vector<Setting>& settings() {
     t.push_back(limit("max_waiters", &core::Limits::max_waiters));
     t.push_back(limit("max_timeout_ms", &core::Limits::max_timeout_ms));
     t.push_back(limit("max_keys_per_request", &core::Limits::max_keys_per_request));
+    t.push_back(limit("max_reply_bytes", &core::Limits::max_reply_bytes));
     return t;
   }();
   return table;
@@ -264,6 +265,18 @@ void validate(const DaemonOptions& o) {
     throw OptionsError("max_message_bytes (" + std::to_string(o.max_message_bytes) +
                        ") must exceed limits.max_value_size (" + std::to_string(o.core.limits.max_value_size) +
                        "), or no value that size could be sent");
+  if (o.core.limits.max_reply_bytes < o.core.limits.max_value_size)
+    throw OptionsError("limits.max_reply_bytes (" + std::to_string(o.core.limits.max_reply_bytes) +
+                       ") must be at least limits.max_value_size (" + std::to_string(o.core.limits.max_value_size) +
+                       "), or a stored value could not be read back");
+  // Barrier and QueuePop with timeout_ms 0 take wait_timeout_ms, which must pass the same check
+  // as a client's timeout_ms; join_timeout_ms likewise stands in for a Join's.
+  for (auto [name, value] : {std::pair{"wait_timeout_ms", o.core.wait_timeout},
+                             std::pair{"join_timeout_ms", o.core.join_timeout}}) {
+    if (value.count() > std::int64_t(o.core.limits.max_timeout_ms))
+      throw OptionsError(std::string(name) + " (" + std::to_string(value.count()) +
+                         ") must not exceed limits.max_timeout_ms (" + std::to_string(o.core.limits.max_timeout_ms) + ")");
+  }
   if (o.mode == core::Mode::step && o.rdzv_id.empty())
     throw OptionsError("--rdzv-id is required in step mode");
   if (o.mode == core::Mode::site && o.site_secret_file.empty())
@@ -271,6 +284,13 @@ void validate(const DaemonOptions& o) {
   if (o.mode == core::Mode::site && o.participants)
     throw OptionsError("--participants is for step mode (in site mode each Join names its own range)");
   if (o.listen.rfind(':') == std::string::npos) throw OptionsError("--listen: '" + o.listen + "' is not HOST:PORT");
+  // Clients walk the probe sequence from their base inside the range and never try a port
+  // outside it, so a daemon listening there would not be found.
+  if (const auto listen = parse_host_port(o.listen, 0);
+      listen && listen->port != 0 && o.port_range && !o.port_range->contains(listen->port))
+    throw OptionsError("--listen: port " + std::to_string(listen->port) + " is outside --port-range " +
+                       std::to_string(o.port_range->lo) + "-" + std::to_string(o.port_range->hi) +
+                       " (give a base port inside the range, or port 0 for an ephemeral one)");
   constexpr std::uint64_t kBytesMax = std::numeric_limits<std::int64_t>::max();
   for (auto [name, value] : {std::pair{"limits.max_bytes", o.core.limits.max_bytes},
                              std::pair{"limits.max_bytes_per_user", o.core.limits.max_bytes_per_user}}) {
@@ -358,18 +378,27 @@ void check_startup_only(const DaemonOptions& o) {
 }
 
 std::vector<std::string> apply_reload(DaemonOptions& running, const DaemonOptions& reloaded) {
+  DaemonOptions merged = running;
   std::vector<std::string> changes;
   for (const auto& setting : settings()) {
-    const std::string before = setting.get(running);
+    const std::string before = setting.get(merged);
     const std::string after = setting.get(reloaded);
     if (before == after) continue;
     if (!setting.reloadable) {
       changes.push_back(setting.key + ": changed in the file but needs a restart (keeping " + before + ")");
       continue;
     }
-    setting.set(running, after, setting.key);
+    setting.set(merged, after, setting.key);
     changes.push_back(setting.key + ": " + before + " -> " + after);
   }
+  // The file was checked as a whole, but the daemon keeps its non-reloadable keys: the mix must
+  // hold too (e.g. a larger limits.max_value_size with the max_message_bytes still in force).
+  try {
+    validate(merged);
+  } catch (const OptionsError& e) {
+    throw OptionsError(std::string("with the keys that need a restart kept as they run: ") + e.what());
+  }
+  running = std::move(merged);
   return changes;
 }
 
@@ -401,24 +430,26 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --listen HOST:PORT           address to serve on; port 0 = ephemeral (default 0.0.0.0:0)
   --port-file FILE             write the bound port there (atomically) once listening
   --port-fd N                  write the bound port to inherited descriptor N, then close it
-  --port-range LO-HI           with --listen HOST:BASE, try BASE, then the step-port probe
-  --port-probes N                sequence within LO-HI, N candidates in all (default 8)
+  --port-range LO-HI           with --listen HOST:BASE (BASE in LO-HI), try BASE, then the
+  --port-probes N                step-port probe sequence in LO-HI, N candidates in all (default 8)
   --mode step|site             step: one rendezvous, one token; site: HMAC site tokens
   --rdzv-id ID                 (step) the rendezvous this daemon serves
   --participants MIN:MAX       (step) its participant range; Joins asking for another are refused
   --token-file FILE            (step) its token; else env LLM_RDZV_TOKEN (not on the command line)
   --site-secret-file FILE      (site) the secret site tokens are HMACs under
   --exit-with-parent           exit when the parent process dies (or is already gone)
-  --idle-timeout SECONDS       exit after that long without rendezvous activity (0 = never)
+  --idle-timeout SECONDS       exit after that long without rendezvous activity: no call, no
+                               waiting joiner or blocked call, no session (0 = never)
   --heartbeat-interval MS      session heartbeat period told to clients (default 1000)
   --heartbeat-timeout MS       silence after which a member is dead (default 10000)
   --last-call MS               elastic rounds: wait after min joined (default 3000)
   --join-timeout MS            Join with no timeout of its own (default 600000)
-  --wait-timeout MS            Barrier / blocking QueuePop with no timeout (default 300000)
+  --wait-timeout MS            Barrier / blocking QueuePop with no timeout (default 300000);
+                               both at most --max-timeout-ms
   --rendezvous-idle-timeout MS collect a rendezvous untouched this long (default 3600000)
   --max-rendezvous N, --max-rendezvous-per-user N, --max-participants N, --max-keys N, --max-key-length N,
   --max-value-size N, --max-bytes N, --max-bytes-per-user N, --max-id-length N, --max-waiters N,
-  --max-timeout-ms N, --max-keys-per-request N     limits (see etc/rdzvd.yaml)
+  --max-timeout-ms N, --max-keys-per-request N, --max-reply-bytes N     limits (see etc/rdzvd.yaml)
   --max-message-bytes N        largest gRPC message accepted (default 67108864)
   --metrics-listen HOST:PORT   serve Prometheus metrics over HTTP at /metrics there (default: off)
   --metrics-expose-ids         add per-rendezvous series labelled rdzv_id (and uid in site mode)
@@ -427,7 +458,8 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --help                       this text
 
 Signals: SIGTERM/SIGINT stop gracefully (sessions get SHUTDOWN, blocked calls UNAVAILABLE, exit 0);
-SIGUSR1 stops it once no member remains (slurmstepd sends it when the step's first node is done);
+SIGUSR1 stops it once no member remains (slurmstepd sends it when the step's first node is done),
+and fails the joiners of fixed-size rendezvous at once with ABORTED;
 SIGHUP reloads the config file. Bad flags or config: a message naming the key, exit status 2.
 )";
 

@@ -49,7 +49,9 @@ DaemonOptions parse_options(const std::vector<std::string>& args);
 // is written, so a SIGHUP reload must not check it again). Throws OptionsError.
 void check_startup_only(const DaemonOptions& options);
 
-// The keys a SIGHUP reload applies; returns one "key: old -> new" line per change.
+// The keys a SIGHUP reload applies; returns one "key: old -> new" line per change. Throws
+// OptionsError, and changes nothing, when the running options with those keys applied would fail
+// the checks parse_options makes.
 std::vector<std::string> apply_reload(DaemonOptions& running, const DaemonOptions& reloaded);
 
 // Reads the step token (--token-file, else env LLM_RDZV_TOKEN, which is then removed from the

@@ -24,8 +24,11 @@ int main(int argc, char** argv) {
     }
     check_startup_only(options);
     if (options.exit_with_parent) {
-      // SIGTERM takes the graceful path. A parent that died before prctl leaves us re-parented.
-      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent || parent == 1) {
+      // SIGTERM takes the graceful path. A parent that died before prctl left us re-parented, so
+      // the parent pid differs from the one main() began with. Pid 1 may well be the real parent
+      // (trainer --nproc as a container's entrypoint). A parent gone before main() began goes
+      // unseen here; a launcher's --port-fd pipe then has no reader, and writing the port fails.
+      if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) {
         std::fprintf(stderr, "rdzvd: --exit-with-parent: the parent process is already gone, exiting\n");
         return 0;
       }

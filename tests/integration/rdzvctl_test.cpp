@@ -47,6 +47,10 @@ TEST_CASE("rdzvctl reports usage errors with exit status 2") {
   const auto no_token = rdzvctl(dir, {"--endpoint", "127.0.0.1:1", "show", "x"});
   CHECK(no_token.exit_status == 2);
   CHECK_THAT(no_token.err, Catch::Contains("show needs the rendezvous token"));
+  // The daemon shows it serves an id by proving it holds the id's token: ping --id needs one.
+  const auto ping_id = rdzvctl(dir, {"--endpoint", "127.0.0.1:1", "--id", "x", "ping"});
+  CHECK(ping_id.exit_status == 2);
+  CHECK_THAT(ping_id.err, Catch::Contains("ping --id needs the rendezvous token"));
   const auto bad_round = rdzvctl(dir, {"--endpoint", "127.0.0.1:1", "--token", "t", "kv", "x", "--round", "-1"});
   CHECK(bad_round.exit_status == 2);
   CHECK_THAT(bad_round.err, Catch::Contains("--round needs an integer"));
@@ -86,6 +90,13 @@ TEST_CASE("rdzvctl ping, list, show and kv describe a live rendezvous") {
   CHECK(ping.exit_status == 0);
   CHECK_THAT(ping.out, Catch::Contains("rdzvd " + rdzvd.endpoint() + " answers: version=") &&
                            Catch::Contains("mode=step"));
+
+  const auto ping_id = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--id", rdzvd.rdzv_id(), "--token",
+                                     rdzvd.token(), "ping"});
+  CHECK(ping_id.exit_status == 0);
+  CHECK_THAT(ping_id.out, Catch::Contains("answers: version="));
+  const auto ping_other = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--id", "other.7", "--token", "t", "ping"});
+  CHECK(ping_other.exit_status == 5);
 
   const auto list = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "list"});
   CHECK(list.exit_status == 0);

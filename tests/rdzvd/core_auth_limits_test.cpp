@@ -275,6 +275,32 @@ TEST_CASE("the keys a blocked call holds count against max_bytes until it ends",
   CHECK(f.core.set(s, 0, "k", std::string(98, 'v')).ok());  // 99 bytes
 }
 
+TEST_CASE("a barrier refused for max_bytes does not count its arrival", "[core][limits]") {
+  CoreConfig config = site_config();
+  config.settings.limits.max_bytes = 100;
+  CoreFixture f(config);
+  REQUIRE(f.join(site_join("r1", 1, "a"))->status.ok());
+  const Scope s{"r1", site_ticket(1, "r1")};
+  REQUIRE(f.core.set(s, 0, "f", std::string(96, 'v')).ok());  // 97 bytes
+  // Storing the count of "b" takes 2 bytes (99), and blocking on it 2 more (101): refused. The
+  // room for the blocked key used to be checked before the count was stored, and after it again.
+  auto refused = std::make_shared<KvOutcome>();
+  f.core.barrier(s, 0, "b", 2, 5000, CoreFixture::record(refused));
+  REQUIRE(refused->done);
+  CHECK(refused->status.code == Code::resource_exhausted);
+  CHECK_THAT(refused->status.message, Catch::Contains("limit max_bytes (100)") &&
+                                          Catch::Contains("would bring the rendezvous to 101 bytes"));
+  CHECK_FALSE(f.core.check(s, 0, {"b"}).value());
+  // The last arrival does not block, so it needs no room for that.
+  auto last = std::make_shared<KvOutcome>();
+  f.core.barrier(s, 0, "b", 1, 5000, CoreFixture::record(last));
+  REQUIRE(last->done);
+  CHECK(last->status.ok());
+  auto count = std::make_shared<KvOutcome>();
+  f.core.get(s, 0, "b", 0, CoreFixture::record(count));
+  CHECK(count->values == std::vector<std::string>{"1"});
+}
+
 TEST_CASE("ids are checked for emptiness and length", "[core][limits]") {
   CoreFixture f;
   CHECK(f.core.set(Scope{"", "t"}, 0, "k", "v").code == Code::invalid_argument);

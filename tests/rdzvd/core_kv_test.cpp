@@ -118,7 +118,7 @@ TEST_CASE("wait and multi_get block until every key exists", "[core][kv]") {
   auto waited = std::make_shared<KvOutcome>();
   auto multi = std::make_shared<KvOutcome>();
   f.core.wait(f.scope(), 1, {"x", "y"}, 10000, CoreFixture::record(waited));
-  f.core.multi_get(f.scope(), 1, {"y", "x", "y"}, 10000, CoreFixture::record(multi));
+  f.core.multi_get(f.scope(), 1, {"y", "x"}, 10000, CoreFixture::record(multi));
   REQUIRE(f.core.set(f.scope(), 1, "x", "1").ok());
   CHECK_FALSE(waited->done);
   CHECK_FALSE(multi->done);
@@ -126,10 +126,50 @@ TEST_CASE("wait and multi_get block until every key exists", "[core][kv]") {
   REQUIRE(waited->done);
   CHECK(waited->status.ok());
   REQUIRE(multi->done);
-  CHECK(multi->values == std::vector<std::string>{"2", "1", "2"});
+  CHECK(multi->values == std::vector<std::string>{"2", "1"});
   auto no_wait = std::make_shared<KvOutcome>();
   f.core.wait(f.scope(), 1, {"x", "absent"}, 0, CoreFixture::record(no_wait));
   CHECK(no_wait->status.code == Code::deadline_exceeded);
+}
+
+TEST_CASE("multi_get refuses a key given twice, and answers over max_reply_bytes, before copying", "[core][kv]") {
+  CoreConfig config = long_heartbeat_config();
+  config.settings.limits.max_reply_bytes = 10;
+  CoreFixture f(config);
+  f.join_all(2);
+  REQUIRE(f.core.set(f.scope(), 1, "big", std::string(6, 'v')).ok());
+  REQUIRE(f.core.set(f.scope(), 1, "small", "v").ok());
+  // Each repeat of a key used to copy its value once more into the answer.
+  auto twice = std::make_shared<KvOutcome>();
+  f.core.multi_get(f.scope(), 1, {"big", "small", "big"}, 0, CoreFixture::record(twice));
+  REQUIRE(twice->done);
+  CHECK(twice->status.code == Code::invalid_argument);
+  CHECK_THAT(twice->status.message, Catch::Contains("key 'big' given twice"));
+  CHECK(twice->values.empty());
+
+  auto fits = std::make_shared<KvOutcome>();
+  f.core.multi_get(f.scope(), 1, {"big", "small"}, 0, CoreFixture::record(fits));
+  CHECK(fits->values == std::vector<std::string>{"vvvvvv", "v"});  // 7 bytes
+  REQUIRE(f.core.set(f.scope(), 1, "other", std::string(5, 'v')).ok());
+  auto over = std::make_shared<KvOutcome>();
+  f.core.multi_get(f.scope(), 1, {"big", "other"}, 0, CoreFixture::record(over));
+  CHECK(over->status.code == Code::resource_exhausted);
+  CHECK_THAT(over->status.message,
+             Catch::Contains("limit max_reply_bytes (10) exceeded: the values of 2 key(s) hold 11 bytes"));
+  CHECK(over->values.empty());
+  // A blocked one is checked when its last key appears.
+  auto blocked = std::make_shared<KvOutcome>();
+  f.core.multi_get(f.scope(), 1, {"big", "later"}, 10000, CoreFixture::record(blocked));
+  CHECK_FALSE(blocked->done);
+  REQUIRE(f.core.set(f.scope(), 1, "later", std::string(5, 'v')).ok());
+  REQUIRE(blocked->done);
+  CHECK(blocked->status.code == Code::resource_exhausted);
+  CHECK(f.core.metrics().counters.limits_hit.at("max_reply_bytes") == 2);
+  // Wait and Check copy no value: a key named twice is harmless there.
+  auto waited = std::make_shared<KvOutcome>();
+  f.core.wait(f.scope(), 1, {"big", "big"}, 0, CoreFixture::record(waited));
+  CHECK(waited->status.ok());
+  CHECK(f.core.check(f.scope(), 1, {"small", "small"}).value());
 }
 
 TEST_CASE("a key deleted before the last awaited key appears keeps the waiter blocked", "[core][kv]") {

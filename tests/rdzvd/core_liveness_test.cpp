@@ -78,10 +78,21 @@ TEST_CASE("heartbeat silence beyond the timeout fails the member", "[core][liven
     f.core.heartbeat(s0_id);
   }
   CHECK(s0->events.size() == 1);  // 4 s of silence is within the 5 s timeout
+  CHECK_FALSE(s1->finished);
   f.advance(Millis(1000));
   REQUIRE(s0->events.size() == 2);
   CHECK(s0->events[1].kind == EventKind::member_failed);
   CHECK_THAT(s0->events[1].detail, Catch::Contains("no heartbeat for 5000 ms"));
+  // The silent member is told too: its stream is ended, so it stops heart-beating into a round
+  // it is no longer in (its stream used to stay open, its heartbeats accepted).
+  REQUIRE(s1->finished);
+  CHECK(s1->finished->code == Code::aborted);
+  CHECK_THAT(s1->finished->message, Catch::Contains("of round 1 of rendezvous '42.0' declared failed: no heartbeat "
+                                                    "for 5000 ms"));
+  CHECK(s1->events.size() == 1);
+  CHECK_FALSE(s0->finished);
+  f.core.close_session(s1_id);  // the stream's end, reported afterwards, changes nothing
+  CHECK(s0->events.size() == 2);
 }
 
 TEST_CASE("a member that never opens a session counts as dead after the heartbeat timeout",
@@ -165,6 +176,45 @@ TEST_CASE("a tiny idle timeout with a blocked call rechecks at most every 100 ms
   CHECK(*next - f.clock.now() >= Millis(1));  // nothing is due at once
   CHECK(f.core.rendezvous_count() == 1);      // the blocked call keeps it alive
   CHECK_FALSE(blocked->done);
+}
+
+TEST_CASE("closing fixed-size gatherings fails their joiners at once, elastic ones go on", "[core][liveness]") {
+  CoreFixture fixed;
+  auto waiting = fixed.join(fixed.request("p1", 2, 2));
+  CHECK_FALSE(waiting->done);
+  CHECK(fixed.core.has_live_members());
+  fixed.core.close_fixed_gatherings("the rendezvous is closing");
+  REQUIRE(waiting->done);
+  CHECK(waiting->status.code == Code::aborted);
+  CHECK(waiting->status.message == "the rendezvous is closing");
+  CHECK_FALSE(fixed.core.has_live_members());  // a per-step rdzvd may now exit
+  auto late = fixed.join(fixed.request("p0", 2, 2));  // its round could not gather either
+  REQUIRE(late->done);
+  CHECK(late->status.code == Code::aborted);
+
+  CoreFixture elastic;
+  auto gathering = elastic.join(elastic.request("p1", 2, 3));
+  elastic.core.close_fixed_gatherings("the rendezvous is closing");
+  CHECK_FALSE(gathering->done);  // its round may still form without the daemon's node
+  auto second = elastic.join(elastic.request("p2", 2, 3));
+  elastic.advance(Millis(2000));  // last call
+  REQUIRE(gathering->done);
+  CHECK(gathering->status.ok());
+  CHECK(second->assignment.world_size == 2);
+}
+
+TEST_CASE("in_use also counts a blocked call of a rendezvous without members", "[core][liveness]") {
+  CoreFixture f;
+  CHECK_FALSE(f.core.in_use());
+  f.join_all(2);  // no sessions: both fail after the 5 s heartbeat timeout
+  auto blocked = std::make_shared<KvOutcome>();
+  f.core.get(f.scope(), 0, "never", 60000, CoreFixture::record(blocked));
+  f.advance(Millis(5000));
+  REQUIRE_FALSE(f.core.has_live_members());
+  CHECK(f.core.in_use());
+  f.advance(Millis(55000));
+  REQUIRE(blocked->done);
+  CHECK_FALSE(f.core.in_use());
 }
 
 TEST_CASE("shutdown tells sessions and fails every blocked call with UNAVAILABLE", "[core][liveness]") {

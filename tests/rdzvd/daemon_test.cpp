@@ -1,17 +1,19 @@
 // The rdzvd binary as a process: --help, every kind of bad flag or config (message + exit 2),
 // port file, token from the environment, port probing past a busy port, SIGTERM, SIGHUP reload,
 // systemd's notifications and watchdog,
-// --idle-timeout and --exit-with-parent.
+// --idle-timeout and --exit-with-parent, SIGUSR1's drain.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
 #include <filesystem>
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -57,32 +59,69 @@ Authenticated authenticate(int port, const std::string& token) {
   return a;
 }
 
-grpc::Status join(int port, const std::string& token, v1::JoinResponse* response) {
+// A Join of participant `id` to a rendezvous of `size` participants, blocking up to `deadline`.
+grpc::Status join(int port, const std::string& token, v1::JoinResponse* response, const std::string& id = "p",
+                  int size = 1, std::chrono::seconds deadline = 5s) {
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
   v1::JoinRequest request;
   request.mutable_scope()->set_rdzv_id("9.0");
   request.mutable_scope()->set_ticket(a.ticket);
-  request.set_participant_id("p");
+  request.set_participant_id(id);
   request.set_host("h");
   request.set_requested_rank(-1);
-  request.set_min_participants(1);
-  request.set_max_participants(1);
+  request.set_min_participants(size);
+  request.set_max_participants(size);
   return a.stub->Join(&context, request, response);
 }
 
-grpc::Status leave(int port, const std::string& token) {
+grpc::Status leave(int port, const std::string& token, const std::string& id = "p") {
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 5s);
   v1::LeaveRequest request;
   request.mutable_scope()->set_rdzv_id("9.0");
   request.mutable_scope()->set_ticket(a.ticket);
-  request.set_participant_id("p");
+  request.set_participant_id(id);
   v1::LeaveResponse response;
   return a.stub->Leave(&context, request, &response);
 }
+
+grpc::Status set_key(int port, const std::string& token, const std::string& key, const std::string& value) {
+  const Authenticated a = authenticate(port, token);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::SetRequest request;
+  request.mutable_scope()->set_rdzv_id("9.0");
+  request.mutable_scope()->set_ticket(a.ticket);
+  request.set_key(key);
+  request.set_value(value);
+  v1::SetResponse response;
+  return a.stub->Set(&context, request, &response);
+}
+
+// A Join on a thread of its own, for a round that waits for more participants.
+class BlockedJoin {
+ public:
+  BlockedJoin(int port, const std::string& id, int size, std::chrono::seconds deadline)
+      : thread_([=, this] { status_ = join(port, "daemon-test-token", &response_, id, size, deadline); }) {}
+  ~BlockedJoin() { wait(); }
+  // Its outcome, once the Join returned.
+  grpc::Status status() {
+    wait();
+    return status_;
+  }
+
+ private:
+  void wait() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  grpc::Status status_;
+  v1::JoinResponse response_;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -105,6 +144,24 @@ TEST_CASE("SIGUSR1 stops rdzvd once no member remains, not before", "[daemon]") 
   idle.port(fresh.file("port"));
   idle.signal(SIGUSR1);
   CHECK(idle.wait(5s) == std::optional<int>(0));  // nobody ever joined: it goes at once
+}
+
+TEST_CASE("SIGUSR1 fails a fixed-size round's waiting joiners at once, and rdzvd exits", "[daemon]") {
+  ScratchDir dir;
+  DaemonProcess rdzvd(step_args(dir, {"--participants", "2:2", "--log-level", "debug"}), dir.file("rdzvd.log"));
+  const int port = rdzvd.port(dir.file("port"));
+  BlockedJoin first(port, "a", 2, 20s);  // its partner never comes (say, rank 0 crashed before joining)
+  REQUIRE(rdzvd.log_contains("join by a (1 gathered)", 5s));
+  const auto signalled = std::chrono::steady_clock::now();
+  rdzvd.signal(SIGUSR1);
+  const grpc::Status status = first.status();
+  CHECK(std::chrono::steady_clock::now() - signalled < 5s);  // not the Join's 20 s
+  CHECK(status.error_code() == grpc::StatusCode::ABORTED);
+  CHECK_THAT(status.error_message(),
+             Catch::Contains("the rendezvous is closing: the step's tasks on the daemon's node have exited, so this "
+                             "fixed-size round cannot gather its members"));
+  CHECK(rdzvd.wait(5s) == 0);
+  CHECK_THAT(rdzvd.log(), Catch::Contains("stopping: SIGUSR1 and no member remains"));
 }
 
 TEST_CASE("rdzvd --help describes the flags and exits 0", "[daemon]") {
@@ -174,6 +231,17 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect({"--config", dir.file("fifo.yaml")}, "is not a regular file");  // refused, not waited on
   expect(step_args(dir, {"--max-bytes", "18446744073709551615"}), "limits.max_bytes: 18446744073709551615 is above 2^63-1");
   expect(step_args(dir, {"--rdzv-id", std::string(200, 'r')}), "--rdzv-id: 200 bytes, longer than limits.max_id_length (128)");
+  // Server defaults that every call relying on them would find over the limit.
+  expect(step_args(dir, {"--wait-timeout", "4000000"}),
+         "wait_timeout_ms (4000000) must not exceed limits.max_timeout_ms (3600000)");
+  expect(step_args(dir, {"--config", dir.write("join-timeout.yaml", "join_timeout_ms: 20000\nwait_timeout_ms: 5000\n"
+                                                                "limits:\n  max_timeout_ms: 10000\n")}),
+         "join_timeout_ms (20000) must not exceed limits.max_timeout_ms (10000)");
+  expect(step_args(dir, {"--max-reply-bytes", "1000"}),
+         "limits.max_reply_bytes (1000) must be at least limits.max_value_size (16777216)");
+  // Clients never try a base port outside the range, so the daemon must not listen there.
+  expect(step_args(dir, {"--listen", "127.0.0.1:1000", "--port-range", "2000-2100"}),
+         "--listen: port 1000 is outside --port-range 2000-2100");
 }
 
 TEST_CASE("rdzvd writes its port file, takes the token from LLM_RDZV_TOKEN and stops on SIGTERM", "[daemon]") {
@@ -266,11 +334,51 @@ TEST_CASE("SIGHUP reloads the config file and reports what changed", "[daemon]")
   CHECK(rdzvd.wait(10s) == 0);
 }
 
+TEST_CASE("a SIGHUP reload that does not fit the keys kept until a restart changes nothing", "[daemon]") {
+  ScratchDir dir;
+  const std::string config = dir.write("rdzvd.yaml", "limits:\n  max_value_size: 1000\n");
+  DaemonProcess rdzvd(step_args(dir, {"--config", config}), dir.file("rdzvd.log"));
+  const int port = rdzvd.port(dir.file("port"));
+  v1::JoinResponse response;
+  REQUIRE(join(port, "daemon-test-token", &response).ok());
+  // Valid as a file, but max_message_bytes needs a restart: the running 64 MiB would stay below
+  // the new max_value_size, and values that size could never be sent.
+  dir.write("rdzvd.yaml", "max_message_bytes: 200000000\nlimits:\n  max_value_size: 100000000\n"
+                          "  max_reply_bytes: 100000000\n");
+  rdzvd.signal(SIGHUP);
+  CHECK(rdzvd.log_contains("reload failed, keeping the running config: with the keys that need a restart kept as "
+                           "they run: max_message_bytes (67108864) must exceed limits.max_value_size (100000000)",
+                           5s));
+  CHECK_THAT(rdzvd.log(), !Catch::Contains("max_value_size: 1000 -> 100000000"));
+  const grpc::Status refused = set_key(port, "daemon-test-token", "k", std::string(2000, 'v'));
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK_THAT(refused.error_message(), Catch::Contains("limit max_value_size (1000)"));
+  rdzvd.signal(SIGTERM);
+  CHECK(rdzvd.wait(10s) == 0);
+}
+
 TEST_CASE("rdzvd --idle-timeout exits after that long without activity", "[daemon]") {
   ScratchDir dir;
   DaemonProcess rdzvd(step_args(dir, {"--idle-timeout", "1"}), dir.file("rdzvd.log"));
   rdzvd.port(dir.file("port"));
   REQUIRE(rdzvd.wait(10s) == 0);
+  CHECK_THAT(rdzvd.log(), Catch::Contains("no rendezvous activity for 1 s"));
+}
+
+TEST_CASE("rdzvd --idle-timeout counts a Join waiting for its round as activity", "[daemon]") {
+  ScratchDir dir;
+  DaemonProcess rdzvd(step_args(dir, {"--idle-timeout", "1", "--participants", "2:2", "--log-level", "debug"}),
+                      dir.file("rdzvd.log"));
+  const int port = rdzvd.port(dir.file("port"));
+  BlockedJoin first(port, "a", 2, 20s);
+  REQUIRE(rdzvd.log_contains("join by a (1 gathered)", 5s));
+  CHECK_FALSE(rdzvd.wait(3s));  // three idle timeouts while the node of "b" starts late
+  v1::JoinResponse response;
+  REQUIRE(join(port, "daemon-test-token", &response, "b", 2).ok());
+  CHECK(first.status().ok());
+  REQUIRE(leave(port, "daemon-test-token", "a").ok());
+  REQUIRE(leave(port, "daemon-test-token", "b").ok());
+  REQUIRE(rdzvd.wait(10s) == 0);  // then, with nothing left, it goes
   CHECK_THAT(rdzvd.log(), Catch::Contains("no rendezvous activity for 1 s"));
 }
 
@@ -321,6 +429,58 @@ TEST_CASE("rdzvd --exit-with-parent exits when its parent dies", "[daemon]") {
 
 namespace {
 
+// Makes the caller's next child pid 1 of a new pid namespace (in a user namespace of its own
+// unless root); false where the kernel or a sandbox does not allow it.
+bool next_child_is_pid_one() {
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  if (uid == 0) return unshare(CLONE_NEWPID) == 0;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0) return false;
+  // Map ourselves, so that files the daemon writes are still ours.
+  std::ofstream("/proc/self/setgroups") << "deny";
+  std::ofstream("/proc/self/uid_map") << uid << " " << uid << " 1";
+  std::ofstream("/proc/self/gid_map") << gid << " " << gid << " 1";
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("rdzvd --exit-with-parent runs under a parent that is pid 1", "[daemon]") {
+  ScratchDir dir;
+  const std::vector<std::string> args = step_args(dir, {"--exit-with-parent"});
+  constexpr int kNoNamespace = 77;
+  const pid_t outer = fork();
+  REQUIRE(outer >= 0);
+  if (outer == 0) {
+    if (!next_child_is_pid_one()) _exit(kNoNamespace);
+    const pid_t init = fork();  // pid 1, as `trainer --nproc` is as a container's entrypoint
+    if (init == 0) {
+      int code = 1;
+      try {
+        DaemonProcess rdzvd(args, dir.file("rdzvd.log"));
+        rdzvd.port(dir.file("port"));           // throws when it exits without listening
+        code = rdzvd.wait(500ms) ? 2 : 0;       // and still up a while later
+      } catch (const std::exception&) {
+        code = 3;
+      }
+      _exit(code);
+    }
+    int status = 0;
+    _exit(init > 0 && waitpid(init, &status, 0) == init && WIFEXITED(status) ? WEXITSTATUS(status) : 4);
+  }
+  int status = 0;
+  REQUIRE(waitpid(outer, &status, 0) == outer);
+  REQUIRE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == kNoNamespace) {
+    WARN("no pid namespace can be made here: not tested");
+    return;
+  }
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_THAT(read_file(dir.file("rdzvd.log")), !Catch::Contains("the parent process is already gone"));
+}
+
+namespace {
+
 // A NOTIFY_SOCKET as systemd makes one: a datagram socket; receive() returns each message.
 class NotifySocket {
  public:
@@ -343,10 +503,11 @@ class NotifySocket {
   // The next message that is not WATCHDOG=1, within `limit`; counts the WATCHDOG=1 seen.
   std::string receive_state(std::chrono::milliseconds limit, int* watchdogs = nullptr) {
     const auto end = std::chrono::steady_clock::now() + limit;
+    std::string message;  // not in the loop: GCC 12 warns a bogus -Wrestrict on moving that one out
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
       if (left.count() <= 0) return {};
-      std::string message = receive(left);
+      message = receive(left);
       if (message != "WATCHDOG=1") return message;
       if (watchdogs) ++*watchdogs;
     }

@@ -108,8 +108,8 @@ TEST_CASE("a driven core's failures, restart, limit, sessions and keys reach the
   REQUIRE(f.core.set(f.scope(), 0, "bc", "22").ok());
   REQUIRE(f.core.set(f.scope(), 2, "d", "333").ok());
   CHECK(f.core.set(f.scope(), 0, "too-long", "v").code == core::Code::resource_exhausted);
-  // Round 2 fails too: p1 keeps beating, p0 goes silent. Its space goes with it; both streams stay
-  // open until their clients hang up.
+  // Round 2 fails too: p1 keeps beating, p0 goes silent. Its space goes with it; p0's stream is
+  // ended (declared failed), p1's stays open until its client hangs up.
   for (int second = 0; second < 6; ++second) {
     f.core.heartbeat(p1_round2);
     f.advance(core::Millis(1000));
@@ -119,7 +119,7 @@ TEST_CASE("a driven core's failures, restart, limit, sessions and keys reach the
   for (const char* line : {"rdzvd_rounds_completed_total 2", "rdzvd_rounds_restarted_total 1",
                            "rdzvd_rounds_failed_total 2", "rdzvd_member_failures_total{cause=\"session_closed\"} 1",
                            "rdzvd_member_failures_total{cause=\"heartbeat_timeout\"} 1",
-                           "rdzvd_limits_hit_total{limit=\"max_key_length\"} 1", "rdzvd_sessions 2",
+                           "rdzvd_limits_hit_total{limit=\"max_key_length\"} 1", "rdzvd_sessions 1",
                            "rdzvd_kv_keys 2", "rdzvd_kv_bytes 6", "rdzvd_rendezvous{state=\"closed\"} 1"})
     CHECK(has_line(text, line));
 }

@@ -367,6 +367,13 @@ TEST_CASE("session calls: get, wait, multi_get and queue_pop answer on the strea
   const v1::SessionEvent empty = call_done(*a);
   CHECK(empty.code() == int(Code::INVALID_ARGUMENT));
   CHECK_THAT(empty.detail(), Catch::Contains("needs an operation"));
+  send_call(server, *a, 10, [&](v1::SessionCall& call) {  // each repeat would copy the value again
+    call.mutable_multi_get()->set_round(round);
+    for (const char* key : {"x", "y", "x"}) call.mutable_multi_get()->add_keys(key);
+  });
+  const v1::SessionEvent repeated = call_done(*a);
+  CHECK(repeated.code() == int(Code::INVALID_ARGUMENT));
+  CHECK_THAT(repeated.detail(), Catch::Contains("key 'x' given twice"));
   send_barrier(server, *a, 8, round, "solo", 1, 1000);
   CHECK(call_done(*a).code() == 0);
 
@@ -435,6 +442,20 @@ TEST_CASE("session bounds: a stream that never sends SessionOpen is ended after 
   CHECK_THAT(status.error_message(), Catch::Contains("no SessionOpen within 1000 ms"));
   CHECK(took >= std::chrono::milliseconds(900));
   CHECK(took < std::chrono::seconds(20));  // the stream's own deadline would say 30 s
+}
+
+TEST_CASE("session bounds: a member declared failed for its silence has its stream ended with ABORTED",
+          "[server][session-bounds]") {
+  auto config = server_test_config();
+  config.settings.heartbeat_timeout = llmrdzv::core::Millis(1000);
+  InProcessServer server(config);
+  auto silent = start_join(server, server.join_request("silent", 1));
+  opened_assignment(*silent);
+  const auto opened = std::chrono::steady_clock::now();
+  const grpc::Status status = finish(*silent);  // it sends no heartbeat
+  CHECK(status.error_code() == Code::ABORTED);
+  CHECK_THAT(status.error_message(), Catch::Contains("declared failed: no heartbeat for 1000 ms"));
+  CHECK(std::chrono::steady_clock::now() - opened < std::chrono::seconds(20));  // not the stream's 30 s deadline
 }
 
 // A SessionCall `id` getting `key` of `round` in the server's rendezvous.

@@ -129,6 +129,14 @@ class Core {
   // next, or a session stream is attached: a per-step daemon that is told its step's first node
   // is done (SIGUSR1) waits for this to turn false.
   bool has_live_members() const;
+  // has_live_members(), or a call is blocked: rdzvd's --idle-timeout does not run meanwhile (a
+  // Join waiting for nodes that start late touches nothing, yet the daemon is needed).
+  bool in_use() const;
+  // SIGUSR1: the tasks of the daemon's node have exited, so a fixed-size rendezvous (min == max)
+  // can no longer gather all its members. Fails its waiting joiners with ABORTED and `reason` at
+  // once, and its later Joins likewise. Elastic rendezvous keep gathering: their round may still
+  // form without that node.
+  void close_fixed_gatherings(const std::string& reason);
 
   // The daemon's log, also for what the layers around the core see (never tokens).
   void log(LogLevel level, const std::string& message) const;
@@ -166,6 +174,8 @@ class Core {
   void check_idle(const std::string& rdzv_key);
   void collect(const std::string& rdzv_key, const Status& reason);
   void notify_members(Rendezvous& rdzv, const SessionEvent& event, const std::string& except = {});
+  // Finishes the stream of a session with `status` and forgets it (none such: nothing).
+  void end_session(std::uint64_t session_id, const Status& status);
   void detach_session(std::uint64_t session_id);
 
   CoreSettings settings_;
@@ -187,6 +197,7 @@ class Core {
   TimePoint started_;
   TimePoint last_activity_;
   std::optional<std::string> stopping_;
+  std::optional<std::string> closing_fixed_;  // close_fixed_gatherings' reason, once called
 };
 
 }  // namespace llmrdzv::core

@@ -93,12 +93,18 @@ class KvSpace {
 
   Status check_key(const std::string& key) const;
   Status check_keys(const std::vector<std::string>& keys) const;
-  // Limits for replacing (or creating) `key`'s value with one of `new_size` bytes.
-  Status check_room(const std::string& key, std::size_t old_size, bool creates, std::size_t new_size) const;
+  // Limits for replacing (or creating) `key`'s value with one of `new_size` bytes, with room for
+  // `reserve` bytes more (what a barrier then holds while blocked).
+  Status check_room(const std::string& key, std::size_t old_size, bool creates, std::size_t new_size,
+                    std::int64_t reserve = 0) const;
   // max_bytes of the rendezvous and, in site mode, max_bytes_per_user of its uid, for `growth`
   // more bytes; `what` ("storing key 'k'") starts the message.
   Status check_bytes(std::int64_t growth, const std::string& what) const;
   void store(const std::string& key, std::string value);
+  // add's arithmetic without storing: the integer at `key` (absent = 0) plus delta.
+  Result<std::int64_t> sum(const std::string& key, std::int64_t delta) const;
+  // Stores `number` as decimal text if the limits have room for it and `reserve` bytes more.
+  Status store_number(const std::string& key, std::int64_t number, std::int64_t reserve);
   void key_written(const std::string& key);
   void adjust_usage(std::int64_t keys, std::int64_t bytes);
   // What a blocked call on `keys` is charged, and whether the byte limits have room for it.
@@ -113,7 +119,11 @@ class KvSpace {
   std::uint64_t register_waiter(Waiter waiter, Millis timeout, const std::string& what);
   // Counts the distinct missing keys of the waiter and watches each; 0 means all present.
   std::size_t watch_missing(std::uint64_t id, Waiter& waiter);
-  std::vector<std::string> values_of(const std::vector<std::string>& keys) const;
+  // The values of `keys` (all present), or RESOURCE_EXHAUSTED when together they exceed
+  // max_reply_bytes; nothing is copied then.
+  Result<std::vector<std::string>> values_of(const std::vector<std::string>& keys) const;
+  // Completes a call of `kind` (values or presence) whose keys all exist.
+  void answer(WaitKind kind, const std::vector<std::string>& keys, const KvCallback& done) const;
   // Unlinks a waiter from every watch list and its timer, and returns it.
   Waiter take(std::unordered_map<std::uint64_t, Waiter>::iterator it);
   void complete(std::uint64_t id, const Status& status, std::vector<std::string> values);

@@ -20,6 +20,7 @@ struct Limits {
   std::uint32_t max_waiters = 65536;            // blocked calls (joins + KV waits) per rendezvous
   std::uint32_t max_timeout_ms = 3'600'000;     // any timeout a client asks for
   std::uint32_t max_keys_per_request = 65536;   // keys in one Check/Wait/MultiGet/MultiSet
+  std::uint64_t max_reply_bytes = 64ull << 20;  // value bytes in one Get/MultiGet answer
 };
 
 }  // namespace llmrdzv::core
