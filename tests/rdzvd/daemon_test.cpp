@@ -59,15 +59,26 @@ Authenticated authenticate(int port, const std::string& token) {
   return a;
 }
 
+// A request of rendezvous 9.0 carrying a's ticket, and a context that gives up after `deadline`.
+template <class Request>
+Request scoped(const Authenticated& a) {
+  Request request;
+  request.mutable_scope()->set_rdzv_id("9.0");
+  request.mutable_scope()->set_ticket(a.ticket);
+  return request;
+}
+
+void give_up_after(grpc::ClientContext& context, std::chrono::seconds deadline) {
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
+}
+
 // A Join of participant `id` to a rendezvous of `size` participants, blocking up to `deadline`.
 grpc::Status join(int port, const std::string& token, v1::JoinResponse* response, const std::string& id = "p",
                   int size = 1, std::chrono::seconds deadline = 5s) {
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + deadline);
-  v1::JoinRequest request;
-  request.mutable_scope()->set_rdzv_id("9.0");
-  request.mutable_scope()->set_ticket(a.ticket);
+  give_up_after(context, deadline);
+  auto request = scoped<v1::JoinRequest>(a);
   request.set_participant_id(id);
   request.set_host("h");
   request.set_requested_rank(-1);
@@ -79,10 +90,8 @@ grpc::Status join(int port, const std::string& token, v1::JoinResponse* response
 grpc::Status leave(int port, const std::string& token, const std::string& id = "p") {
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + 5s);
-  v1::LeaveRequest request;
-  request.mutable_scope()->set_rdzv_id("9.0");
-  request.mutable_scope()->set_ticket(a.ticket);
+  give_up_after(context, 5s);
+  auto request = scoped<v1::LeaveRequest>(a);
   request.set_participant_id(id);
   v1::LeaveResponse response;
   return a.stub->Leave(&context, request, &response);
@@ -91,10 +100,8 @@ grpc::Status leave(int port, const std::string& token, const std::string& id = "
 grpc::Status set_key(int port, const std::string& token, const std::string& key, const std::string& value) {
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + 5s);
-  v1::SetRequest request;
-  request.mutable_scope()->set_rdzv_id("9.0");
-  request.mutable_scope()->set_ticket(a.ticket);
+  give_up_after(context, 5s);
+  auto request = scoped<v1::SetRequest>(a);
   request.set_key(key);
   request.set_value(value);
   v1::SetResponse response;

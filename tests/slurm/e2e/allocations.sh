@@ -11,7 +11,7 @@ echo "batch id=$RDZV_ID world=$WORLD_SIZE timeout=$LLM_RDZV_TIMEOUT"
 srun sh -c 'echo "step id=$RDZV_ID world=$WORLD_SIZE rank=$RANK"'
 JOB
 job=$(job_of "$(as_user sbatch --parsable -o "$work/job.out" job.sh)")
-for _ in $(seq 600); do [ -z "$(squeue -h -j "$job" -o %T 2>/dev/null)" ] && break; sleep 0.1; done
+wait_for_job "$job"
 out=$(cat job.out)
 expect_match "$out" "^batch id=$job.batch world=1 timeout=300$" "bare #SBATCH --llm-rdzv, batch step"
 [ "$(grep -c "^step id=$job.0 world=2 rank=[01]$" <<<"$out")" -eq 2 ] || { echo "$out" >&2; fail "bare #SBATCH --llm-rdzv, step 0"; }

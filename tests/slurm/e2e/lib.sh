@@ -57,4 +57,13 @@ expect_no_rdzvd() {
 # The job id srun/sbatch printed ("Submitted batch job N") or a step's env line SLURM_JOB_ID=N.
 job_of() { grep -Eo '[0-9]+' <<<"$1" | tail -n1; }
 
+# Waits up to $2 seconds (default 60) for job $1 to leave the queue; cancels it and fails if not.
+wait_for_job() {
+  local job=$1 deadline=$((SECONDS + ${2:-60})) state
+  while state=$(squeue -h -j "$job" -o %T 2>/dev/null || true); [ -n "$state" ]; do
+    [ $SECONDS -lt $deadline ] || { scancel "$job"; fail "job $job still $state after ${2:-60} s"; }
+    sleep 0.1
+  done
+}
+
 finish() { rm -rf "$work"; echo "PASS($test_name)"; }

@@ -75,11 +75,7 @@ echo "batch rank=\${RANK-unset} token=\${#RDZV_TOKEN}"
 srun --llm-rdzv=off env | grep -E '^(RANK|WORLD_SIZE|LOCAL_RANK|RDZV_[A-Z]+|MASTER_[A-Z]+|LLM_RDZV_[A-Z_]+)=' | sed 's/^/leaked /'
 echo done
 JOB
-job=$(job_of "$(as_user sbatch --parsable off_job.sh)")
-for _ in $(seq 600); do
-  [ -z "$(squeue -h -j "$job" -o %T 2>/dev/null || true)" ] && break
-  sleep 0.1
-done
+wait_for_job "$(job_of "$(as_user sbatch --parsable off_job.sh)")"
 out=$(cat off_job.out)
 expect_match "$out" '^batch rank=0 token=64$' "the batch step has the env"
 expect_match "$out" '^done$' "off job end"
@@ -103,11 +99,7 @@ echo "batch world=\$WORLD_SIZE"
 srun -N2 -n2 sh -c 'echo "step min=\$LLM_RDZV_MIN_WORLD max=\$LLM_RDZV_MAX_WORLD"'
 echo done
 JOB
-job=$(job_of "$(as_user sbatch --parsable nodes_job.sh)")
-for _ in $(seq 600); do
-  [ -z "$(squeue -h -j "$job" -o %T 2>/dev/null || true)" ] && break
-  sleep 0.1
-done
+wait_for_job "$(job_of "$(as_user sbatch --parsable nodes_job.sh)")"
 out=$(cat nodes_job.out)
 expect_match "$out" '^batch world=1$' "sbatch --llm-rdzv=nodes=2:2: the batch script ran"
 [ "$(grep -c '^step min=2 max=2$' <<<"$out")" -eq 2 ] || { echo "$out" >&2; fail "sbatch nodes=2:2: the step's bounds"; }

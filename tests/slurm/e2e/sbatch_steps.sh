@@ -19,12 +19,7 @@ wait
 echo done
 JOB
 job=$(job_of "$(as_user sbatch --parsable job.sh)")
-for _ in $(seq 1200); do
-  state=$(squeue -h -j "$job" -o %T 2>/dev/null || true)
-  [ -z "$state" ] && break
-  sleep 0.1
-done
-[ -z "$state" ] || { scancel "$job"; fail "job $job still $state after 120 s"; }
+wait_for_job "$job" 120
 out=$(cat job.out)
 expect_match "$out" "^batch id=$job.batch world=1 master=lr-node1 token=64$" "batch step env"
 expect_match "$out" '^done$' "job end"
