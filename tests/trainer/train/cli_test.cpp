@@ -117,7 +117,7 @@ TEST_CASE("help lists every option with its default and skips validation", "[cli
   CHECK_FALSE(parse({"--bogus", "--help"}).help.empty());  // help even past a bad option
 }
 
-TEST_CASE("-h or --help as an option's value is that value, not a request for help", "[cli]") {
+TEST_CASE("an option value of -h or --help is that value and not a request for help", "[cli]") {
   const Command g = parse({"generate", "--model", "m", "--prompt", "-h"});
   CHECK(g.help.empty());
   CHECK(g.generate.prompt == "-h");

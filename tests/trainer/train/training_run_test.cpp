@@ -468,7 +468,7 @@ TEST_CASE("resumed from an earlier checkpoint into its own directory: each step 
   CHECK(steps == every_step);
 }
 
-TEST_CASE("--overwrite_output_dir replaces an old run only once the new run has loaded", "[train][save][errors]") {
+TEST_CASE("an old run is replaced by --overwrite_output_dir only once the new run has loaded", "[train][save][errors]") {
   ScratchDir dir("train-overwrite");
   dir.write("corpus.txt", word_salad());
   const std::string out = dir.file("out");
