@@ -79,9 +79,20 @@ StepPorts parse_ports_text(const std::string& text, const PortRange& range) {
   return ports;
 }
 
+namespace {
+
+// Whether this node holds as many tasks as every node would with the step's tasks spread evenly
+// (each node sees only its own count, so a node that differs refuses; one that matches while
+// others differ is refused by them).
+bool evenly_spread(const StepLayout& layout) {
+  return layout.ntasks % layout.nnodes == 0 && layout.local_tasks * layout.nnodes == layout.ntasks;
+}
+
+}  // namespace
+
 WorldBounds world_bounds(const StepSettings& settings, const StepLayout& layout) {
   // The script step is one task: nodes= given to sbatch is for the job's steps, not the script.
-  if (!settings.nodes || is_script_step(layout.step_id) || layout.ntasks % layout.nnodes != 0) {
+  if (!settings.nodes || is_script_step(layout.step_id) || !evenly_spread(layout)) {
     return {layout.ntasks, layout.ntasks};  // uneven tasks per node: only nodes=N with N nodes passes the check
   }
   const std::uint32_t per_node = layout.ntasks / layout.nnodes;
@@ -123,7 +134,7 @@ void check_node_bounds(const StepSettings& settings, const StepLayout& layout) {
   if (!settings.nodes || is_script_step(layout.step_id)) return;
   const std::string asked = "nodes=" + std::to_string(settings.nodes->min) + ":" + std::to_string(settings.nodes->max);
   const bool fixed = settings.nodes->min == layout.nnodes && settings.nodes->max == layout.nnodes;
-  if (layout.ntasks % layout.nnodes != 0 && !fixed) {
+  if (!evenly_spread(layout) && !fixed) {
     throw ArgError(asked + ": the step's " + std::to_string(layout.ntasks) + " tasks are not spread evenly over its " +
                    std::to_string(layout.nnodes) + " nodes, and an elastic world counts whole nodes of " +
                    "equal size; give every node the same number of tasks (srun --ntasks-per-node)");

@@ -99,7 +99,7 @@ SHAPES = {
                              config=_gpt2(0.0, n_layer=48, n_head=25, n_embd=1600, n_positions=1024,
                                           vocab_size=50257)),
     # issue 14's offload goal: a GPT-2-shaped 6.65B model on one GPU, 16 micro-batches per step
-    # (with --hf_modes none and --trainer_args "--offload optimizer --gradient_checkpointing").
+    # (with --peers none and --trainer_args "--offload optimizer --gradient_checkpointing").
     "gpt2-6.7b-8x1024x16": dict(family="gpt2", preset="gpt2", block=1024, batch=8, micro=16,
                                 config=_gpt2(0.0, n_layer=32, n_head=32, n_embd=4096, n_positions=1024,
                                              vocab_size=50304)),
@@ -434,15 +434,15 @@ def main():
     if args.compare_trainer_args is not None:
         return compare_trainer_args(args)
 
-    modes = (args.peers or ("hf-eager,hf-compile,gpt-compile" if args.device == "cuda" else "hf-eager")).split(",")
-    if modes == ["none"]:
-        modes = []
-    elif set(modes) - set(PEERS):
+    requested = (args.peers or ("hf-eager,hf-compile,gpt-compile" if args.device == "cuda" else "hf-eager")).split(",")
+    if requested == ["none"]:
+        requested = []
+    elif set(requested) - set(PEERS):
         parser.error(f"--peers: unknown peer in {args.peers!r} ({', '.join(PEERS)}, or none)")
     for name in args.shapes.split(","):
         if name not in SHAPES:
             parser.error(f"--shapes: unknown shape {name!r} ({', '.join(SHAPES)})")
-        if SHAPES[name]["family"] != "gpt2" and any(m.startswith("gpt-") for m in modes):
+        if args.peers and SHAPES[name]["family"] != "gpt2" and any(m.startswith("gpt-") for m in requested):
             parser.error(f"--peers: the plain GPT peers train GPT-2 shapes only, not {name!r}")
     our_extra = args.trainer_args.split() + (["--use_cpu"] if args.device == "cpu" else [])
     results = {}
@@ -450,6 +450,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="trainer-bench-") as tmp:
         for name in args.shapes.split(","):
             shape = SHAPES[name]
+            # The default peers: the plain GPT ones only where the shape is GPT-2's.
+            modes = [m for m in requested if shape["family"] == "gpt2" or not m.startswith("gpt-")]
             total = args.warmup + args.steps
             workdir = os.path.join(tmp, name)
             os.makedirs(workdir)
@@ -507,9 +509,9 @@ def main():
         print(f"{name:<19} {side_name:<11} {params:>12,} {block:>6} {batch:>6} {micro:>5} {t:>11.1f} {r:>9.3f} {rb:>9.3f} "
               f"{mfu_text} {mem_text} {host_text} {stolen * 100:5.1f}% {lo:>5.2f}-{hi:<5.2f}")
     summary = {"device": args.device, "threads": args.threads, "activation": args.activation or "gelu_new",
-               "peer_optim": args.peer_optim, "peer_same_malloc": args.peer_same_malloc, "peers": modes,
+               "peer_optim": args.peer_optim, "peer_same_malloc": args.peer_same_malloc, "peers": requested,
                "target_ratio": 1.2 if args.device == "cpu" else None, **results,
-               "min_ratio": round(min(r["ratio"] for r in results.values()), 3) if modes else None}
+               "min_ratio": round(min(r["ratio"] for r in results.values()), 3) if requested else None}
     print(json.dumps(summary))
     return 0
 

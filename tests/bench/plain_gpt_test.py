@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests of bench/trainer/plain_gpt.py, trainer-bench's plain PyTorch GPT-2 peer: given
 GPT2LMHeadModel's weights it is the same network (same parameter names and count, the same loss
-and gradients in fp32 on the CPU, with and without dropout's randomness out of the way), it
+and gradients in fp32 on the CPU, dropout at 0), it
 refuses activations and an untied head it does not build, and trainer-bench refuses it for a
 shape of another family.
 

@@ -171,6 +171,14 @@ TEST_CASE("nodes= with tasks spread unevenly: the step's own node count forms it
   CHECK_THROWS_WITH(check_node_bounds(settings, uneven),
                     "nodes=1:2: the step's 3 tasks are not spread evenly over its 2 nodes, and an elastic world counts "
                     "whole nodes of equal size; give every node the same number of tasks (srun --ntasks-per-node)");
+  // 4 tasks placed 3 + 1: the count divides, the placement does not (each node sees its own).
+  const StepLayout three_of_four{.job_id = 1, .step_id = 0, .nnodes = 2, .node_id = 0, .ntasks = 4, .local_tasks = 3};
+  const StepLayout one_of_four{.job_id = 1, .step_id = 0, .nnodes = 2, .node_id = 1, .ntasks = 4, .local_tasks = 1};
+  CHECK_THROWS_WITH(check_node_bounds(settings, three_of_four), Catch::Contains("are not spread evenly"));
+  CHECK_THROWS_WITH(check_node_bounds(settings, one_of_four), Catch::Contains("are not spread evenly"));
+  settings.nodes = NodeBounds{2, 2};
+  CHECK(world_bounds(settings, three_of_four).min == 4);
+  CHECK(world_bounds(settings, three_of_four).max == 4);
 }
 
 TEST_CASE("the contract's variable names cover everything a task gets") {

@@ -31,7 +31,7 @@ expect_no_rdzvd 5
 
 # Elastic: nodes=1:3 with 2 tasks per node lets 2..6 participants form a round; the 4 tasks of
 # this step complete it after rdzvd's last call, as a world of 4.
-out=$(as_user srun -N2 -n4 --llm-rdzv=nodes=1:3 "$test_client" 2>&1) || { echo "$out" >&2; fail "elastic srun failed"; }
+out=$(as_user srun -N2 -n4 --ntasks-per-node=2 --llm-rdzv=nodes=1:3 "$test_client" 2>&1) || { echo "$out" >&2; fail "elastic srun failed"; }
 ranks=$(grep -Eo '^rank=[0-9]+ world=4 ' <<<"$out" | cut -d' ' -f1 | sort -t= -k2 -n | tr '\n' ' ')
 [ "$ranks" = "rank=0 rank=1 rank=2 rank=3 " ] || { echo "$out" >&2; fail "elastic ranks: $ranks"; }
 expect_no_rdzvd 5

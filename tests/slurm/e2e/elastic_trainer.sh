@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# In-process elastic restart under Slurm: `srun -N2 -n4 --llm-rdzv=nodes=1:2 trainer ...` (an
+# In-process elastic restart under Slurm: `srun -N2 -n4 --ntasks-per-node=2 --llm-rdzv=nodes=1:2 trainer ...` (an
 # elastic step: 2 to 4 ranks, one or two nodes of 2 tasks). Rank 3's trainer is SIGKILLed after the
 # first checkpoint (its wrapper then exits 0, so Slurm keeps the step, as a node that lost one
 # process would). The three survivors learn it from rdzvd, each says so in one line, re-executes
@@ -16,7 +16,7 @@ args=("${tiny_training[@]}" --per_device_train_batch_size 1 --save_steps 20 --ma
 
 start=$SECONDS
 rc=0
-out=$(as_user env OMP_NUM_THREADS=1 OUT="$work/elastic" srun -N2 -n4 --llm-rdzv=nodes=1:2 ./kill_rank3.sh 30 "$trainer" \
+out=$(as_user env OMP_NUM_THREADS=1 OUT="$work/elastic" srun -N2 -n4 --ntasks-per-node=2 --llm-rdzv=nodes=1:2 ./kill_rank3.sh 30 "$trainer" \
   "${args[@]}" 2>&1) || rc=$?
 elapsed=$((SECONDS - start))
 [ "$rc" -eq 0 ] || { echo "$out" >&2; fail "the elastic step failed (srun exit $rc)"; }
@@ -28,9 +28,9 @@ rejoined=$(grep -Ec "^trainer: re-joined rendezvous '[^']+' in round 2 as rank [
 ! grep -q 'trainer: error' <<<"$out" || { echo "$out" >&2; fail "a rank reported an error"; }
 expect_match "$out" "^step $max_steps/$max_steps \\| loss" "progress of the restarted run"
 
-resumed=$(grep -Eo '^metrics.jsonl: removed [0-9]+ lines after step [0-9]+' <<<"$out" | grep -Eo '[0-9]+$' || true)
+resumed=$(grep -Eo '^resuming from .*checkpoint-[0-9]+ at step [0-9]+$' <<<"$out" | grep -Eo '[0-9]+$' || true)
 [ -n "$resumed" ] && [ $((resumed % 20)) -eq 0 ] && [ "$resumed" -ge 20 ] ||
-  { echo "$out" >&2; fail "the resumed run did not cut metrics.jsonl back to its checkpoint (got '$resumed')"; }
+  { echo "$out" >&2; fail "the restarted run did not resume from a checkpoint (got '$resumed')"; }
 "$python" - "$work/elastic" "$max_steps" <<'PY' || { echo "$out" >&2; fail "metrics.jsonl does not list every step once"; }
 import json, os, sys
 out, max_steps = sys.argv[1], int(sys.argv[2])

@@ -35,7 +35,7 @@ none=$(as_user srun -N2 -n2 --export=NONE --llm-rdzv /usr/bin/env)
 grep -q '^SLURM_LLM_RDZV_TOKEN=' <<<"$none" && fail "the token carrier leaked into the tasks"
 
 # Elastic bounds and user keys.
-out=$(as_user srun -N2 -n4 --llm-rdzv=nodes=1:3,timeout=45,id=my-run,port=20500-20599 sh -c 'echo $LLM_RDZV_MIN_WORLD $LLM_RDZV_MAX_WORLD $LLM_RDZV_TIMEOUT $RDZV_ID $LLM_RDZV_PORT_RANGE $MASTER_PORT' | sort -u)
+out=$(as_user srun -N2 -n4 --ntasks-per-node=2 --llm-rdzv=nodes=1:3,timeout=45,id=my-run,port=20500-20599 sh -c 'echo $LLM_RDZV_MIN_WORLD $LLM_RDZV_MAX_WORLD $LLM_RDZV_TIMEOUT $RDZV_ID $LLM_RDZV_PORT_RANGE $MASTER_PORT' | sort -u)
 read -r minw maxw timeout id range mport <<<"$out"
 [ "$minw $maxw $timeout $id $range" = "2 6 45 my-run 20500-20599" ] || fail "user keys: $out"
 [ "$mport" -ge 20500 ] && [ "$mport" -le 20599 ] || fail "MASTER_PORT $mport outside port=20500-20599"

@@ -190,9 +190,9 @@ void kill_one_of_three_and_compare(const std::string& offload, int victim) {
     CHECK_THAT(err, Contains("re-joined rendezvous 'elastic.0' in round 2 as rank") && Contains(" of 2 (restart 1 of 3)"));
   }
   // The survivors may have looked a moment apart; they resume from the checkpoint the new rank 0
-  // picks, which says so as it cuts metrics.jsonl back to that step (the steps after it are logged
-  // again by the resumed run).
-  const std::regex cut(R"(^metrics\.jsonl: removed \d+ lines after step (\d+) )");
+  // picks, and it says so (metrics.jsonl is cut back to that step: the resumed run logs the steps
+  // after it again).
+  const std::regex cut(R"(^resuming from .*checkpoint-\d+ at step (\d+)$)");
   std::int64_t resume_step = -1;
   for (const std::string& line : run.stdout_lines) {
     std::smatch match;

@@ -445,6 +445,17 @@ TEST_CASE("resumed from an earlier checkpoint into its own directory: each step 
   // metrics.jsonl must not show steps 7..24 of the old run beside 7..12 of the new one.
   ReferenceRun reference;
   const ScratchDir& dir = reference.dir;
+  // An evaluation of an earlier checkpoint into the run's directory trains nothing: it cuts nothing.
+  const auto before = records(dir.file("full/metrics.jsonl"));
+  std::vector<std::string> eval_only = resume_run_args(dir, dir.file("full"));
+  eval_only.erase(std::find(eval_only.begin(), eval_only.end(), "--do_train"));
+  eval_only.insert(eval_only.end(), {"--resume_from_checkpoint", dir.file("full/checkpoint-6")});
+  expect_ok(run_trainer(eval_only));
+  for (const auto& [key, line] : before) {
+    INFO(key.first << " step " << key.second);
+    CHECK(records(dir.file("full/metrics.jsonl")).contains(key));
+  }
+
   std::vector<std::string> args = resume_run_args(dir, dir.file("full"));
   args.insert(args.end(), {"--resume_from_checkpoint", dir.file("full/checkpoint-6"), "--max_steps", "12",
                            "--save_total_limit", "1"});

@@ -130,11 +130,15 @@ double evaluate(model::CausalLm& model, const EvalBlocks& blocks, engine::Traini
 // leaves the original's curves alone), else transformers' default
 // <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname>. `recorded` is what the checkpoint says
 // (recorded_logging_dir's form), so an output_dir moved or copied elsewhere takes its runs along.
+// Whether the run continues the one whose checkpoint it resumes, in that run's own output_dir.
+bool resumes_in_place(const TrainOptions& o, const std::optional<VerifiedCheckpoint>& resume) {
+  return resume && fs::weakly_canonical(resume->dir).parent_path() == fs::weakly_canonical(o.output_dir);
+}
+
 fs::path resolve_logging_dir(const TrainOptions& o, const std::optional<VerifiedCheckpoint>& resume,
                              const std::string& recorded) {
   if (!o.logging_dir.empty()) return fs::absolute(o.logging_dir);
-  if (resume && !recorded.empty() &&
-      fs::weakly_canonical(resume->dir).parent_path() == fs::weakly_canonical(o.output_dir)) {
+  if (!recorded.empty() && resumes_in_place(o, resume)) {
     return fs::absolute(fs::path(o.output_dir) / recorded);  // an absolute `recorded` stays as it is
   }
   const std::time_t now = std::time(nullptr);
@@ -154,12 +158,15 @@ std::string recorded_logging_dir(const TrainOptions& o, const fs::path& logging_
   return (inside ? relative : logging_dir).string();
 }
 
-// Rank 0's outputs: the progress line, metrics.jsonl and TensorBoard's event file.
+// Rank 0's outputs: the progress line, metrics.jsonl and TensorBoard's event file. A training run
+// that continues its own (`in_place`: resumed from a checkpoint of this output_dir) cuts
+// metrics.jsonl back to `step`, whose later records it logs again; any other run only appends.
 struct Reporter {
-  Reporter(const TrainOptions& o, bool main, const fs::path& logging_dir, std::int64_t step, bool resumed)
+  Reporter(const TrainOptions& o, bool main, const fs::path& logging_dir, std::int64_t step, bool resumed, bool in_place)
       : main(main), progress(stdout, main && is_terminal(stdout)) {
     if (!main) return;
-    metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string(), resumed ? std::optional(step) : std::nullopt);
+    metrics.emplace((fs::path(o.output_dir) / "metrics.jsonl").string(),
+                    o.do_train && in_place ? std::optional(step) : std::nullopt);
     if (o.report_to == "none") return;
     tensorboard.emplace(logging_dir, resumed ? std::optional(step) : std::nullopt);
     tensorboard->text(step, "args", "```yaml\n" + options_yaml(o) + "```");
@@ -549,7 +556,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   }
   engine.barrier();
 
-  Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value());
+  Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value(), resumes_in_place(o, resume));
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
   if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());
