@@ -3,6 +3,7 @@
 #include "daemon_options.hpp"
 
 #include "llmrdzv/common/text_values.hpp"
+#include "llmrdzv/common/yaml_document.hpp"
 
 #include <fcntl.h>
 #include <yaml-cpp/yaml.h>
@@ -214,11 +215,9 @@ YAML::Node load_config(const std::string& path) {
     throw OptionsError(std::string("--config: ") + e.what());
   }
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) throw OptionsError(path + ": holds " + std::to_string(documents.size()) + " YAML documents; give one");
-    return documents.empty() ? YAML::Node() : documents.front();
-  } catch (const YAML::Exception& e) {
-    throw OptionsError(path + ": not valid YAML: " + e.what());
+    return load_yaml_document(text);
+  } catch (const YamlDocumentError& e) {
+    throw OptionsError(path + ": " + e.what());
   }
 }
 

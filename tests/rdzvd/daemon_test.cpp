@@ -232,6 +232,8 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect({"--config", dir.write("complex-key.yaml", "? [a, b]\n: 1\n")}, "a key at the top level is not a plain name");
   expect({"--config", dir.write("twice.yaml", "log_level: debug\nlog_level: error\n")}, "key 'log_level' appears twice");
   expect({"--config", dir.write("two-docs.yaml", "log_level: debug\n---\nbogus: 1\n")}, "holds 2 YAML documents");
+  // yaml-cpp's LoadAll never returned on a stray flow-list comma, filling memory.
+  expect({"--config", dir.write("stray-comma.yaml", "- a\n,\n")}, "line 2, column 1: unexpected ','");
   expect({"--config", dir.write("limits-scalar.yaml", "limits: 5\n")}, "key 'limits': expected a mapping of limit: value");
   expect({"--config", dir.path()}, "is not a regular file");
   REQUIRE(mkfifo(dir.file("fifo.yaml").c_str(), 0600) == 0);

@@ -1,10 +1,9 @@
 // YAML `--config` files via yaml-cpp: a flat mapping of option names to scalars.
 #include "config_file.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <set>
 
+#include "llmrdzv/common/yaml_document.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/train/cli.hpp"
 
@@ -19,13 +18,9 @@ std::vector<ConfigEntry> read_config_file(const std::string& path) {
   }
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1) {
-      throw UsageError("config file '" + path + "' holds " + std::to_string(documents.size()) + " YAML documents; give one");
-    }
-    if (!documents.empty()) root = documents.front();
-  } catch (const YAML::Exception& e) {
-    throw UsageError("config file '" + path + "' is not valid YAML: " + e.what());
+    root = load_yaml_document(text);
+  } catch (const YamlDocumentError& e) {
+    throw UsageError("config file '" + path + "': " + e.what());
   }
   if (root.IsNull()) return {};
   if (!root.IsMap()) {
