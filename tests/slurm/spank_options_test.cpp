@@ -2,6 +2,9 @@
 // plugstack.conf arguments, and how they merge. Every rejected input checks its message.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
+#include "feed_damaged.hpp"
 #include "site_config.hpp"
 #include "step_settings.hpp"
 #include "user_options.hpp"
@@ -165,4 +168,28 @@ TEST_CASE("user keys a site cannot serve are rejected") {
   CHECK_THROWS_WITH(resolve_step_settings(config, parse_user_options(nullptr), wide),
                     Contains("port_range (the site's): '29500-29999' overlaps the kernel's ephemeral ports 1024-65535"));
   CHECK_NOTHROW(resolve_step_settings(config, parse_user_options("port=1024-1030"), PortRange{2000, 65535}));
+}
+
+// Damaged option text (a typo, a pasted line, a hostile --llm-rdzv=...) is refused with ArgError,
+// whose message the plugin prints as it is, never with another exception that srun would report
+// as a plugin failure; what is accepted then merges with the site's settings or is refused there.
+TEST_CASE("damaged --llm-rdzv values and plugstack.conf arguments are refused with ArgError") {
+  const SiteConfig config = site({"port_range=21000-21999", "addr=ip", "timeout=60"});
+  testing::feed_damaged<ArgError>("--llm-rdzv=", {"port=20000-20099,nodes=2:4,timeout=90,addr=iface:ib0,id=exp-7.a",
+                                                  "nodes=3,mode=step,addr=hostname", "off"},
+                                  3000, [&](const std::string& text) {
+                                    resolve_step_settings(config, parse_user_options(text.c_str()), kEphemeral);
+                                  });
+  // plugstack.conf: one argument per whitespace-separated word, as Slurm splits the line.
+  testing::feed_damaged<ArgError>("plugstack.conf", {"rdzvd=/opt/rdzvd port_range=21000-21999 port_probes=4 addr=ip "
+                                                     "timeout=60 heartbeat_interval=500 heartbeat_timeout=5000 "
+                                                     "last_call=3000 idle_timeout=600 start_timeout=2000 "
+                                                     "log_dir=/var/log/llm-rdzv log_level=debug default=on",
+                                                     "mode=site server=rdzv.example:7000 secret_file=/etc/llm-rdzv/secret"},
+                                  3000, [&](const std::string& line) {
+                                    std::istringstream words(line);
+                                    std::vector<std::string> args;
+                                    for (std::string word; words >> word;) args.push_back(word);
+                                    site(args);
+                                  });
 }

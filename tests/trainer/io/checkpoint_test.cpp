@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "llmrdzv/io/checkpoint.hpp"
+#include "llmrdzv/io/sha256.hpp"
 #include "scratch_dir.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
@@ -139,6 +140,23 @@ TEST_CASE("checkpoint damage is detected and never loaded", "[checkpoint]") {
     const fs::path dir = damaged(2);
     std::ofstream(dir / io::kManifestName, std::ios::trunc) << R"({"format": "llm-rdzv-checkpoint", "version": 1, "files": 3})";
     CHECK_THROWS_WITH(io::verify_checkpoint(dir), Catch::Contains("malformed manifest: expected an object, got number"));
+  }
+  SECTION("a manifest naming a file outside the checkpoint, with its true size and SHA-256") {
+    const fs::path dir = damaged(2);
+    const std::string outside = R"({"kind": "blob", "size": 1, "sha256": ")" + io::Sha256().update(std::string_view("x")).hex_digest() + "\"}";
+    std::ofstream(root / "outside.bin") << "x";
+    std::string manifest = testing::read_file(dir / io::kManifestName);
+    manifest.replace(manifest.find("\"files\": {") + 10, 0, "\"../outside.bin\": " + outside + ", ");
+    std::ofstream(dir / io::kManifestName, std::ios::trunc) << manifest;
+    CHECK_THROWS_WITH(io::verify_checkpoint(dir), Catch::Contains("manifest: invalid checkpoint file name \"../outside.bin\""));
+    fs::remove(root / "outside.bin");
+  }
+  SECTION("a manifest naming a file longer than a file name can be") {
+    const fs::path dir = damaged(2);
+    std::string manifest = testing::read_file(dir / io::kManifestName);
+    manifest.replace(manifest.find("rng.bin"), 7, std::string(300, 'r'));
+    std::ofstream(dir / io::kManifestName, std::ios::trunc) << manifest;
+    CHECK_THROWS_WITH(io::verify_checkpoint(dir), Catch::Contains("manifest: invalid checkpoint file name"));
   }
   SECTION("renamed to another step") {
     const fs::path dir = damaged(2);

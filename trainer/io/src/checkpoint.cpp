@@ -31,8 +31,11 @@ struct FileRecord {
   std::string sha256;
 };
 
+// Checked when a checkpoint is written and again when its manifest is read: a name in a damaged or
+// hand-made manifest must not reach outside the checkpoint ("../x") or past NAME_MAX.
 void check_file_name(const std::string& name, std::set<std::string>& seen) {
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos || name.front() == '.') {
+  if (name.empty() || name.size() > 255 || name.find('/') != std::string::npos || name.find('\0') != std::string::npos ||
+      name.front() == '.') {
     throw CheckpointError("invalid checkpoint file name \"" + name + "\" (plain names only)");
   }
   if (name == kManifestName) throw CheckpointError("\"" + name + "\" is reserved for the manifest");
@@ -132,7 +135,13 @@ Manifest read_manifest(const fs::path& dir) {
     m.step = doc.find("step") ? doc.find("step")->as_integer() : -1;
     const json::Value* files = doc.find("files");
     if (!files) fail("manifest lists no files");
+    std::set<std::string> names;
     for (const auto& [name, entry] : files->as_object()) {
+      try {
+        check_file_name(name, names);
+      } catch (const CheckpointError& e) {
+        fail(std::string("manifest: ") + e.what());
+      }
       FileRecord r;
       const json::Value* kind = entry.find("kind");
       const json::Value* size = entry.find("size");
@@ -241,7 +250,7 @@ void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protect
   fsync_directory(root);
 }
 
-void verify_checkpoint(const fs::path& dir) {
+void verify_checkpoint(const fs::path& dir) try {
   if (!fs::is_directory(dir)) throw CheckpointError(dir.string() + ": not a directory");
   const Manifest m = read_manifest(dir);
   if (const auto step = parse_checkpoint_step(dir.filename().string()); step && *step != m.step) {
@@ -264,6 +273,8 @@ void verify_checkpoint(const fs::path& dir) {
       throw CheckpointError(dir.string() + ": file " + name + " is not in the manifest");
     }
   }
+} catch (const fs::filesystem_error& e) {  // unreadable entries: the checkpoint is not usable either
+  throw CheckpointError(dir.string() + ": " + e.what());
 }
 
 CheckpointData load_checkpoint(const fs::path& dir, bool alias) {
