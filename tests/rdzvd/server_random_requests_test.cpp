@@ -2,9 +2,10 @@
 // field by field through protobuf reflection from edge values (empty, oversized and foreign ids,
 // the valid ticket or a forged one, integers at their types' limits, long repeated fields), plus
 // damaged serialisations and bytes that are not protobuf at all, many in flight at once with
-// short deadlines (so blocked calls are cancelled mid-wait). Every call must come back with a
-// status; afterwards the daemon still forms a round and serves its store. Under ASan+UBSan (CI)
-// this also holds the wire layer and the core to memory safety on such input.
+// short deadlines (so blocked calls are cancelled mid-wait); and Session streams carrying random
+// opens, heartbeats, calls and cancels, from several threads. Every call and stream must end
+// with a status; afterwards the daemon still serves its store. Under ASan+UBSan (CI) this also
+// holds the wire layer, the session reactor and the core to memory safety on such input.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -19,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -51,6 +53,23 @@ class RandomRequests {
       default: return request;
     }
     request.decodes = message->ParseFromString(request.bytes);
+    return request;
+  }
+
+  // One Session stream's message: mostly an open first (often a valid join-and-open of the
+  // rendezvous' two members, so rounds form and sessions open), then heartbeats, calls and cancels.
+  llmrdzv::v1::SessionRequest session_request(bool first, const std::string& participant) {
+    llmrdzv::v1::SessionRequest request;
+    if (first && pick(2) == 0) {
+      *request.mutable_open()->mutable_join() = server_.join_request(participant, 2);
+      return request;
+    }
+    switch (first && pick(4) != 0 ? 0 : pick(4)) {
+      case 0: fill(*request.mutable_open(), 1); break;
+      case 1: fill(*request.mutable_heartbeat(), 1); break;
+      case 2: fill(*request.mutable_call(), 1); break;
+      default: request.set_cancel(pick(4)); break;
+    }
     return request;
   }
 
@@ -138,6 +157,41 @@ class RandomRequests {
   llmrdzv::testing::InputMutator mutator_;
 };
 
+// The daemon still answers a Status, and its store a Set and a Get (random Joins may have fixed
+// the rendezvous' range or left members waiting, so no new round is asked for).
+void expect_serving(InProcessServer& server) {
+  llmrdzv::v1::StatusRequest status_request;
+  llmrdzv::v1::StatusResponse status_response;
+  grpc::ClientContext status_context;
+  CHECK(server.stub().Status(&status_context, status_request, &status_response).ok());
+  llmrdzv::v1::SetRequest set;
+  server.scope(set.mutable_scope());
+  set.set_key("after-fuzz");
+  set.set_value("still here");
+  llmrdzv::v1::SetResponse set_response;
+  grpc::ClientContext set_context;
+  const grpc::Status set_status = server.stub().Set(&set_context, set, &set_response);
+  INFO(set_status.error_message());
+  CHECK(set_status.ok());
+  llmrdzv::v1::GetRequest get;
+  server.scope(get.mutable_scope());
+  get.set_key("after-fuzz");
+  get.set_timeout_ms(1000);
+  llmrdzv::v1::GetResponse get_response;
+  grpc::ClientContext get_context;
+  CHECK(server.stub().Get(&get_context, get, &get_response).ok());
+  CHECK(get_response.value() == "still here");
+}
+
+// The rendezvous exists from a first Join on (which waits for a second member in vain).
+void create_rendezvous(InProcessServer& server) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  llmrdzv::v1::JoinResponse response;
+  CHECK(server.stub().Join(&context, server.join_request("first", 2), &response).error_code() ==
+        grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
 }  // namespace
 
 TEST_CASE("random and damaged requests of every method come back with a status and leave the daemon serving", "[server][random]") {
@@ -149,13 +203,7 @@ TEST_CASE("random and damaged requests of every method come back with a status a
     if (!service->method(i)->client_streaming() && !service->method(i)->server_streaming()) methods.push_back(service->method(i));
   REQUIRE(methods.size() > 15);
 
-  {  // The rendezvous exists from a first Join on (which waits for a second member in vain).
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-    llmrdzv::v1::JoinResponse response;
-    CHECK(server.stub().Join(&context, server.join_request("first", 2), &response).error_code() ==
-          grpc::StatusCode::DEADLINE_EXCEEDED);
-  }
+  create_rendezvous(server);
   auto channel = grpc::CreateChannel(server.endpoint(), grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::CompletionQueue queue;
@@ -217,27 +265,46 @@ TEST_CASE("random and damaged requests of every method come back with a status a
   CHECK(codes[grpc::StatusCode::INTERNAL] == 0);
   CHECK(codes[grpc::StatusCode::UNKNOWN] == 0);
 
-  // Still serving: it answers a Status, and its store a Set and a Get (the random Joins may have
-  // fixed the rendezvous' range or left members waiting, so no new round is asked for).
-  llmrdzv::v1::StatusRequest status_request;
-  llmrdzv::v1::StatusResponse status_response;
-  grpc::ClientContext status_context;
-  CHECK(server.stub().Status(&status_context, status_request, &status_response).ok());
-  llmrdzv::v1::SetRequest set;
-  server.scope(set.mutable_scope());
-  set.set_key("after-fuzz");
-  set.set_value("still here");
-  llmrdzv::v1::SetResponse set_response;
-  grpc::ClientContext set_context;
-  const grpc::Status set_status = server.stub().Set(&set_context, set, &set_response);
-  INFO(set_status.error_message());
-  CHECK(set_status.ok());
-  llmrdzv::v1::GetRequest get;
-  server.scope(get.mutable_scope());
-  get.set_key("after-fuzz");
-  get.set_timeout_ms(1000);
-  llmrdzv::v1::GetResponse get_response;
-  grpc::ClientContext get_context;
-  CHECK(server.stub().Get(&get_context, get, &get_response).ok());
-  CHECK(get_response.value() == "still here");
+  expect_serving(server);
+}
+
+TEST_CASE("Session streams of random opens, heartbeats, calls and cancels end with a status and leave the daemon serving", "[server][random]") {
+  InProcessServer server;
+  create_rendezvous(server);
+  const pb::LogSilencer quiet;
+  std::mutex mutex;
+  std::map<grpc::StatusCode, int> codes;
+  int events = 0;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 6; ++t) {
+    clients.emplace_back([&, t] {
+      RandomRequests requests(server, 100 + t);
+      auto stub = server.new_stub();
+      for (int s = 0; s < 25; ++s) {
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(50 + 50 * (s % 6)));
+        auto stream = stub->Session(&context);
+        const int messages = 1 + s % 6;
+        const std::string participant = "s" + std::to_string(t) + "-" + std::to_string(s);
+        for (int m = 0; m < messages; ++m)
+          if (!stream->Write(requests.session_request(m == 0, participant))) break;
+        stream->WritesDone();
+        llmrdzv::v1::SessionEvent event;
+        int read = 0;
+        while (stream->Read(&event)) ++read;
+        const grpc::Status status = stream->Finish();
+        std::lock_guard lock(mutex);
+        ++codes[status.error_code()];
+        events += read;
+      }
+    });
+  }
+  for (auto& client : clients) client.join();
+  for (const auto& [code, count] : codes) UNSCOPED_INFO("status " << code << ": " << count << " streams");
+  CHECK(codes[grpc::StatusCode::INTERNAL] == 0);
+  CHECK(codes[grpc::StatusCode::UNKNOWN] == 0);
+  CHECK(codes[grpc::StatusCode::UNIMPLEMENTED] == 0);
+  CHECK(codes[grpc::StatusCode::INVALID_ARGUMENT] > 0);
+  CHECK(events > 0);  // some streams opened and got events
+  expect_serving(server);
 }
