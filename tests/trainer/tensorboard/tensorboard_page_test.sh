@@ -35,6 +35,19 @@ for _ in $(seq 1 600); do
 done
 [ -n "$url" ] || { cat "$work/tb.log"; echo "FAIL: TensorBoard did not start"; exit 1; }
 
+# TensorBoard reads the event files in the background after it starts listening: on a loaded
+# machine a page loaded before that shows no cards. Wait until its scalars API lists the tag.
+tags_ready=
+for _ in $(seq 1 600); do
+  if "$python" -c 'import sys, urllib.request; sys.exit(0 if b"train/loss" in urllib.request.urlopen(sys.argv[1], timeout=5).read() else 1)' \
+       "${url}data/plugin/scalars/tags" 2> /dev/null; then
+    tags_ready=1
+    break
+  fi
+  sleep 0.1
+done
+[ -n "$tags_ready" ] || { cat "$work/tb.log"; echo "FAIL: TensorBoard never listed train/loss"; exit 1; }
+
 # forceSVG: charts as SVG paths (headless Chromium has no WebGL), so the DOM shows the line drawn;
 # tagFilter: the train/loss card first (cards below the fold are drawn only when scrolled to).
 page="${url}?darkMode=false&forceSVG=true&tagFilter=train%2Floss#timeseries"
