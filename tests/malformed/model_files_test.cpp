@@ -23,11 +23,13 @@
 #include "llmrdzv/model/model_config.hpp"
 #include "llmrdzv/model/opt_config.hpp"
 #include "scratch_dir.hpp"
+#include "tiny_gpt2.hpp"
 
 using namespace llmrdzv;
 using testing::Broken;
 using testing::feed_damaged;
 using testing::ScratchDir;
+using testing::tiny_gpt2;
 
 namespace {
 
@@ -49,17 +51,6 @@ void refused_as_loader_errors(Load&& load) {
   }
 }
 
-model::Gpt2Config tiny_gpt2() {
-  model::Gpt2Config c;
-  c.vocab_size = 50;
-  c.n_positions = 16;
-  c.n_embd = 24;
-  c.n_layer = 2;
-  c.n_head = 3;
-  c.bos_token_id = 49;
-  c.eos_token_id = {49};
-  return c;
-}
 
 }  // namespace
 
