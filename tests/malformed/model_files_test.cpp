@@ -18,10 +18,7 @@
 #include "llmrdzv/io/safetensors.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/model/config_error.hpp"
-#include "llmrdzv/model/gpt2_config.hpp"
-#include "llmrdzv/model/llama_config.hpp"
 #include "llmrdzv/model/model_config.hpp"
-#include "llmrdzv/model/opt_config.hpp"
 #include "scratch_dir.hpp"
 #include "tiny_gpt2.hpp"
 

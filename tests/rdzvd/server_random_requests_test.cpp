@@ -12,15 +12,14 @@
 #include <catch2/catch.hpp>
 
 #include <google/protobuf/descriptor.h>
-#include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <random>
-#include <string>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
