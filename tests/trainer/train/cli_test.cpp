@@ -172,15 +172,15 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
                     "--offload_gradient_sync must be auto, reduce or all_reduce, got 'scatter'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_chunk_mb", "0"})), "--offload_chunk_mb must be in [1, 1048576] (MiB)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--profile_steps", "-1"})), "--profile_steps must not be negative (0 = off)");
-  CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "best"})), "--save_strategy must be no, steps or epoch, got 'best'");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "often"})), "--save_strategy must be no, steps, epoch or best, got 'often'");
   CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "epoch", "--streaming", "--max_steps", "5"})),
                     "--save_strategy epoch needs epochs of known length; with --streaming use --save_strategy steps");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload", "optimizer", "--offload_delayed_update", "-1"})),
                     "--offload_delayed_update must not be negative (0 = never)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_delayed_update", "40"})),
                     "--offload_delayed_update needs --offload optimizer (it delays the offloaded optimizer's update)");
-  CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "wandb"})),
-                    Contains("--report_to must be tensorboard, all (= tensorboard) or none, got 'wandb'"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "tensorboard,none"})),
+                    "--report_to none cannot be combined with other names");
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),
                     Contains("--do_eval needs --validation_file"));
   CHECK_THROWS_WITH(parse({"generate", "--prompt", "x"}), "generate needs --model DIR");
@@ -337,4 +337,81 @@ TEST_CASE("engine_options hands the engine its options as given, and the engine'
   CHECK(given.offload_delayed_update == 40);
   CHECK(given.offload_gradient_sync == llmrdzv::engine::OffloadGradientSync::reduce);
   CHECK(given.ddp_bucket_cap_mb == 9);
+}
+
+TEST_CASE("transformers' evaluation and best-model options take its names and rules", "[cli][training_arguments]") {
+  using llmrdzv::train::EvalStrategy;
+  using llmrdzv::train::SaveStrategy;
+  // Not "no" turns --do_eval on; --eval_steps defaults to --logging_steps.
+  Command c = parse(minimal_plus({"--eval_strategy", "steps", "--logging_steps", "7"}));
+  CHECK(c.train.do_eval);
+  CHECK(c.train.eval_strategy == EvalStrategy::steps);
+  CHECK(c.train.eval_steps == 7);
+  // The old name, as GPT2-medium's HF Trainer command line has it.
+  c = parse(minimal_plus({"--do_train", "True", "--evaluation_strategy", "epoch"}));
+  CHECK(c.train.eval_strategy == EvalStrategy::epoch);
+  CHECK(c.train.do_eval);
+  CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "steps", "--evaluation_strategy", "steps"})),
+                    "--eval_strategy and --evaluation_strategy are two names of one option: give one of them");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "epoch", "--streaming", "--max_steps", "5"})),
+                    Catch::Contains("--eval_strategy epoch needs epochs of known length"));
+  // auto keeps --eval_steps' earlier meaning: nothing implied.
+  c = parse(minimal_plus({"--eval_steps", "5"}));
+  CHECK(c.train.eval_strategy == EvalStrategy::automatic);
+  CHECK_FALSE(c.train.do_eval);
+
+  // --load_best_model_at_end: metric loss, lower is better; strategies must match.
+  c = parse(minimal_plus({"--eval_strategy", "steps", "--eval_steps", "5", "--save_steps", "10", "--load_best_model_at_end"}));
+  CHECK(c.train.metric_for_best_model == "loss");
+  CHECK(c.train.greater_is_better == false);
+  CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "steps", "--eval_steps", "4", "--save_steps", "10",
+                                        "--load_best_model_at_end"})),
+                    Catch::Contains("--save_steps to be a multiple of --eval_steps (4)"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "epoch", "--load_best_model_at_end"})),
+                    Catch::Contains("--save_strategy to match --eval_strategy"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--load_best_model_at_end"})),
+                    Catch::Contains("--load_best_model_at_end needs evaluations during training"));
+  // --save_strategy best: a metric and evaluations; transformers' default direction for names
+  // that do not end in "loss" is "greater is better".
+  c = parse(minimal_plus({"--eval_strategy", "epoch", "--save_strategy", "best", "--metric_for_best_model", "eval_perplexity"}));
+  CHECK(c.train.save_strategy == SaveStrategy::best);
+  CHECK(c.train.greater_is_better == true);
+  CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "epoch", "--save_strategy", "best"})),
+                    Catch::Contains("--save_strategy best needs --metric_for_best_model"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "best", "--metric_for_best_model", "loss"})),
+                    Catch::Contains("give --eval_strategy steps or epoch"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "epoch", "--save_strategy", "best", "--metric_for_best_model",
+                                        "accuracy"})),
+                    Catch::Contains("--metric_for_best_model accuracy is not an evaluation figure of this trainer"));
+}
+
+TEST_CASE("options of the replaced tools that mean nothing here are refused with what to do instead", "[cli][training_arguments]") {
+  CHECK_THROWS_WITH(parse(minimal_plus({"--torch_compile"})),
+                    Catch::StartsWith("--torch_compile is not an option of this trainer: ") && Catch::Contains("own fused kernels"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--trust_remote_code", "True"})), Catch::Contains("Python modelling code"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--per_gpu_train_batch_size", "4"})), Catch::Contains("use --per_device_train_batch_size"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--local_rank=0"})), Catch::Contains("LOCAL_RANK from its environment"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "wandb"})),
+                    Catch::StartsWith("--report_to wandb is not available: this trainer writes TensorBoard event files"));
+  CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "tensorboard,mlflow"})), Catch::StartsWith("--report_to mlflow"));
+  CHECK(parse(minimal_plus({"--report_to", "tensorboard,all"})).train.report_to == "tensorboard,all");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--optim", "adafactor"})), Catch::Contains("--optim adafactor is not available"));
+  CHECK(parse(minimal_plus({"--optim", "adamw_torch_fused"})).train.optim == "adamw_torch_fused");
+  // In a --config file too, naming the file and line.
+  TempYaml yaml("do_train: true\ntorch_compile: true\n");
+  CHECK_THROWS_WITH(parse({"--config", yaml.path}), Catch::Contains("--torch_compile is not an option of this trainer"));
+}
+
+TEST_CASE("run_clm.py's model and data options are accepted with their meaning", "[cli][training_arguments]") {
+  Command c = parse(minimal_plus({"--torch_dtype", "bfloat16", "--use_fast_tokenizer", "False", "--dataloader_num_workers", "4"}));
+  CHECK(c.train.bf16 == true);
+  CHECK_FALSE(c.train.use_fast_tokenizer);
+  CHECK(c.train.dataloader_num_workers == 4);
+  c = parse(minimal_plus({"--torch_dtype", "float16"}));
+  CHECK(c.train.fp16);
+  CHECK(parse(minimal_plus({"--torch_dtype", "auto"})).train.bf16 == std::nullopt);
+  CHECK_THROWS_WITH(parse(minimal_plus({"--torch_dtype", "float16", "--bf16"})), "--torch_dtype float16 disagrees with --bf16");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--torch_dtype", "int8"})), Catch::Contains("--torch_dtype must be auto, float32"));
+  CHECK(parse(minimal_plus({"--no_cuda"})).train.use_cpu);
+  CHECK_THROWS_WITH(parse(minimal_plus({"--no_cuda", "--use_cpu"})), Catch::Contains("two names of one option"));
 }

@@ -56,23 +56,54 @@ TEST_CASE("explicit precision flags win over auto, or are refused where the devi
 }
 
 TEST_CASE("loss scaling halves on overflow, skips that step and doubles after a run of good steps", "[precision]") {
+  const LossScaling defaults;  // torch's GradScaler, as transformers uses it
   LossScaler scaler;
-  CHECK(scaler.scale() == LossScaler::kInitialScale);
+  CHECK(scaler.scale() == 65536.0);
   CHECK_FALSE(scaler.update(false));
-  CHECK(scaler.scale() == LossScaler::kInitialScale / 2);
-  for (std::int64_t i = 0; i + 1 < LossScaler::kGrowthInterval; ++i) REQUIRE(scaler.update(true));
-  CHECK(scaler.scale() == LossScaler::kInitialScale / 2);
-  CHECK(scaler.good_steps() == LossScaler::kGrowthInterval - 1);
+  CHECK(scaler.scale() == 32768.0);
+  for (std::int64_t i = 0; i + 1 < defaults.growth_interval; ++i) REQUIRE(scaler.update(true));
+  CHECK(scaler.scale() == 32768.0);
+  CHECK(scaler.good_steps() == 1999);
   CHECK(scaler.update(true));
-  CHECK(scaler.scale() == LossScaler::kInitialScale);
+  CHECK(scaler.scale() == 65536.0);
   CHECK(scaler.good_steps() == 0);
   for (int i = 0; i < 40; ++i) scaler.update(false);
   CHECK(scaler.scale() == 1.0);  // never below 1
-  scaler.restore(1024, 7);
+  scaler.restore(1024, 7, 1);
   CHECK(scaler.scale() == 1024);
   CHECK(scaler.good_steps() == 7);
-  CHECK_THROWS_WITH(scaler.restore(0.5, 0), Catch::Contains("is not a valid loss-scaler state"));
-  CHECK_THROWS_AS(scaler.restore(std::numeric_limits<double>::quiet_NaN(), 0), std::invalid_argument);
+  CHECK_THROWS_WITH(scaler.restore(0.5, 0, 1), Catch::Contains("is not a valid state of this run's loss scaler"));
+  CHECK_THROWS_AS(scaler.restore(std::numeric_limits<double>::quiet_NaN(), 0, 1), std::invalid_argument);
+  CHECK_THROWS_AS(scaler.restore(1024, 0, 2), std::invalid_argument);  // more hysteresis than the settings have
+}
+
+// DeepSpeed's DynamicLossScaler (its fp16 block: initial_scale_power, loss_scale_window,
+// hysteresis, consecutive_hysteresis, min_loss_scale), through the same steps.
+TEST_CASE("DeepSpeed's loss-scale settings: hysteresis delays the halving, a floor holds it", "[precision][deepspeed]") {
+  LossScaler scaler(LossScaling{.initial_scale = 1024, .growth_interval = 3, .hysteresis = 2, .min_scale = 256});
+  CHECK_FALSE(scaler.update(false));  // the first overflow uses up the hysteresis: skipped, scale kept
+  CHECK(scaler.scale() == 1024);
+  CHECK(scaler.hysteresis_left() == 1);
+  CHECK_FALSE(scaler.update(false));  // the second halves it
+  CHECK(scaler.scale() == 512);
+  CHECK(scaler.update(true));
+  CHECK_FALSE(scaler.update(false));  // good steps without a growth do not restore the hysteresis
+  CHECK(scaler.scale() == 256);
+  CHECK_FALSE(scaler.update(false));
+  CHECK(scaler.scale() == 256);  // min_loss_scale
+  for (int i = 0; i < 3; ++i) CHECK(scaler.update(true));
+  CHECK(scaler.scale() == 512);  // grown after loss_scale_window good steps, and the hysteresis restored
+  CHECK(scaler.hysteresis_left() == 2);
+  CHECK_FALSE(scaler.update(false));
+  CHECK(scaler.scale() == 512);
+
+  LossScaler consecutive(LossScaling{.initial_scale = 1024, .growth_interval = 100, .hysteresis = 2, .consecutive_hysteresis = true});
+  CHECK_FALSE(consecutive.update(false));
+  CHECK(consecutive.update(true));  // restores the hysteresis
+  CHECK_FALSE(consecutive.update(false));
+  CHECK(consecutive.scale() == 1024);
+  CHECK_FALSE(consecutive.update(false));
+  CHECK(consecutive.scale() == 512);
 }
 
 TEST_CASE("a model whose weights, gradients and AdamW state exceed the GPU's free memory is refused before it moves there",

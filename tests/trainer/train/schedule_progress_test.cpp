@@ -9,6 +9,7 @@
 #include <numbers>
 #include <string>
 #include <unistd.h>
+#include <vector>
 
 #include "llmrdzv/train/lr_schedule.hpp"
 #include "llmrdzv/train/metrics_log.hpp"
@@ -24,6 +25,35 @@ TEST_CASE("linear schedule warms up from 0 then decays to 0", "[schedule]") {
   CHECK(s.at(60) == Approx(5e-4));
   CHECK(s.at(110) == 0.0);
   CHECK(s.at(200) == 0.0);
+}
+
+// DeepSpeed's curves (--deepspeed with a "scheduler" block). The expected rates are what
+// DeepSpeed 0.19.8's WarmupLR, WarmupDecayLR and WarmupCosineLR return from get_lr() at
+// last_batch_iteration = i (deepspeed.runtime.lr_schedules, run once on this machine: DeepSpeed
+// ships only as a source package that compiles against torch, too heavy for the test venv).
+TEST_CASE("DeepSpeed's WarmupLR, WarmupDecayLR and WarmupCosineLR curves", "[schedule][deepspeed]") {
+  const auto check = [](const LrSchedule& s, const std::vector<double>& deepspeed) {
+    for (std::size_t i = 0; i < deepspeed.size(); ++i) {
+      INFO("iteration " << i);
+      CHECK(s.at(static_cast<std::int64_t>(i)) == Approx(deepspeed[i]).epsilon(1e-12).margin(1e-18));
+    }
+  };
+  DeepSpeedSchedule warmup{.type = DeepSpeedScheduler::warmup_lr, .log_warmup = true, .warmup_min_lr = 1e-4};
+  check(LrSchedule{LrSchedulerType::linear, 1e-3, 5, 100, warmup},
+        {0.0001, 0.00048760890226605375, 0.0007143455750373869, 0.0008752178045321076, 0.001, 0.001, 0.001, 0.001});
+  // warmup_num_steps 1 warms up over 2 iterations, as DeepSpeed clamps it.
+  warmup = {.type = DeepSpeedScheduler::warmup_lr, .log_warmup = false};
+  check(LrSchedule{LrSchedulerType::linear, 1e-3, 1, 100, warmup}, {0.0, 0.0005, 0.001, 0.001});
+  const DeepSpeedSchedule decay{.type = DeepSpeedScheduler::warmup_decay_lr, .log_warmup = false};
+  check(LrSchedule{LrSchedulerType::cosine, 3e-4, 3, 12, decay},  // the kind is DeepSpeed's, whatever --lr_scheduler_type says
+        {0.0, 9.999999999999999e-05, 0.00019999999999999998, 0.0003, 0.0002666666666666666, 0.0002333333333333333,
+         0.00019999999999999998, 0.00016666666666666666, 0.0001333333333333333, 9.999999999999999e-05,
+         6.666666666666666e-05, 3.333333333333333e-05, 0.0, 0.0});
+  const DeepSpeedSchedule cosine{.type = DeepSpeedScheduler::warmup_cosine_lr, .log_warmup = true,
+                                 .warmup_min_ratio = 0.1, .cos_min_ratio = 0.05};
+  check(LrSchedule{LrSchedulerType::linear, 2e-3, 4, 10, cosine},
+        {0.0002, 0.0011, 0.0016264662506490406, 0.002, 0.001872724133595217, 0.0015249999999999999,
+         0.0010500000000000002, 0.0005750000000000002, 0.00022727586640478324, 0.0001, 0.0001, 0.0001});
 }
 
 TEST_CASE("cosine schedule follows half a cosine after warmup", "[schedule]") {

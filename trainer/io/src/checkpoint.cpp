@@ -228,7 +228,8 @@ fs::path save_checkpoint(const fs::path& root, std::int64_t step, const Checkpoi
   return final_dir;
 }
 
-void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protected_step) {
+void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protected_step,
+                       std::optional<std::int64_t> best_step) {
   if (keep_last <= 0) throw CheckpointError("keep_last must be > 0 to prune, got " + std::to_string(keep_last));
   std::vector<CheckpointInfo> all = list_checkpoints(root);
   const std::size_t excess = all.size() > static_cast<std::size_t>(keep_last) ? all.size() - keep_last : 0;
@@ -240,7 +241,7 @@ void prune_checkpoints(const fs::path& root, int keep_last, std::int64_t protect
   }
   std::error_code ec;
   for (std::size_t i = 0, removed = 0; i < all.size() && removed < excess; ++i) {
-    if (all[i].step == protected_step) continue;
+    if (all[i].step == protected_step || all[i].step == best_step) continue;
     // Rename first so a crash mid-delete leaves a hidden directory, not a half checkpoint.
     const fs::path doomed = root / (std::string(kTempPrefix) + std::to_string(::getpid()) + "-rm-" + std::to_string(all[i].step));
     fs::rename(all[i].dir, doomed, ec);

@@ -55,8 +55,11 @@ struct SavedState {
   std::int64_t world = 1;
   double loss_scale = 0;  // absent in checkpoints of runs without loss scaling
   std::int64_t loss_scale_good_steps = 0;
+  std::int64_t loss_scale_hysteresis = 0;  // absent before DeepSpeed's hysteresis: 0
   std::int64_t skipped_steps = 0;  // absent in checkpoints of runs before it was recorded
   std::string logging_dir;  // absent in checkpoints of runs before TensorBoard logging
+  std::optional<double> best_metric;  // absent or null: no best yet
+  std::int64_t best_step = 0;
 };
 
 SavedState parse_saved_state(const std::filesystem::path& dir, const std::string& text) {
@@ -78,6 +81,11 @@ SavedState parse_saved_state(const std::filesystem::path& dir, const std::string
     if (const json::Value* scale = saved.find("loss_scale")) {
       state.loss_scale = scale->as_double();
       state.loss_scale_good_steps = member("loss_scale_good_steps").as_integer();
+      if (const json::Value* left = saved.find("loss_scale_hysteresis")) state.loss_scale_hysteresis = left->as_integer();
+    }
+    if (const json::Value* best = saved.find("best_metric"); best && !best->is_null()) {
+      state.best_metric = best->as_double();
+      state.best_step = member("best_global_step").as_integer();
     }
     if (const json::Value* skipped = saved.find("skipped_steps")) state.skipped_steps = skipped->as_integer();
     if (const json::Value* logging_dir = saved.find("logging_dir")) state.logging_dir = logging_dir->as_string();
@@ -88,6 +96,22 @@ SavedState parse_saved_state(const std::filesystem::path& dir, const std::string
   } catch (const std::exception& e) {
     fail(dir, std::string(kStateFile) + " is malformed: " + e.what());
   }
+}
+
+// The loop's state as one rank saved it.
+LoopState loop_state_of(const SavedState& saved) {
+  LoopState state;
+  state.global_step = saved.global_step;
+  state.data_state = saved.data_state;
+  state.train_loss_sum = saved.train_loss_sum;
+  state.loss_scale = saved.loss_scale;
+  state.loss_scale_good_steps = saved.loss_scale_good_steps;
+  state.loss_scale_hysteresis = saved.loss_scale_hysteresis;
+  state.skipped_steps = saved.skipped_steps;
+  state.logging_dir = saved.logging_dir;
+  state.best_metric = saved.best_metric;
+  state.best_step = saved.best_step;
+  return state;
 }
 
 // trainer_state.json straight from the file (small; the manifest is checked when it is loaded).
@@ -162,13 +186,8 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
                     " (a leftover of an earlier run with another number of ranks?)");
     }
   };
-  LoopState state;
-  state.global_step = step;
-  state.data_state = rank0.data_state;
-  state.loss_scale = rank0.loss_scale;  // every rank's scaler saw the same global gradients
-  state.loss_scale_good_steps = rank0.loss_scale_good_steps;
-  state.skipped_steps = rank0.skipped_steps;
-  state.logging_dir = rank0.logging_dir;
+  // Every rank's scaler saw the same global gradients, and every rank the same evaluations.
+  LoopState state = loop_state_of(rank0);
   double loss_sum = 0;
   engine::TensorMap optimizer;
   for (std::int64_t k = 0; k < old_world; ++k) {
@@ -234,8 +253,11 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
       {"world_size", std::int64_t{engine.world_size()}},
       {"loss_scale", state.loss_scale},
       {"loss_scale_good_steps", state.loss_scale_good_steps},
+      {"loss_scale_hysteresis", state.loss_scale_hysteresis},
       {"skipped_steps", state.skipped_steps},
       {"logging_dir", state.logging_dir},
+      {"best_metric", state.best_metric ? metric(*state.best_metric) : json::Value()},
+      {"best_global_step", state.best_step},
   };
   data.blobs[kStateFile] = json::write(trainer_state, 2);
   data.metadata["global_step"] = std::to_string(state.global_step);
@@ -243,8 +265,11 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
 }
 
 void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last,
-                                std::int64_t saved_step) {
-  if (keep_last > 0) io::prune_checkpoints(checkpoint_root(output_dir, rank), static_cast<int>(keep_last), saved_step);
+                                std::int64_t saved_step, std::int64_t best_step) {
+  if (keep_last > 0) {
+    io::prune_checkpoints(checkpoint_root(output_dir, rank), static_cast<int>(keep_last), saved_step,
+                          best_step > 0 ? std::optional(best_step) : std::nullopt);
+  }
 }
 
 std::optional<std::filesystem::path> latest_complete_checkpoint(const std::filesystem::path& output_dir, bool verify,
@@ -324,14 +349,7 @@ LoopState restore_state(const VerifiedCheckpoint& checkpoint, engine::TrainingEn
     return restore_resharded(checkpoint, rank0_dir, old_world, step, engine);
   }
 
-  LoopState state;
-  state.global_step = saved.global_step;
-  state.data_state = saved.data_state;
-  state.train_loss_sum = saved.train_loss_sum;
-  state.loss_scale = saved.loss_scale;
-  state.loss_scale_good_steps = saved.loss_scale_good_steps;
-  state.skipped_steps = saved.skipped_steps;
-  state.logging_dir = saved.logging_dir;
+  LoopState state = loop_state_of(saved);
   engine::TensorMap optimizer;
   for (const auto& [name, tensor] : files.at(kOptimizerFile)) optimizer.emplace(name, tensor);
   load_optimizer(checkpoint.dir, engine, optimizer);

@@ -27,10 +27,15 @@ struct LoopState {
   std::int64_t global_step = 0;
   std::string data_state;       // TrainBatches::state()
   double train_loss_sum = 0;    // sum over steps of this rank's step loss (for the final train_loss)
-  double loss_scale = 0;        // fp16's LossScaler: its scale (0 = none yet) and good steps in a row
-  std::int64_t loss_scale_good_steps = 0;
+  double loss_scale = 0;        // fp16's LossScaler: its scale (0 = none yet), good steps in a row
+  std::int64_t loss_scale_good_steps = 0;  // and overflows left before it halves (0 = the settings' hysteresis)
+  std::int64_t loss_scale_hysteresis = 0;
   std::int64_t skipped_steps = 0;  // fp16 steps skipped for overflow: the LR schedule lags by them, as in transformers
   std::string logging_dir{};    // rank 0's TensorBoard directory, which a resumed run continues
+  // --metric_for_best_model's best value so far and the step it was evaluated at (0 = none yet),
+  // as transformers' TrainerState keeps best_metric and best_global_step.
+  std::optional<double> best_metric{};
+  std::int64_t best_step = 0;
 };
 
 // Where `rank` keeps its checkpoints.
@@ -43,10 +48,10 @@ std::filesystem::path save_training_checkpoint(const std::filesystem::path& outp
                                                const engine::TrainingEngine& engine, const LoopState& state,
                                                const tokenizer::Tokenizer* tokenizer = nullptr);
 
-// Keeps this rank's newest keep_last checkpoints (0 = all), the one of `saved_step` always (see
-// io::prune_checkpoints); call after all ranks saved.
+// Keeps this rank's newest keep_last checkpoints (0 = all), the one of `saved_step` and, when
+// above 0, the best one of `best_step` always (see io::prune_checkpoints); call after all ranks saved.
 void prune_training_checkpoints(const std::filesystem::path& output_dir, int rank, std::int64_t keep_last,
-                                std::int64_t saved_step);
+                                std::int64_t saved_step, std::int64_t best_step = 0);
 
 // The newest checkpoint-N in output_dir that every rank which wrote it finished: rank 0's
 // checkpoint-N verifies (with `verify`; else its manifest exists) and rank-1..W-1/checkpoint-N

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config_file.hpp"
+#include "deepspeed_config.hpp"
 #include "llmrdzv/common/text_values.hpp"
 #include "option_table.hpp"
 
@@ -17,8 +18,10 @@ using T = TrainOptions;
 const OptionSpec<T> kTrainTable[] = {
     {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
     {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt or llama), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b), for a fresh model; empty = GPT-2's defaults"},
+    {"model_type", &T::model_type, "run_clm.py's family of a fresh model without --config_name (gpt2, opt, llama): the defaults of transformers' config class for it, as --config_overrides then changes them; with --config_name or --model_name_or_path it must name their model_type"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
     {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
+    {"use_fast_tokenizer", &T::use_fast_tokenizer, "accepted for run_clm.py command lines: this trainer has one tokenizer implementation, whose ids equal the fast (tokenizers) one's; false is noted in the log"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
     {"train_file", &T::train_file, "training text: a text file, a JSON Lines file (.jsonl or .json: its \"text\" members) or a folder of them (recursive; hidden and binary files skipped, and the run's own output, cache and logging folders); CSV files are refused"},
@@ -53,17 +56,27 @@ const OptionSpec<T> kTrainTable[] = {
     {"profile_steps", &T::profile_steps, "record this many training steps (from the second on) with torch's profiler: CPU ops, and on a GPU its kernels and copies, as one Chrome trace per rank in <output_dir>/profile/rank-<k>.json (chrome://tracing or ui.perfetto.dev); 0 = off"},
     {"report_to", &T::report_to, "where rank 0 also writes the logged metrics: tensorboard (event files in --logging_dir; 'all' means the same) | none; metrics.jsonl in output_dir is always written"},
     {"logging_dir", &T::logging_dir, "TensorBoard log directory; empty = <output_dir>/runs/<Mon><DD>_<HH>-<MM>-<SS>_<hostname> as transformers names it, and a resumed run continues the directory of the run it resumes"},
-    {"eval_steps", &T::eval_steps, "evaluate every this many steps (with --do_eval); 0 = only at the end"},
-    {"save_strategy", &T::save_strategy, "when to write training checkpoints (checkpoint-N: model, optimizer state, data position): steps (every --save_steps, and at the end) | epoch (at the end of each epoch, and at the end; not with --streaming) | no (never; the final model is still written to output_dir, but the run cannot be resumed)"},
+    {"eval_strategy", &T::eval_strategy, "when to evaluate during training, as transformers' TrainingArguments: no | steps (every --eval_steps) | epoch (at the end of each epoch; not with --streaming) | auto (steps when --eval_steps is above 0, else no); anything but no and auto turns on --do_eval, which also evaluates once more at the end"},
+    {"evaluation_strategy", &T::eval_strategy, "the name --eval_strategy had before transformers 4.46 (give one of the two)"},
+    {"eval_steps", &T::eval_steps, "with --eval_strategy steps: evaluate every this many steps (0 = every --logging_steps, transformers' default); with auto: every this many steps with --do_eval, 0 = only at the end"},
+    {"save_strategy", &T::save_strategy, "when to write training checkpoints (checkpoint-N: model, optimizer state, data position): steps (every --save_steps, and at the end) | epoch (at the end of each epoch, and at the end; not with --streaming) | best (whenever an evaluation finds a new best --metric_for_best_model) | no (never; the final model is still written to output_dir, but the run cannot be resumed)"},
+    {"metric_for_best_model", &T::metric_for_best_model, "the evaluation figure that ranks checkpoints for --save_strategy best and --load_best_model_at_end: loss or perplexity (the eval_ prefix may be given); empty = loss with --load_best_model_at_end, else none"},
+    {"greater_is_better", &T::greater_is_better, "whether a higher --metric_for_best_model is better; auto = false for names ending in 'loss' and true for others (transformers' rule: give false with perplexity)"},
+    {"load_best_model_at_end", &T::load_best_model_at_end, "at the end of training, load the best checkpoint's model (by --metric_for_best_model), evaluate it and export it to output_dir; needs --eval_strategy and --save_strategy alike (steps with --save_steps a multiple of --eval_steps, or epoch), or --save_strategy best; --save_total_limit keeps the best checkpoint too"},
     {"save_steps", &T::save_steps, "with --save_strategy steps: write a checkpoint every this many steps; 0 = only at the end"},
     {"save_total_limit", &T::save_total_limit, "keep only the newest this many checkpoints; 0 = keep all"},
     {"save_safetensors_max_shard_size", &T::save_safetensors_max_shard_size, "largest model-0000K-of-0000N.safetensors shard of the final model (with model.safetensors.index.json), as transformers' max_shard_size: 5GB, 200MB, 512KiB or bytes; a smaller model is one model.safetensors"},
     {"nproc", &T::nproc, "start a local rdzvd and this many ranks on this machine, as torchrun's standalone mode does; 0 = one process, or the rank given by the rendezvous environment (srun with the llm-rdzv option)"},
     {"threads", &T::threads, "CPU threads for torch; 0 = torch's default, or with several ranks on a node an equal share of its cores (a task's own cores when Slurm binds tasks)"},
     {"use_cpu", &T::use_cpu, "train on the CPU even when CUDA is available"},
+    {"no_cuda", &T::use_cpu, "the name --use_cpu had before transformers 4.38 (give one of the two)"},
+    {"dataloader_num_workers", &T::dataloader_num_workers, "accepted for TrainingArguments command lines, with no effect: every rank reads its blocks from the memory-mapped token cache itself"},
     {"bf16", &T::bf16, "mixed precision: bf16 parameters and gradients for compute, fp32 master weights and AdamW state in the optimizer; auto = on for CUDA GPUs with bf16 (compute capability 8.0 or newer, e.g. A100, H100), off on the CPU (where --bf16 works, slowly)"},
     {"fp16", &T::fp16, "mixed precision in fp16: fp16 parameters and gradients, fp32 master weights, dynamic loss scaling (steps whose gradients overflow are skipped, the scale halved and the learning-rate schedule held, as transformers does); for GPUs without bf16"},
     {"tf32", &T::tf32, "let fp32 matrix products and convolutions use TF32 tensor cores; auto = on for CUDA (compute capability 8.0 or newer), CUDA only"},
+    {"torch_dtype", &T::torch_dtype, "run_clm.py's dtype to load the model in: auto or float32 (weights as stored, trained in the precision --bf16/--fp16 choose), bfloat16 (turns on --bf16) or float16 (turns on --fp16); master weights stay fp32 either way"},
+    {"deepspeed", &T::deepspeed, "a DeepSpeed config (a JSON file, or the JSON itself) mapped onto these options as HF's Trainer maps it: \"auto\" takes the option's value, an explicit value sets the option and must agree with it where the option is also given; zero_optimization stage 0-2 with offload_optimizer device cpu is --offload optimizer; its scheduler block picks DeepSpeed's WarmupLR, WarmupDecayLR or WarmupCosineLR curve; stage 3, offload_param, nvme, other optimizers and any key it does not know are refused by name (trainer(1), DEEPSPEED CONFIGS)"},
+    {"optim", &T::optim, "the optimizer, as TrainingArguments names it: adamw_torch, adamw_torch_fused or adamw_hf, all this trainer's AdamW (decoupled weight decay, its own fused kernels); other optimizers are refused"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (ZeRO-Offload: fp32 master weights and AdamW moments in host memory, sharded across ranks; the GPU keeps only the parameters and one gradient, in their type)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of fp32 master weights per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
     {"offload_delayed_update", &T::offload_delayed_update, "with --offload optimizer: after this many optimizer steps, ZeRO-Offload's one-step delayed parameter update: the CPU's AdamW of one step runs while the GPU computes the next, on weights one update older (ZeRO-Offload starts it after a few dozen steps; evaluating and saving apply the pending update first, so resumes with the same --save_steps and --eval_steps are exact); 0 = never"},
@@ -82,6 +95,29 @@ const OptionSpec<G> kGenerateTable[] = {
     {"seed", &G::seed, "sampling seed"},
     {"threads", &G::threads, "CPU threads for torch; 0 = torch's default"},
     {"use_cpu", &G::use_cpu, "run on the CPU even when CUDA is available"},
+};
+
+// Options of run_clm.py, TrainingArguments and the launchers this trainer replaces that have no
+// meaning here: refused with what to do instead, rather than as unknown options.
+struct RefusedOption {
+  std::string_view name;
+  std::string_view instead;
+};
+constexpr RefusedOption kRefusedTrainOptions[] = {
+    {"torch_compile", "this trainer runs its own fused kernels and has no torch.compile step: drop the option (trainer-bench measures the trainer against HF + torch.compile)"},
+    {"torch_compile_backend", "this trainer has no torch.compile step: drop the option"},
+    {"torch_compile_mode", "this trainer has no torch.compile step: drop the option"},
+    {"trust_remote_code", "a model repository's own Python modelling code cannot run in this C++ trainer: it trains the families its config.json model_type names (see trainer(1), MODELS); drop the option"},
+    {"per_gpu_train_batch_size", "use --per_device_train_batch_size (transformers' name since 2020; per rank here)"},
+    {"per_gpu_eval_batch_size", "use --per_device_eval_batch_size (transformers' name since 2020; per rank here)"},
+    {"local_rank", "every rank reads LOCAL_RANK from its environment (srun --llm-rdzv or trainer --nproc set it): drop the --local_rank that torch.distributed.launch and deepspeed passed"},
+    {"push_to_hub", "compute nodes have no network and the trainer never reaches the hub: copy output_dir to a login node and upload it there (hf upload)"},
+    {"hub_model_id", "the trainer never reaches the hub: upload output_dir from a login node (hf upload)"},
+    {"hub_token", "the trainer never reaches the hub: drop the option"},
+    {"token", "the trainer never reaches the hub (models and datasets come from the offline caches): drop the option"},
+    {"use_auth_token", "the trainer never reaches the hub (models and datasets come from the offline caches): drop the option"},
+    {"fsdp", "PyTorch FSDP is not used here: --offload optimizer shards the optimizer state across ranks (ZeRO-Offload), or give the DeepSpeed config with --deepspeed"},
+    {"fsdp_config", "PyTorch FSDP is not used here: --offload optimizer shards the optimizer state across ranks (ZeRO-Offload)"},
 };
 
 // Upper bounds that keep absurd values from reaching torch (libgomp crashes on 100000 threads)
@@ -157,9 +193,47 @@ bool asks_for_help(std::span<const OptionSpec<Options>> table, std::span<const s
   return false;
 }
 
+// The options a command line (and its --config file) gave, so that two names of one option are
+// caught and --deepspeed can tell a given option from a default.
+template <class Options>
+class GivenOptions {
+ public:
+  // Records `spec`; a different name of the same option given before is an error.
+  void add(const OptionSpec<Options>& spec) {
+    for (const OptionSpec<Options>* other : given_) {
+      if (other->field == spec.field && other->name != spec.name) {
+        throw UsageError("--" + std::string(other->name) + " and --" + std::string(spec.name) +
+                         " are two names of one option: give one of them");
+      }
+    }
+    given_.push_back(&spec);
+  }
+  // Whether the option `spec` sets (by any of its names) was given.
+  bool has(const OptionSpec<Options>& spec) const {
+    return std::any_of(given_.begin(), given_.end(), [&](const auto* other) { return other->field == spec.field; });
+  }
+
+ private:
+  std::vector<const OptionSpec<Options>*> given_;
+};
+
+template <class Options>
+const OptionSpec<Options>& known_option(std::span<const OptionSpec<Options>> table, std::string_view name,
+                                        const std::string& unknown) {
+  if (const OptionSpec<Options>* spec = find_option(table, name)) return *spec;
+  if constexpr (std::is_same_v<Options, TrainOptions>) {
+    for (const RefusedOption& refused : kRefusedTrainOptions) {
+      if (refused.name == name) {
+        throw UsageError("--" + std::string(name) + " is not an option of this trainer: " + std::string(refused.instead));
+      }
+    }
+  }
+  throw UsageError(unknown_message(table, unknown, name));
+}
+
 template <class Options>
 void parse_options(std::span<const OptionSpec<Options>> table, std::span<const std::string> args,
-                   Options& options) {
+                   Options& options, GivenOptions<Options>& given) {
   // --config first, wherever it appears, so flags override the file.
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string path;
@@ -175,13 +249,10 @@ void parse_options(std::span<const OptionSpec<Options>> table, std::span<const s
     options.config = path;
     for (const ConfigEntry& entry : read_config_file(path)) {
       const std::string where = path + ":" + std::to_string(entry.line) + ": key '" + entry.key + "'";
-      const OptionSpec<Options>* spec = find_option(table, entry.key);
-      if (!spec) {
-        throw UsageError(unknown_message(table, path + ":" + std::to_string(entry.line) +
-                                                    ": unknown key '" + entry.key + "'",
-                                         entry.key));
-      }
-      set_option(options, *spec, entry.value, where);
+      const OptionSpec<Options>& spec =
+          known_option(table, entry.key, path + ":" + std::to_string(entry.line) + ": unknown key '" + entry.key + "'");
+      set_option(options, spec, entry.value, where);
+      given.add(spec);
     }
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -195,23 +266,134 @@ void parse_options(std::span<const OptionSpec<Options>> table, std::span<const s
       if (equals == std::string::npos) ++i;
       continue;
     }
-    const OptionSpec<Options>* spec = find_option(table, name);
-    if (!spec) throw UsageError(unknown_message(table, "unknown option '--" + name + "'", name));
+    const OptionSpec<Options>& spec = known_option(table, name, "unknown option '--" + name + "'");
     const std::string origin = "--" + name;
     if (equals != std::string::npos) {
-      set_option(options, *spec, std::string_view(arg).substr(equals + 1), origin);
-    } else if (is_flag(*spec)) {
-      const bool explicit_value = i + 1 < args.size() && is_flag_value(*spec, args[i + 1]);
-      set_option(options, *spec, explicit_value ? std::string_view(args[++i]) : "true", origin);
+      set_option(options, spec, std::string_view(arg).substr(equals + 1), origin);
+    } else if (is_flag(spec)) {
+      const bool explicit_value = i + 1 < args.size() && is_flag_value(spec, args[i + 1]);
+      set_option(options, spec, explicit_value ? std::string_view(args[++i]) : "true", origin);
     } else {
       if (i + 1 >= args.size()) throw UsageError(origin + " needs a value");
-      set_option(options, *spec, args[++i], origin);
+      set_option(options, spec, args[++i], origin);
     }
+    given.add(spec);
   }
 }
 
 void require(bool condition, const std::string& message) {
   if (!condition) throw UsageError(message);
+}
+
+// --deepspeed's settings over the options, with HF Trainer's rules: an explicit value sets its
+// option; where the option was also given (command line or --config), the two must agree; two
+// keys of the config that set one option must agree too (warmup_max_lr and optimizer.params.lr).
+void apply_deepspeed(TrainOptions& options, const GivenOptions<T>& given) {
+  DeepSpeedMapping mapping = read_deepspeed_config(options.deepspeed);
+  std::vector<const DeepSpeedSetting*> applied;
+  for (const DeepSpeedSetting& setting : mapping.settings) {
+    const OptionSpec<T>* spec = find_option<T>(kTrainTable, setting.option);
+    if (!spec) throw std::logic_error("deepspeed_config maps onto an unknown option --" + setting.option);
+    const std::string where = mapping.origin + ": \"" + setting.key + "\"";
+    TrainOptions probe = options;
+    set_option(probe, *spec, setting.value, where);
+    const std::string mapped = value_text(probe, *spec);
+    for (const DeepSpeedSetting* earlier : applied) {
+      if (earlier->option == setting.option && mapped != value_text(options, *spec)) {
+        throw UsageError(where + ": " + setting.value + " disagrees with \"" + earlier->key + "\": " + earlier->value +
+                         " (both set --" + setting.option + ")");
+      }
+    }
+    if (given.has(*spec)) {
+      if (mapped != value_text(options, *spec)) {
+        throw UsageError(where + ": " + setting.value + " disagrees with --" + std::string(spec->name) + " " +
+                         value_text(options, *spec) + " given on the command line or in --config (give one of them, "
+                         "or \"auto\" in the DeepSpeed config to take the option's value)");
+      }
+    } else {
+      options = std::move(probe);
+    }
+    applied.push_back(&setting);
+  }
+  if (!applied.empty()) {
+    std::string list;
+    for (const DeepSpeedSetting* setting : applied) {
+      list += (list.empty() ? "" : ", ") + std::string("--") + setting->option + " " + setting->value;
+    }
+    options.deepspeed_notes.push_back(mapping.origin + ": " + list);
+  }
+  if (mapping.schedule.type != DeepSpeedScheduler::none) {
+    static constexpr const char* kNames[] = {"", "WarmupLR", "WarmupDecayLR", "WarmupCosineLR"};
+    options.deepspeed_notes.push_back(mapping.origin + ": learning rate follows DeepSpeed's " +
+                                      kNames[static_cast<int>(mapping.schedule.type)] + " (" +
+                                      (mapping.schedule.log_warmup ? "log" : "linear") +
+                                      " warmup) instead of --lr_scheduler_type");
+  }
+  options.deepspeed_schedule = mapping.schedule;
+  options.deepspeed_checks = mapping.checks;
+  if (mapping.loss_scaling) options.loss_scaling = *mapping.loss_scaling;
+  for (std::string& note : mapping.notes) options.deepspeed_notes.push_back(mapping.origin + ": " + std::move(note));
+}
+
+// Settings one option implies for others, as transformers' TrainingArguments derives them.
+void apply_implied_settings(TrainOptions& o) {
+  if (o.eval_strategy == EvalStrategy::steps || o.eval_strategy == EvalStrategy::epoch) o.do_eval = true;
+  if (o.eval_strategy == EvalStrategy::steps && o.eval_steps == 0) o.eval_steps = o.logging_steps;
+  if (o.load_best_model_at_end && o.metric_for_best_model.empty()) o.metric_for_best_model = "loss";
+  if (!o.metric_for_best_model.empty() && !o.greater_is_better) {
+    o.greater_is_better = !o.metric_for_best_model.ends_with("loss");
+  }
+  if (o.torch_dtype == "bfloat16" && !o.bf16) o.bf16 = true;
+  if (o.torch_dtype == "float16") o.fp16 = true;
+}
+
+// --report_to: one name, or several separated by commas (TrainingArguments takes a list);
+// integrations this trainer does not have are refused with what it writes instead.
+void check_report_to(const std::string& value) {
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    const std::string name = value.substr(start, end - start);
+    if (name == "none" && value != "none") throw UsageError("--report_to none cannot be combined with other names");
+    if (name != "tensorboard" && name != "all" && name != "none") {
+      throw UsageError("--report_to " + name + " is not available: this trainer writes TensorBoard event files "
+                       "(--report_to tensorboard, the default; 'all' means the same) and metrics.jsonl in output_dir, "
+                       "which other tools can import (e.g. wandb sync --sync-tensorboard); or none");
+    }
+    start = end + 1;
+  }
+}
+
+// The evaluation figures --metric_for_best_model may name (with or without eval_).
+constexpr std::string_view kBestModelMetrics[] = {"loss", "perplexity"};
+
+// --save_strategy best and --load_best_model_at_end, with transformers' rules.
+void check_best_model_options(const TrainOptions& o) {
+  const EvalStrategy eval = effective_eval_strategy(o);
+  if (!o.metric_for_best_model.empty()) {
+    const std::string_view name = std::string_view(o.metric_for_best_model).starts_with("eval_")
+                                      ? std::string_view(o.metric_for_best_model).substr(5)
+                                      : std::string_view(o.metric_for_best_model);
+    require(std::find(std::begin(kBestModelMetrics), std::end(kBestModelMetrics), name) != std::end(kBestModelMetrics),
+            "--metric_for_best_model " + o.metric_for_best_model + " is not an evaluation figure of this trainer: "
+            "loss or perplexity (eval_loss, eval_perplexity)");
+  }
+  if (o.save_strategy == SaveStrategy::best) {
+    require(!o.metric_for_best_model.empty(),
+            "--save_strategy best needs --metric_for_best_model (e.g. loss) to rank the evaluations");
+    require(eval != EvalStrategy::no,
+            "--save_strategy best saves when an evaluation finds a new best: give --eval_strategy steps or epoch");
+  }
+  if (!o.load_best_model_at_end) return;
+  require(eval != EvalStrategy::no, "--load_best_model_at_end needs evaluations during training: give --eval_strategy steps or epoch");
+  if (o.save_strategy == SaveStrategy::best) return;
+  require((eval == EvalStrategy::steps && o.save_strategy == SaveStrategy::steps) ||
+              (eval == EvalStrategy::epoch && o.save_strategy == SaveStrategy::epoch),
+          "--load_best_model_at_end needs --save_strategy to match --eval_strategy (both steps or both epoch), or "
+          "--save_strategy best: the best model must have a checkpoint to load");
+  require(eval != EvalStrategy::steps || (o.save_steps > 0 && o.save_steps % o.eval_steps == 0),
+          "--load_best_model_at_end needs --save_steps to be a multiple of --eval_steps (" + std::to_string(o.eval_steps) +
+              "), so that every evaluated step has a checkpoint");
 }
 
 }  // namespace
@@ -232,11 +414,15 @@ Command parse_command_line(std::span<const std::string> args) {
   }
   if (command.subcommand == Subcommand::generate) {
     if (asks_for_help<G>(kGenerateTable, args)) return command.help = generate_help(), command;
-    parse_options<G>(kGenerateTable, args, command.generate);
+    GivenOptions<G> given;
+    parse_options<G>(kGenerateTable, args, command.generate, given);
     validate(command.generate);
   } else {
     if (asks_for_help<T>(kTrainTable, args)) return command.help = train_help(), command;
-    parse_options<T>(kTrainTable, args, command.train);
+    GivenOptions<T> given;
+    parse_options<T>(kTrainTable, args, command.train, given);
+    if (!command.train.deepspeed.empty()) apply_deepspeed(command.train, given);
+    apply_implied_settings(command.train);
     validate(command.train);
   }
   return command;
@@ -300,10 +486,20 @@ void validate(const TrainOptions& o) {
   require(o.seed >= 0, "--seed must not be negative");
   require(o.logging_steps >= 1, "--logging_steps must be at least 1");
   require(o.profile_steps >= 0, "--profile_steps must not be negative (0 = off)");
-  require(o.report_to == "tensorboard" || o.report_to == "all" || o.report_to == "none",
-          "--report_to must be tensorboard, all (= tensorboard) or none, got '" + o.report_to +
-              "' (this trainer writes TensorBoard event files and metrics.jsonl; other integrations are not built in)");
+  check_report_to(o.report_to);
   require(o.eval_steps >= 0, "--eval_steps must not be negative");
+  require(!(o.eval_strategy == EvalStrategy::epoch && o.streaming),
+          "--eval_strategy epoch needs epochs of known length; with --streaming use --eval_strategy steps");
+  check_best_model_options(o);
+  require(o.optim == "adamw_torch" || o.optim == "adamw_torch_fused" || o.optim == "adamw_hf",
+          "--optim " + o.optim + " is not available: this trainer trains with AdamW (adamw_torch, adamw_torch_fused "
+          "and adamw_hf all mean its own fused AdamW)");
+  require(o.torch_dtype.empty() || o.torch_dtype == "auto" || o.torch_dtype == "float32" ||
+              o.torch_dtype == "bfloat16" || o.torch_dtype == "float16",
+          "--torch_dtype must be auto, float32, bfloat16 or float16, got '" + o.torch_dtype + "'");
+  require(!(o.torch_dtype == "float16" && o.bf16.value_or(false)) && !(o.torch_dtype == "bfloat16" && o.fp16),
+          "--torch_dtype " + o.torch_dtype + " disagrees with --" + (o.torch_dtype == "float16" ? "bf16" : "fp16"));
+  require(o.dataloader_num_workers >= 0, "--dataloader_num_workers must not be negative");
   require(o.save_steps >= 0, "--save_steps must not be negative");
   require(!(o.save_strategy == SaveStrategy::epoch && o.streaming),
           "--save_strategy epoch needs epochs of known length; with --streaming use --save_strategy steps");

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/io/json.hpp"
 #include "llmrdzv/model/llama.hpp"
 
 namespace llmrdzv::train {
@@ -60,11 +61,25 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
 
 namespace {
 
+// --model_type names the family of `config`, taken from `origin` (a loaded model or --config_name).
+void require_model_type(const ModelSource& source, const model::ModelConfig& config, const std::string& origin) {
+  if (!source.model_type.empty() && source.model_type != config.model_type()) {
+    throw std::invalid_argument("--model_type " + source.model_type + " disagrees with the model_type \"" +
+                                std::string(config.model_type()) + "\" of " + origin);
+  }
+}
+
 model::ModelConfig fresh_config(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
   model::ModelConfig config;
   if (!source.config_name.empty()) {
     config = std::filesystem::exists(source.config_name) ? model::load_config(source.config_name)
                                                          : model::preset(source.config_name);
+    require_model_type(source, config, "--config_name " + source.config_name);
+  } else if (!source.model_type.empty()) {
+    // run_clm's CONFIG_MAPPING[model_type](): the family's config class defaults, which its config
+    // struct mirrors; a config.json naming only the type reads as exactly those.
+    config = model::config_from_json(json::write(json::Object{{"model_type", source.model_type}}),
+                                     "--model_type " + source.model_type);
   }
   const auto bos = tokenizer.bos_id();
   config.fit_to_tokenizer(static_cast<std::int64_t>(tokenizer.vocab_size()), tokenizer.eos_id(),
@@ -106,6 +121,7 @@ model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenize
     return model::make_causal_lm(config);
   }
   auto model = load_model(source.model_name_or_path, source.low_cpu_mem_usage);
+  require_model_type(source, model->config(), "the model in '" + source.model_name_or_path + "'");
   require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
   return model;
 }

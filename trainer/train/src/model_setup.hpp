@@ -26,6 +26,7 @@ ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::str
 struct ModelSource {
   std::string model_name_or_path;
   std::string config_name;
+  std::string model_type;  // run_clm's --model_type: a fresh model's family; else it must match the model's
   std::string config_overrides;
   bool low_cpu_mem_usage = false;
 };

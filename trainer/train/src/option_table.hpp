@@ -23,7 +23,8 @@ namespace llmrdzv::train {
 template <class Options>
 using OptionField = std::variant<std::string Options::*, std::int64_t Options::*, double Options::*,
                                  bool Options::*, std::optional<bool> Options::*, LrSchedulerType Options::*,
-                                 SaveStrategy Options::*, Offload Options::*, OffloadGradientSync Options::*>;
+                                 SaveStrategy Options::*, EvalStrategy Options::*, Offload Options::*,
+                                 OffloadGradientSync Options::*>;
 
 // "A, B or C": the names of an enum's values, for messages.
 template <class Enum>
@@ -51,6 +52,16 @@ const OptionSpec<Options>* find_option(std::span<const OptionSpec<Options>> tabl
     if (spec.name == name) return &spec;
   }
   return nullptr;
+}
+
+// The first row of the table that sets the same field as `spec` (`spec` itself, unless it is an
+// option's other name).
+template <class Options>
+const OptionSpec<Options>& find_field(std::span<const OptionSpec<Options>> table, const OptionSpec<Options>& spec) {
+  for (const auto& row : table) {
+    if (row.field == spec.field) return row;
+  }
+  return spec;
 }
 
 // Parses `text` into the option's field; `origin` says where the text came from ("--seed",
@@ -146,12 +157,14 @@ std::string default_text(const OptionSpec<Options>& spec) {
   return value_text(Options{}, spec);
 }
 
-// `name: value` lines for every option (see options_yaml in cli.hpp). Strings are YAML
-// double-quoted scalars, so any text reads back as itself; enum names are quoted the same way.
+// `name: value` lines for every option (see options_yaml in cli.hpp), under its first name only
+// (a later row for the same field is an old name of it). Strings are YAML double-quoted scalars,
+// so any text reads back as itself; enum names are quoted the same way.
 template <class Options>
 std::string values_yaml(std::span<const OptionSpec<Options>> table, const Options& options) {
   std::string text;
   for (const auto& spec : table) {
+    if (&find_field(table, spec) != &spec) continue;
     const auto* string_field = std::get_if<std::string Options::*>(&spec.field);
     const auto* auto_field = std::get_if<std::optional<bool> Options::*>(&spec.field);
     if (auto_field && !(options.**auto_field)) {

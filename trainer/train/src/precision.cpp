@@ -79,26 +79,38 @@ std::string describe(const Precision& p) {
   return text + (p.tf32 ? ", TF32 on" : "");
 }
 
+LossScaler::LossScaler(const LossScaling& settings)
+    : settings_(settings), scale_(settings.initial_scale), hysteresis_left_(settings.hysteresis) {}
+
 bool LossScaler::update(bool gradients_finite) {
   if (!gradients_finite) {
-    scale_ = std::max(1.0, scale_ / 2);
     good_steps_ = 0;
+    if (hysteresis_left_ > 1) {
+      --hysteresis_left_;
+    } else {
+      scale_ = std::max(settings_.min_scale, scale_ / 2);
+    }
     return false;
   }
-  if (++good_steps_ >= kGrowthInterval) {
+  if (settings_.consecutive_hysteresis) hysteresis_left_ = settings_.hysteresis;
+  if (++good_steps_ >= settings_.growth_interval) {
     scale_ *= 2;
     good_steps_ = 0;
+    hysteresis_left_ = settings_.hysteresis;
   }
   return true;
 }
 
-void LossScaler::restore(double scale, std::int64_t good_steps) {
-  if (!std::isfinite(scale) || scale < 1 || good_steps < 0) {
+void LossScaler::restore(double scale, std::int64_t good_steps, std::int64_t hysteresis_left) {
+  if (!std::isfinite(scale) || scale < settings_.min_scale || good_steps < 0 || hysteresis_left < 1 ||
+      hysteresis_left > settings_.hysteresis) {
     throw std::invalid_argument("loss scale " + std::to_string(scale) + " after " + std::to_string(good_steps) +
-                                " good steps is not a valid loss-scaler state");
+                                " good steps with hysteresis " + std::to_string(hysteresis_left) +
+                                " left is not a valid state of this run's loss scaler");
   }
   scale_ = scale;
   good_steps_ = good_steps;
+  hysteresis_left_ = hysteresis_left;
 }
 
 }  // namespace llmrdzv::train

@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "checkpoint_state.hpp"
@@ -229,8 +231,34 @@ void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   state.data_state = batches.state();
   const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state, &c.tokenizer);
   c.engine.barrier();  // every rank's part is complete: older checkpoints may go
-  prune_training_checkpoints(c.o.output_dir, c.engine.rank(), c.o.save_total_limit, state.global_step);
+  prune_training_checkpoints(c.o.output_dir, c.engine.rank(), c.o.save_total_limit, state.global_step,
+                             c.o.load_best_model_at_end ? state.best_step : 0);
   c.reporter.message("saved " + dir.string());
+}
+
+// --metric_for_best_model's value in an evaluation of mean loss `loss`.
+double best_model_metric(const TrainOptions& o, double loss) {
+  return std::string_view(o.metric_for_best_model).ends_with("perplexity") ? std::exp(loss) : loss;
+}
+
+// An evaluation during training at state.global_step: recorded, ranked by --metric_for_best_model
+// as transformers' _determine_best_metric ranks it, and saved as a checkpoint when it is a new
+// best under --save_strategy best. The evaluation is remembered so that the final one of a run
+// that ends on it is not computed twice.
+void evaluate_during_training(TrainContext& c, LoopState& state, const TrainBatches& batches,
+                              std::optional<std::pair<std::int64_t, double>>& last_eval) {
+  c.engine.complete_updates();
+  const double loss = evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(c.o.per_device_eval_batch_size));
+  record_eval(c, state.global_step, loss);
+  last_eval.emplace(state.global_step, loss);
+  if (c.o.metric_for_best_model.empty()) return;
+  const double value = best_model_metric(c.o, loss);
+  const bool better = !state.best_metric || (c.o.greater_is_better.value_or(false) ? value > *state.best_metric
+                                                                                    : value < *state.best_metric);
+  if (!better) return;
+  state.best_metric = value;
+  if (c.o.save_strategy != SaveStrategy::no) state.best_step = state.global_step;
+  if (c.o.save_strategy == SaveStrategy::best) save(c, state, batches);
 }
 
 data::BatchShape batch_shape(const TrainOptions& o, const engine::TrainingEngine& engine) {
@@ -240,7 +268,7 @@ data::BatchShape batch_shape(const TrainOptions& o, const engine::TrainingEngine
 
 // The step loop over `batches`, which are restored to the resumed state here.
 void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t block_size, LoopState& state,
-           TrainSummary& summary) {
+           TrainSummary& summary, std::optional<std::pair<std::int64_t, double>>& last_eval) {
   const TrainOptions& o = c.o;
   const data::BatchShape shape = batch_shape(o, c.engine);
   if (state.global_step > 0) batches->restore(state.data_state);
@@ -249,24 +277,47 @@ void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t
       o.max_steps > 0 ? o.max_steps
                       : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(o.num_train_epochs * static_cast<double>(*steps_per_epoch))));
   const LrSchedule schedule{o.lr_scheduler_type, o.learning_rate,
-                            resolve_warmup_steps(o.warmup_steps, o.warmup_ratio, total_steps), total_steps};
-  // Training checkpoints: periodic as the strategy says, and at the end unless it says no.
+                            resolve_warmup_steps(o.warmup_steps, o.warmup_ratio, total_steps), total_steps,
+                            o.deepspeed_schedule};
+  // Training checkpoints: periodic as the strategy says, and at the end unless it says no (or best:
+  // those come with evaluations).
   const auto checkpoint_due = [&](std::int64_t step) {
     switch (o.save_strategy) {
-      case SaveStrategy::no: return false;
+      case SaveStrategy::no:
+      case SaveStrategy::best: return false;
       case SaveStrategy::steps: return step == total_steps || (o.save_steps > 0 && step % o.save_steps == 0);
       case SaveStrategy::epoch:
         return step == total_steps || step % static_cast<std::int64_t>(steps_per_epoch.value()) == 0;  // not streaming (cli.cpp)
     }
     return false;
   };
+  // Evaluations during training, as --eval_strategy says (the final one of --do_eval comes after).
+  const EvalStrategy eval_strategy = c.eval_blocks ? effective_eval_strategy(o) : EvalStrategy::no;
+  const auto evaluation_due = [&](std::int64_t step) {
+    switch (eval_strategy) {
+      case EvalStrategy::automatic:
+      case EvalStrategy::no: return false;
+      case EvalStrategy::steps: return step % o.eval_steps == 0;  // eval_steps > 0 (cli.cpp)
+      case EvalStrategy::epoch: return step % static_cast<std::int64_t>(steps_per_epoch.value()) == 0;
+    }
+    return false;
+  };
+  if (o.deepspeed_checks.total_num_steps && *o.deepspeed_checks.total_num_steps != total_steps) {
+    throw std::invalid_argument("--deepspeed: \"scheduler.params.total_num_steps\": " +
+                                std::to_string(*o.deepspeed_checks.total_num_steps) + " disagrees with the run's " +
+                                std::to_string(total_steps) + " optimizer steps (set it to \"auto\", or give --max_steps " +
+                                std::to_string(*o.deepspeed_checks.total_num_steps) + ")");
+  }
   const double tokens_per_step = static_cast<double>(shape.global() * block_size);
   const double world = c.engine.world_size();
   const std::int64_t first_step = state.global_step;
   std::optional<LossScaler> scaler;
   if (c.precision.loss_scaling()) {
-    scaler.emplace();
-    if (state.loss_scale > 0) scaler->restore(state.loss_scale, state.loss_scale_good_steps);
+    scaler.emplace(o.loss_scaling);
+    if (state.loss_scale > 0) {
+      scaler->restore(state.loss_scale, state.loss_scale_good_steps,
+                      state.loss_scale_hysteresis > 0 ? state.loss_scale_hysteresis : o.loss_scaling.hysteresis);
+    }
   }
 
   const auto start = Clock::now();
@@ -390,6 +441,7 @@ void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t
     if (scaler) {
       state.loss_scale = scaler->scale();
       state.loss_scale_good_steps = scaler->good_steps();
+      state.loss_scale_hysteresis = scaler->hysteresis_left();
     }
     if (profiler.after_step(step)) profile_written();
     state.global_step = ++step;
@@ -397,7 +449,7 @@ void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t
 
     const bool logging_step = step % o.logging_steps == 0 || step == total_steps;
     const bool saving_step = checkpoint_due(step);
-    const bool eval_step = c.eval_blocks && o.eval_steps > 0 && step % o.eval_steps == 0 && step != total_steps;
+    const bool eval_step = evaluation_due(step);
     const double epoch = steps_per_epoch ? static_cast<double>(step) / static_cast<double>(*steps_per_epoch)
                                          : static_cast<double>(batches->position().epoch);
     if (logging_step && !saving_step && !eval_step && step != total_steps && !scaler && world == 1 &&
@@ -414,10 +466,7 @@ void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t
     // Evaluations and checkpoints are not training: the interval's clocks skip them.
     const auto pause_start = Clock::now();
     const double pause_comm_start = c.engine.comm_wait_seconds();
-    if (eval_step) {
-      c.engine.complete_updates();
-      record_eval(c, step, evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size)));
-    }
+    if (eval_step) evaluate_during_training(c, state, *batches, last_eval);
     if (saving_step) save(c, state, *batches);
     interval_start += Clock::now() - pause_start;
     interval_comm_start += c.engine.comm_wait_seconds() - pause_comm_start;
@@ -426,12 +475,41 @@ void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t
   c.engine.complete_updates();  // what follows (saving, evaluation, export) sees every step
   summary.train_runtime = seconds_since(start);
   summary.train_comm_wait_seconds = c.engine.comm_wait_seconds() - comm_start;
-  if (state.global_step > first_step && checkpoint_due(state.global_step)) save(c, state, *batches);
+  if (state.global_step > first_step) {
+    if (evaluation_due(state.global_step)) evaluate_during_training(c, state, *batches, last_eval);
+    if (checkpoint_due(state.global_step)) save(c, state, *batches);
+  }
   summary.global_step = state.global_step;
   summary.train_samples_per_second = static_cast<double>((state.global_step - first_step) * static_cast<std::int64_t>(shape.global())) /
                                      std::max(summary.train_runtime, 1e-9);
   if (state.global_step > 0) {
     summary.train_loss = c.engine.all_reduce_sum({state.train_loss_sum})[0] / world / static_cast<double>(state.global_step);
+  }
+}
+
+// --load_best_model_at_end, as transformers' Trainer does it after training: every rank loads the
+// best checkpoint's weights (the run's last ones when they are the best), so that the final
+// evaluation and the export are of that model; with --save_total_limit 1 only the best checkpoint
+// is kept. `last_eval` is forgotten once another model is loaded.
+void load_best_model(TrainContext& c, const LoopState& state, std::optional<std::pair<std::int64_t, double>>& last_eval) {
+  if (state.best_step == 0) {
+    c.reporter.message("--load_best_model_at_end: no evaluation ranked a checkpoint; keeping the last model");
+    return;
+  }
+  char text[160];
+  std::snprintf(text, sizeof text, "best model: %s (%s %.6g)", io::checkpoint_dir_name(state.best_step).c_str(),
+                c.o.metric_for_best_model.c_str(), state.best_metric.value_or(NAN));
+  if (state.best_step != state.global_step) {
+    c.engine.complete_updates();
+    io::load_hf_weights(c.model, fs::path(c.o.output_dir) / io::checkpoint_dir_name(state.best_step) / "model.safetensors");
+    last_eval.reset();
+    c.reporter.message(std::string(text) + ", loaded for the final evaluation and export");
+  } else {
+    c.reporter.message(std::string(text) + ": the last step's, as trained");
+  }
+  if (c.o.save_total_limit == 1) {
+    c.engine.barrier();  // every rank has read the best weights before the others go
+    prune_training_checkpoints(c.o.output_dir, c.engine.rank(), 1, state.best_step);
   }
 }
 
@@ -494,9 +572,41 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
   reporter.message(text);
 }
 
+// What HF's Trainer checks of a DeepSpeed config once the world size is known.
+void check_deepspeed_batch(const TrainOptions& o, const engine::TrainingEngine& engine) {
+  if (!o.deepspeed_checks.train_batch_size) return;
+  const std::int64_t batch = engine.world_size() * o.per_device_train_batch_size * o.gradient_accumulation_steps;
+  if (*o.deepspeed_checks.train_batch_size != batch) {
+    throw std::invalid_argument("--deepspeed: \"train_batch_size\": " + std::to_string(*o.deepspeed_checks.train_batch_size) +
+                                " disagrees with the run's " + std::to_string(engine.world_size()) + " ranks x " +
+                                std::to_string(o.per_device_train_batch_size) + " sequences x " +
+                                std::to_string(o.gradient_accumulation_steps) + " micro-batches = " + std::to_string(batch) +
+                                " (set it to \"auto\")");
+  }
+}
+
+// Lines for the log about options taken from run_clm.py and DeepSpeed command lines that mean
+// something else here, or nothing.
+std::vector<std::string> compatibility_notes(const TrainOptions& o) {
+  std::vector<std::string> notes = o.deepspeed_notes;
+  if (o.torch_dtype == "bfloat16" || o.torch_dtype == "float16") {
+    notes.push_back("--torch_dtype " + o.torch_dtype + ": parameters and gradients in " +
+                    (o.torch_dtype == "bfloat16" ? "bf16" : "fp16") + ", master weights in fp32");
+  }
+  if (!o.use_fast_tokenizer) {
+    notes.push_back("--use_fast_tokenizer false: this trainer has one tokenizer implementation, whose ids equal the fast tokenizer's");
+  }
+  if (o.dataloader_num_workers > 0) {
+    notes.push_back("--dataloader_num_workers " + std::to_string(o.dataloader_num_workers) +
+                    ": no effect here, every rank reads its blocks from the memory-mapped token cache");
+  }
+  return notes;
+}
+
 }  // namespace
 
 TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine) {
+  check_deepspeed_batch(o, engine);
   keep_freed_memory();
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
   std::vector<fs::path> previous;
@@ -507,7 +617,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   const ChosenTokenizer chosen = load_tokenizer(o.tokenizer_name, o.model_name_or_path);
   const tokenizer::Tokenizer& tokenizer = chosen.tokenizer;
   model::CausalLm model =
-      build_model({o.model_name_or_path, o.config_name, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
+      build_model({o.model_name_or_path, o.config_name, o.model_type, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
   model->set_activation_checkpointing(o.gradient_checkpointing);
   const std::uint64_t block_size = resolve_block_size(o, model->config());
 
@@ -561,6 +671,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
   if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());
   reporter.message("tokenizer: " + chosen.origin);
+  for (const std::string& note : compatibility_notes(o)) reporter.message(note);
   reporter.announce_logs(state.global_step);
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
@@ -569,11 +680,17 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
 
   TrainSummary summary;
   summary.global_step = state.global_step;
-  if (o.do_train) train(context, std::move(batches), block_size, state, summary);
+  std::optional<std::pair<std::int64_t, double>> last_eval;  // (step, loss) of the latest evaluation
+  if (o.do_train) train(context, std::move(batches), block_size, state, summary, last_eval);
+  if (o.do_train && o.load_best_model_at_end) load_best_model(context, state, last_eval);
   if (eval_blocks) {
-    summary.eval_loss = evaluate(model, *eval_blocks, engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size));
+    if (last_eval && last_eval->first == summary.global_step) {
+      summary.eval_loss = last_eval->second;  // the model the last evaluation saw
+    } else {
+      summary.eval_loss = evaluate(model, *eval_blocks, engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size));
+      record_eval(context, summary.global_step, *summary.eval_loss);
+    }
     summary.perplexity = std::exp(*summary.eval_loss);
-    record_eval(context, summary.global_step, *summary.eval_loss);
   }
   if (engine.is_main()) {
     if (o.do_train) {

@@ -60,11 +60,13 @@ CheckpointData load_checkpoint(const std::filesystem::path& dir, bool alias = fa
 std::vector<CheckpointInfo> list_checkpoints(const std::filesystem::path& root);
 
 // Removes the oldest checkpoints under root so that keep_last (> 0) remain, never the one of
-// `protected_step` (the one just saved). Checkpoints past protected_step (left by a run that was
-// resumed from an earlier checkpoint) count as older than every other. Each is renamed to a
-// hidden name first, so a crash mid-delete leaves no half checkpoint. Writers that must agree first (the ranks of one run) save with keep_last 0
-// and prune once all of them have saved.
-void prune_checkpoints(const std::filesystem::path& root, int keep_last, std::int64_t protected_step = -1);
+// `protected_step` (the one just saved) nor the one of `best_step` (--load_best_model_at_end's;
+// keep_last 1 then keeps both, as transformers does). Checkpoints past protected_step (left by a
+// run that was resumed from an earlier checkpoint) count as older than every other. Each is
+// renamed to a hidden name first, so a crash mid-delete leaves no half checkpoint. Writers that
+// must agree first (the ranks of one run) save with keep_last 0 and prune once all of them have saved.
+void prune_checkpoints(const std::filesystem::path& root, int keep_last, std::int64_t protected_step = -1,
+                       std::optional<std::int64_t> best_step = std::nullopt);
 
 // The newest checkpoint that verifies; the reasons the newer ones failed go to `rejected`
 // ("<dir>: <problem>") so the caller can report them. nullopt when none verifies.

@@ -1,7 +1,10 @@
 // Learning rate per optimizer step: linear warmup, then linear decay to 0, half-cosine decay to 0,
 // or constant; or constant throughout (no warmup) — the multipliers of transformers'
 // get_linear_schedule_with_warmup, get_cosine_schedule_with_warmup,
-// get_constant_schedule_with_warmup and get_constant_schedule, under run_clm's names.
+// get_constant_schedule_with_warmup and get_constant_schedule, under run_clm's names. A
+// DeepSpeed config's scheduler (--deepspeed) replaces them with DeepSpeed's own curves: WarmupLR,
+// WarmupDecayLR and WarmupCosineLR, log or linear warmup over max(2, warmup) steps, evaluated at
+// DeepSpeed's batch iteration = the number of updates made before (0 for the first).
 // A pure function of the step, so resuming needs only the step count.
 #pragma once
 
@@ -19,6 +22,7 @@ struct LrSchedule {
   double peak_lr = 0;
   std::int64_t warmup_steps = 0;
   std::int64_t total_steps = 1;
+  DeepSpeedSchedule deepspeed{};  // type none: `kind` decides
 
   // The rate of the update made after `completed_steps` earlier updates (0 for the first).
   double at(std::int64_t completed_steps) const;

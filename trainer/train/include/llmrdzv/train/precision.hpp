@@ -50,24 +50,28 @@ std::optional<std::string> device_memory_shortfall(std::int64_t parameters, Comp
 std::string describe(const Precision& precision);
 const char* dtype_name(ComputeDtype dtype);
 
-// fp16's dynamic loss scaling, as torch.amp.GradScaler does it: the loss is multiplied by scale()
-// before backward; a step whose gradients overflowed (a non-finite norm) is skipped and the scale
-// halved; after `growth_interval` good steps in a row it doubles.
+// fp16's dynamic loss scaling, as torch.amp.GradScaler does it with LossScaling's defaults: the
+// loss is multiplied by scale() before backward; a step whose gradients overflowed (a non-finite
+// norm) is skipped and the scale halved (not below min_scale); after `growth_interval` good steps in
+// a row it doubles. With DeepSpeed's hysteresis h > 1, the first h - 1 overflows since the scale
+// last grew (or, consecutive_hysteresis, since the last good step) skip their step without halving.
 class LossScaler {
  public:
-  static constexpr double kInitialScale = 65536.0;
-  static constexpr std::int64_t kGrowthInterval = 2000;
+  explicit LossScaler(const LossScaling& settings = {});
 
   double scale() const { return scale_; }
   std::int64_t good_steps() const { return good_steps_; }
+  std::int64_t hysteresis_left() const { return hysteresis_left_; }
   // After a step's gradients are known: true = apply the step, false = skip it (overflow).
   bool update(bool gradients_finite);
-  // From a checkpoint; throws std::invalid_argument for a scale that is not a positive number.
-  void restore(double scale, std::int64_t good_steps);
+  // From a checkpoint; throws std::invalid_argument for a state no scaler can be in.
+  void restore(double scale, std::int64_t good_steps, std::int64_t hysteresis_left);
 
  private:
-  double scale_ = kInitialScale;
+  LossScaling settings_;
+  double scale_;
   std::int64_t good_steps_ = 0;
+  std::int64_t hysteresis_left_;
 };
 
 }  // namespace llmrdzv::train
