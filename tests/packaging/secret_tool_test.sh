@@ -6,7 +6,12 @@ set -euo pipefail
 tool=${1:?usage: secret_tool_test.sh PATH/TO/llm-rdzv-secret}
 [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root"; exit 77; }
 dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+# The "run as root" case runs the tool as nobody, from a copy in a directory nobody can reach: the
+# checkout, and the build tree with it, may live under a 0700 home such as root's.
+public=$(mktemp -d)
+chmod 755 "$public"
+install -m 755 "$tool" "$public/llm-rdzv-secret"
+trap 'rm -rf "$dir" "$public"' EXIT
 secret="$dir/site.secret"
 source "$(dirname "$0")/expect.sh"
 
@@ -40,6 +45,6 @@ expect 1 "directory $dir/nodir does not exist" -- "$tool" --file "$dir/nodir/sit
 expect 1 "is not an absolute path" -- "$tool" --file relative.secret
 expect 1 "unknown argument '--bogus'" -- "$tool" --bogus
 expect 1 "--file needs a path" -- "$tool" --file
-expect 1 "run as root" -- setpriv --reuid=nobody --regid=nogroup --clear-groups "$tool" --file "$dir/other.secret"
+expect 1 "run as root" -- setpriv --reuid=nobody --regid=nogroup --clear-groups "$public/llm-rdzv-secret" --file "$dir/other.secret"
 
 finish

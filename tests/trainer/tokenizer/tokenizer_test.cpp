@@ -60,6 +60,18 @@ TEST_CASE("BPE merges the lowest rank first and the leftmost pair on ties", "[to
   CHECK(tok.eos_id() == 259);  // not in vocab.json: the next id
 }
 
+TEST_CASE("text_bytes counts the bytes of text a token stands for, none for special tokens", "[tokenizer]") {
+  ScratchDir scratch("tok-bytes");
+  const Tokenizer tok = hand_vocab(scratch, {"bc", "ab", "abab", "\u00c3\u00a9"}, {"b c", "a b", "ab ab"});
+  CHECK(tok.text_bytes('a') == 1);
+  CHECK(tok.text_bytes(256) == 2);  // "bc"
+  CHECK(tok.text_bytes(258) == 4);  // "abab"
+  CHECK(tok.text_bytes(259) == 2);  // "é": two UTF-8 bytes (its byte symbols Ã ©)
+  CHECK(tok.text_bytes(tok.eos_id()) == 0);
+  CHECK(Tokenizer::bytes().text_bytes(256) == 0);
+  CHECK_THROWS_AS(tok.text_bytes(9999), TokenizerError);
+}
+
 TEST_CASE("invalid UTF-8 bytes are pieces of their own and cut the text", "[tokenizer]") {
   ScratchDir scratch("tok-invalid");
   const Tokenizer tok = hand_vocab(scratch, {"ab"}, {"a b"});

@@ -376,6 +376,9 @@ TEST_CASE("transformers' evaluation and best-model options take its names and ru
   c = parse(minimal_plus({"--eval_strategy", "epoch", "--save_strategy", "best", "--metric_for_best_model", "eval_perplexity"}));
   CHECK(c.train.save_strategy == SaveStrategy::best);
   CHECK(c.train.greater_is_better == true);
+  CHECK(parse(minimal_plus({"--eval_strategy", "epoch", "--save_strategy", "best", "--metric_for_best_model", "bits_per_byte",
+                            "--greater_is_better", "false"}))
+            .train.greater_is_better == false);
   CHECK_THROWS_WITH(parse(minimal_plus({"--eval_strategy", "epoch", "--save_strategy", "best"})),
                     Catch::Contains("--save_strategy best needs --metric_for_best_model"));
   CHECK_THROWS_WITH(parse(minimal_plus({"--save_strategy", "best", "--metric_for_best_model", "loss"})),

@@ -248,3 +248,23 @@ TEST_CASE("model_type makes a fresh model of the family's config defaults, and m
   CHECK(mismatch.exit_code == 1);
   CHECK_THAT(mismatch.err, Catch::Contains("--model_type llama disagrees with the model_type \"opt\" of the model in '" + out + "'"));
 }
+
+TEST_CASE("evaluations report bits per byte of the predicted text beside the loss per token", "[train][bits_per_byte]") {
+  ScratchDir dir("bits-per-byte");
+  dir.write("train.txt", training_text());
+  // 63 bytes and the document's EOS: four 16-token blocks predicting 60 tokens, the last of them
+  // the EOS, which stands for no text.
+  dir.write("valid.txt", std::string(validation_text(), 0, 63));
+  const std::string out = dir.file("run");
+  expect_ok(run_trainer(with(base_args(dir, out), {"--do_eval", "--max_steps", "3", "--eval_strategy", "steps",
+                                                  "--eval_steps", "2"})));
+  const json::Value results = json::parse(read_file(out + "/all_results.json"));
+  const double loss = results.find("eval_loss")->as_double();
+  CHECK(results.find("eval_bits_per_byte")->as_double() == Approx(loss * 60 / (59 * std::log(2.0))).epsilon(1e-12));
+  // In every evaluation record too.
+  const std::string text = read_file(out + "/metrics.jsonl");
+  for (std::size_t at = text.find("\"eval_loss\""); at != std::string::npos; at = text.find("\"eval_loss\"", at + 1)) {
+    const std::size_t line_end = text.find('\n', at);
+    CHECK(text.substr(at, line_end - at).find("bits_per_byte\"") != std::string::npos);  // eval_bits_per_byte in the results
+  }
+}

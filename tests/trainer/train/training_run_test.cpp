@@ -91,7 +91,7 @@ std::map<std::string, Curve> jsonl_curves(const std::string& path) {
       {"loss", "train/loss"}, {"learning_rate", "train/learning_rate"}, {"grad_norm", "train/grad_norm"},
       {"tokens_per_second", "train/tokens_per_second"}, {"step_time_s", "train/step_time"},
       {"comm_wait_s", "train/comm_wait"}, {"epoch", "train/epoch"}, {"eval_loss", "eval/loss"},
-      {"perplexity", "eval/perplexity"}};
+      {"perplexity", "eval/perplexity"}, {"bits_per_byte", "eval/bits_per_byte"}};
   std::map<std::string, std::map<std::int64_t, std::optional<double>>> by_tag;
   const std::string text = read_file(path);
   std::size_t begin = 0;
@@ -591,7 +591,8 @@ TEST_CASE("TensorBoard shows the run's metrics at their steps, and a run resumed
   // steps 6, 12, 18 and the final one at 24.
   const auto expected = jsonl_curves(dir.file("full/metrics.jsonl"));
   for (const char* tag : {"train/loss", "train/learning_rate", "train/grad_norm", "train/tokens_per_second",
-                          "train/step_time", "train/comm_wait", "train/epoch", "eval/loss", "eval/perplexity"}) {
+                          "train/step_time", "train/comm_wait", "train/epoch", "eval/loss", "eval/perplexity",
+                          "eval/bits_per_byte"}) {
     INFO(tag);
     REQUIRE(expected.contains(tag));
     REQUIRE(seen.scalars.contains(tag));

@@ -222,6 +222,18 @@ std::string Tokenizer::decode(std::span<const TokenId> ids) const {
   return out;
 }
 
+std::size_t Tokenizer::text_bytes(TokenId id) const {
+  if (id >= model_->token_bytes.size()) {
+    throw TokenizerError("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                         std::to_string(model_->token_bytes.size()));
+  }
+  if (id == model_->eos || id == model_->bos) return 0;
+  for (const SpecialToken& special : model_->specials.tokens()) {
+    if (special.id == id) return 0;
+  }
+  return model_->token_bytes[id].size();
+}
+
 Tokenizer::Kind Tokenizer::kind() const { return model_->kind; }
 TokenId Tokenizer::eos_id() const { return model_->eos; }
 std::optional<TokenId> Tokenizer::bos_id() const { return model_->bos; }

@@ -60,7 +60,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"evaluation_strategy", &T::eval_strategy, "the name --eval_strategy had before transformers 4.46 (give one of the two)"},
     {"eval_steps", &T::eval_steps, "with --eval_strategy steps: evaluate every this many steps (0 = every --logging_steps, transformers' default); with auto: every this many steps with --do_eval, 0 = only at the end"},
     {"save_strategy", &T::save_strategy, "when to write training checkpoints (checkpoint-N: model, optimizer state, data position): steps (every --save_steps, and at the end) | epoch (at the end of each epoch, and at the end; not with --streaming) | best (whenever an evaluation finds a new best --metric_for_best_model) | no (never; the final model is still written to output_dir, but the run cannot be resumed)"},
-    {"metric_for_best_model", &T::metric_for_best_model, "the evaluation figure that ranks checkpoints for --save_strategy best and --load_best_model_at_end: loss or perplexity (the eval_ prefix may be given); empty = loss with --load_best_model_at_end, else none"},
+    {"metric_for_best_model", &T::metric_for_best_model, "the evaluation figure that ranks checkpoints for --save_strategy best and --load_best_model_at_end: loss, perplexity or bits_per_byte (the eval_ prefix may be given); empty = loss with --load_best_model_at_end, else none"},
     {"greater_is_better", &T::greater_is_better, "whether a higher --metric_for_best_model is better; auto = false for names ending in 'loss' and true for others (transformers' rule: give false with perplexity)"},
     {"load_best_model_at_end", &T::load_best_model_at_end, "at the end of training, load the best checkpoint's model (by --metric_for_best_model), evaluate it and export it to output_dir; needs --eval_strategy and --save_strategy alike (steps with --save_steps a multiple of --eval_steps, or epoch), or --save_strategy best; --save_total_limit keeps the best checkpoint too"},
     {"save_steps", &T::save_steps, "with --save_strategy steps: write a checkpoint every this many steps; 0 = only at the end"},
@@ -365,7 +365,7 @@ void check_report_to(const std::string& value) {
 }
 
 // The evaluation figures --metric_for_best_model may name (with or without eval_).
-constexpr std::string_view kBestModelMetrics[] = {"loss", "perplexity"};
+constexpr std::string_view kBestModelMetrics[] = {"loss", "perplexity", "bits_per_byte"};
 
 // --save_strategy best and --load_best_model_at_end, with transformers' rules.
 void check_best_model_options(const TrainOptions& o) {
@@ -376,7 +376,7 @@ void check_best_model_options(const TrainOptions& o) {
                                       : std::string_view(o.metric_for_best_model);
     require(std::find(std::begin(kBestModelMetrics), std::end(kBestModelMetrics), name) != std::end(kBestModelMetrics),
             "--metric_for_best_model " + o.metric_for_best_model + " is not an evaluation figure of this trainer: "
-            "loss or perplexity (eval_loss, eval_perplexity)");
+            "loss, perplexity or bits_per_byte (eval_loss, eval_perplexity, eval_bits_per_byte)");
   }
   if (o.save_strategy == SaveStrategy::best) {
     require(!o.metric_for_best_model.empty(),

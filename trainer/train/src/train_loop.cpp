@@ -15,7 +15,9 @@
 #include <ctime>
 #include <filesystem>
 #include <limits>
+#include <numbers>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -107,24 +109,52 @@ auto open_in_rank_order(engine::TrainingEngine& engine, Open open) {
   return opened;
 }
 
-// Mean loss over every validation block, each rank evaluating its contiguous share.
-double evaluate(model::CausalLm& model, const EvalBlocks& blocks, engine::TrainingEngine& engine,
-                std::uint64_t batch_size) {
+// An evaluation's figures: the mean loss per predicted token (nats), and the same in bits per byte
+// of the text those tokens stand for, which compares runs whose tokenizers differ.
+struct Evaluation {
+  double loss = 0;
+  double bits_per_byte = 0;
+};
+
+// Each id's bytes of text (Tokenizer::text_bytes), for bits per byte.
+std::vector<std::uint32_t> text_bytes_by_id(const tokenizer::Tokenizer& tokenizer) {
+  std::vector<std::uint32_t> bytes(tokenizer.vocab_size());
+  for (std::size_t id = 0; id < bytes.size(); ++id) {
+    bytes[id] = static_cast<std::uint32_t>(tokenizer.text_bytes(static_cast<tokenizer::TokenId>(id)));
+  }
+  return bytes;
+}
+
+// Every validation block, each rank evaluating its contiguous share. A block of T tokens predicts
+// its last T - 1, whose bytes of text bits per byte divides the summed loss by.
+Evaluation evaluate(model::CausalLm& model, const EvalBlocks& blocks, engine::TrainingEngine& engine,
+                    std::uint64_t batch_size, std::span<const std::uint32_t> text_bytes) {
   model->eval();
   torch::NoGradGuard no_grad;
   const data::BlockRange range = data::eval_shard(blocks.count(), static_cast<std::uint64_t>(engine.rank()),
                                                   static_cast<std::uint64_t>(engine.world_size()));
-  double loss_sum = 0;
+  double loss_sum = 0;  // of the blocks' mean losses
   double count = 0;
+  double predicted = 0;  // tokens
+  double bytes = 0;
   for (std::uint64_t first = range.begin; first < range.end; first += batch_size) {
     const std::uint64_t n = std::min(batch_size, range.end - first);
-    const at::Tensor ids = blocks.read(first, n).to(engine.device());
+    const at::Tensor block_ids = blocks.read(first, n);
+    const auto columns = block_ids.size(1);
+    const std::int64_t* row = block_ids.data_ptr<std::int64_t>();
+    for (std::uint64_t b = 0; b < n; ++b, row += columns) {
+      for (std::int64_t t = 1; t < columns; ++t) bytes += text_bytes[static_cast<std::size_t>(row[t])];
+    }
+    predicted += static_cast<double>(n) * static_cast<double>(columns - 1);
+    const at::Tensor ids = block_ids.to(engine.device());
     loss_sum += model->loss(ids, ids).item<double>() * static_cast<double>(n);
     count += static_cast<double>(n);
   }
-  const std::vector<double> totals = engine.all_reduce_sum({loss_sum, count});
+  const std::vector<double> totals = engine.all_reduce_sum({loss_sum, count, predicted, bytes});
   model->train();
-  return totals[0] / totals[1];
+  const double loss = totals[0] / totals[1];
+  // Every block predicts the same number of tokens, so the mean of block means is the token mean.
+  return {loss, totals[3] > 0 ? loss * totals[2] / (totals[3] * std::numbers::ln2) : NAN};
 }
 
 // TensorBoard's directory: --logging_dir, else the one of the run being resumed when its
@@ -213,16 +243,27 @@ struct TrainContext {
   engine::TrainingEngine& engine;
   model::CausalLm& model;
   const EvalBlocks* eval_blocks;
+  std::span<const std::uint32_t> text_bytes;  // by token id, for bits per byte
   Reporter& reporter;
   const Precision& precision;
 };
 
-void record_eval(TrainContext& c, std::int64_t step, double loss) {
-  c.reporter.record({{"step", step}, {"eval_loss", metric(loss)}, {"perplexity", metric(std::exp(loss))}});
-  c.reporter.scalars(step, {{"eval/loss", loss}, {"eval/perplexity", std::exp(loss)}});
+// The validation blocks' evaluation of the model as it is now.
+Evaluation evaluate(TrainContext& c) {
+  return evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(c.o.per_device_eval_batch_size), c.text_bytes);
+}
+
+// The latest evaluation and the step it was made at.
+using LastEvaluation = std::optional<std::pair<std::int64_t, Evaluation>>;
+
+void record_eval(TrainContext& c, std::int64_t step, const Evaluation& e) {
+  const double loss = e.loss;
+  c.reporter.record({{"step", step}, {"eval_loss", metric(loss)}, {"perplexity", metric(std::exp(loss))},
+                     {"bits_per_byte", metric(e.bits_per_byte)}});
+  c.reporter.scalars(step, {{"eval/loss", loss}, {"eval/perplexity", std::exp(loss)}, {"eval/bits_per_byte", e.bits_per_byte}});
   char text[96];
-  std::snprintf(text, sizeof text, "step %lld: eval_loss %.4f, perplexity %.2f", static_cast<long long>(step), loss,
-                std::exp(loss));
+  std::snprintf(text, sizeof text, "step %lld: eval_loss %.4f, perplexity %.2f, %.4f bits per byte",
+                static_cast<long long>(step), loss, std::exp(loss), e.bits_per_byte);
   c.reporter.message(text);
 }
 
@@ -236,23 +277,25 @@ void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   c.reporter.message("saved " + dir.string());
 }
 
-// --metric_for_best_model's value in an evaluation of mean loss `loss`.
-double best_model_metric(const TrainOptions& o, double loss) {
-  return std::string_view(o.metric_for_best_model).ends_with("perplexity") ? std::exp(loss) : loss;
+// --metric_for_best_model's value in an evaluation.
+double best_model_metric(const TrainOptions& o, const Evaluation& e) {
+  const std::string_view name = o.metric_for_best_model;
+  if (name.ends_with("perplexity")) return std::exp(e.loss);
+  if (name.ends_with("bits_per_byte")) return e.bits_per_byte;
+  return e.loss;
 }
 
 // An evaluation during training at state.global_step: recorded, ranked by --metric_for_best_model
 // as transformers' _determine_best_metric ranks it, and saved as a checkpoint when it is a new
 // best under --save_strategy best. The evaluation is remembered so that the final one of a run
 // that ends on it is not computed twice.
-void evaluate_during_training(TrainContext& c, LoopState& state, const TrainBatches& batches,
-                              std::optional<std::pair<std::int64_t, double>>& last_eval) {
+void evaluate_during_training(TrainContext& c, LoopState& state, const TrainBatches& batches, LastEvaluation& last_eval) {
   c.engine.complete_updates();
-  const double loss = evaluate(c.model, *c.eval_blocks, c.engine, static_cast<std::uint64_t>(c.o.per_device_eval_batch_size));
-  record_eval(c, state.global_step, loss);
-  last_eval.emplace(state.global_step, loss);
+  const Evaluation evaluation = evaluate(c);
+  record_eval(c, state.global_step, evaluation);
+  last_eval.emplace(state.global_step, evaluation);
   if (c.o.metric_for_best_model.empty()) return;
-  const double value = best_model_metric(c.o, loss);
+  const double value = best_model_metric(c.o, evaluation);
   const bool better = !state.best_metric || (c.o.greater_is_better.value_or(false) ? value > *state.best_metric
                                                                                     : value < *state.best_metric);
   if (!better) return;
@@ -268,7 +311,7 @@ data::BatchShape batch_shape(const TrainOptions& o, const engine::TrainingEngine
 
 // The step loop over `batches`, which are restored to the resumed state here.
 void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t block_size, LoopState& state,
-           TrainSummary& summary, std::optional<std::pair<std::int64_t, double>>& last_eval) {
+           TrainSummary& summary, LastEvaluation& last_eval) {
   const TrainOptions& o = c.o;
   const data::BatchShape shape = batch_shape(o, c.engine);
   if (state.global_step > 0) batches->restore(state.data_state);
@@ -491,7 +534,7 @@ void train(TrainContext& c, std::unique_ptr<TrainBatches> batches, std::uint64_t
 // best checkpoint's weights (the run's last ones when they are the best), so that the final
 // evaluation and the export are of that model; with --save_total_limit 1 only the best checkpoint
 // is kept. `last_eval` is forgotten once another model is loaded.
-void load_best_model(TrainContext& c, const LoopState& state, std::optional<std::pair<std::int64_t, double>>& last_eval) {
+void load_best_model(TrainContext& c, const LoopState& state, LastEvaluation& last_eval) {
   if (state.best_step == 0) {
     c.reporter.message("--load_best_model_at_end: no evaluation ranked a checkpoint; keeping the last model");
     return;
@@ -556,6 +599,7 @@ void write_results(const TrainOptions& o, const TrainSummary& s, Reporter& repor
   if (s.eval_loss) {
     results.emplace_back("eval_loss", metric(*s.eval_loss));
     results.emplace_back("perplexity", metric(*s.perplexity));
+    results.emplace_back("eval_bits_per_byte", metric(*s.eval_bits_per_byte));
   }
   reporter.record(results);
   write_results_files(fs::path(o.output_dir), results, reporter);
@@ -676,21 +720,22 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   if (resume) reporter.message("resuming from " + resume->dir.string() + " at step " + std::to_string(state.global_step));
   resume.reset();  // release the checkpoint's memory maps
 
-  TrainContext context{o, tokenizer, engine, model, eval_blocks.get(), reporter, precision};
+  const std::vector<std::uint32_t> text_bytes = eval_blocks ? text_bytes_by_id(tokenizer) : std::vector<std::uint32_t>();
+  TrainContext context{o, tokenizer, engine, model, eval_blocks.get(), text_bytes, reporter, precision};
 
   TrainSummary summary;
   summary.global_step = state.global_step;
-  std::optional<std::pair<std::int64_t, double>> last_eval;  // (step, loss) of the latest evaluation
+  LastEvaluation last_eval;
   if (o.do_train) train(context, std::move(batches), block_size, state, summary, last_eval);
   if (o.do_train && o.load_best_model_at_end) load_best_model(context, state, last_eval);
   if (eval_blocks) {
-    if (last_eval && last_eval->first == summary.global_step) {
-      summary.eval_loss = last_eval->second;  // the model the last evaluation saw
-    } else {
-      summary.eval_loss = evaluate(model, *eval_blocks, engine, static_cast<std::uint64_t>(o.per_device_eval_batch_size));
-      record_eval(context, summary.global_step, *summary.eval_loss);
+    if (!last_eval || last_eval->first != summary.global_step) {  // else the model the last evaluation saw
+      last_eval.emplace(summary.global_step, evaluate(context));
+      record_eval(context, summary.global_step, last_eval->second);
     }
-    summary.perplexity = std::exp(*summary.eval_loss);
+    summary.eval_loss = last_eval->second.loss;
+    summary.perplexity = std::exp(last_eval->second.loss);
+    summary.eval_bits_per_byte = last_eval->second.bits_per_byte;
   }
   if (engine.is_main()) {
     if (o.do_train) {

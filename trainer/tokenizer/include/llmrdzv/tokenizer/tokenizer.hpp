@@ -119,6 +119,10 @@ class Tokenizer {
   // prefix encoding added comes back as a leading space). Throws TokenizerError on an id >= vocab_size().
   std::string decode(std::span<const TokenId> ids) const;
 
+  // The bytes of text an id stands for: decode()'s for ordinary tokens, 0 for EOS, BOS and other
+  // special tokens, which mark places rather than text (what bits per byte divides by).
+  std::size_t text_bytes(TokenId id) const;
+
   Kind kind() const;
   TokenId eos_id() const;
   // The token HF's tokenizer(text) puts before every text (OPT's "</s>", Llama's "<s>",

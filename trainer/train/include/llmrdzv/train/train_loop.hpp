@@ -18,6 +18,7 @@ struct TrainSummary {
   std::optional<double> train_loss;  // mean step loss over the whole run (resumed steps included)
   std::optional<double> eval_loss;
   std::optional<double> perplexity;
+  std::optional<double> eval_bits_per_byte;  // the eval loss in bits per byte of the predicted text
 };
 
 // Runs what the options ask for (validated by the CLI). Rank 0 prints progress to stdout and
