@@ -48,7 +48,8 @@ if [ "$(id -u)" -ne 0 ]; then
 else
   if ! $prepared; then
     say "setup";  scripts/setup.sh
-    say "build";  scripts/build.sh
+    say "build (what the main job runs: the trainer, the plugin, rdzvd, rdzvctl)"
+    scripts/build.sh --target trainer --target llm_rdzv --target rdzvd --target rdzvctl
   fi
   if ! unshare --net --uts true 2>/dev/null; then
     standalone "network and UTS namespaces cannot be made here (unprivileged container?)"
