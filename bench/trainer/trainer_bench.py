@@ -236,7 +236,7 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
     if activation:
         overrides += f",{ACTIVATION_KEY[shape['family']]}={activation}"
     cmd = [trainer, "--do_train", "--train_file", corpus_path(workdir), "--validation_split_percentage", "0",
-           "--cache_dir", os.path.join(workdir, "token-cache"), "--output_dir", out,
+           "--token_cache_dir", os.path.join(workdir, "token-cache"), "--output_dir", out,
            "--overwrite_output_dir", "--config_name", shape["preset"], "--config_overrides", overrides,
            "--block_size", str(shape["block"]), "--per_device_train_batch_size", str(shape["batch"]),
            "--max_steps", str(steps), "--logging_steps", "1", "--save_steps", "0",

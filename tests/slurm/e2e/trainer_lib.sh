@@ -10,7 +10,7 @@ for page in tutorial/introduction tutorial/controlflow tutorial/datastructures t
 done
 chown -R "$LLMRDZV_TEST_USER" corpus
 # shellcheck disable=SC2034  # used by the sourcing test
-tiny_training=(--do_train --train_file "$work/corpus" --validation_split_percentage 0 --cache_dir "$work/cache"
+tiny_training=(--do_train --train_file "$work/corpus" --validation_split_percentage 0 --token_cache_dir "$work/cache"
   --config_overrides n_layer=2,n_head=2,n_embd=32,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0
   --block_size 32 --gradient_accumulation_steps 2 --learning_rate 3e-3 --warmup_steps 2
   --logging_steps 1 --threads 1 --seed 4)

@@ -85,7 +85,7 @@ struct Setup {
 
   std::vector<std::string> args(const std::string& out) const {
     return {TRAINER_BINARY, "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
-            "--output_dir", dir.file(out), "--cache_dir", dir.file("cache"),
+            "--output_dir", dir.file(out), "--token_cache_dir", dir.file("cache"),
             "--config_overrides", "n_layer=2,n_head=2,n_embd=64,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
             "--block_size", "64", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2",
             "--learning_rate", "3e-3", "--weight_decay", "0.1", "--max_grad_norm", "0.5", "--warmup_steps", "2",

@@ -48,7 +48,7 @@ std::string corpus() {
 std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out, std::vector<std::string> extra) {
   std::vector<std::string> args = {
       "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0", "--output_dir", out,
-      "--cache_dir", dir.file("cache"), "--config_overrides",
+      "--token_cache_dir", dir.file("cache"), "--config_overrides",
       "n_layer=2,n_head=4,n_embd=128,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "64",
       "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2", "--learning_rate", "5e-4",
       "--weight_decay", "0.1", "--max_grad_norm", "1.0", "--warmup_steps", "5", "--max_steps", "30",

@@ -183,7 +183,7 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
                     "--report_to none cannot be combined with other names");
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),
                     Contains("--do_eval needs --validation_file"));
-  CHECK_THROWS_WITH(parse({"generate", "--prompt", "x"}), "generate needs --model DIR");
+  CHECK_THROWS_WITH(parse({"generate", "--prompt", "x"}), "generate needs --model DIR or NAME");
   CHECK_THROWS_WITH(parse({"generate", "--model", "m", "--temperature", "-1"}), Contains("--temperature must not be negative"));
   // Values that used to reach torch: a 1-token block (every loss NaN), 100000 threads (libgomp
   // crashed), 1e300 epochs (the step count overflowed into 1 step).
@@ -417,4 +417,22 @@ TEST_CASE("run_clm.py's model and data options are accepted with their meaning",
   CHECK_THROWS_WITH(parse(minimal_plus({"--torch_dtype", "int8"})), Catch::Contains("--torch_dtype must be auto, float32"));
   CHECK(parse(minimal_plus({"--no_cuda"})).train.use_cpu);
   CHECK_THROWS_WITH(parse(minimal_plus({"--no_cuda", "--use_cpu"})), Catch::Contains("two names of one option"));
+}
+
+TEST_CASE("hub revisions and caches take run_clm.py's names", "[cli][hub]") {
+  Command c = parse(minimal_plus({"--model_name_or_path", "gpt2"}));
+  CHECK(c.train.model_revision == "main");
+  CHECK(parse(minimal_plus({"--model_revision", "v1"})).train.model_revision == "v1");
+  CHECK(parse(minimal_plus({"--revision", "v2"})).train.model_revision == "v2");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--model_revision", "v1", "--revision", "v1"})),
+                    "--model_revision and --revision are two names of one option: give one of them");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--revision", ""})), Catch::Contains("--model_revision must not be empty"));
+  // --cache_dir is the Hugging Face cache; the token cache has its own name.
+  c = parse(minimal_plus({"--cache_dir", "/hf", "--token_cache_dir", "/tokens"}));
+  CHECK(c.train.cache_dir == "/hf");
+  CHECK(c.train.token_cache_dir == "/tokens");
+  c = parse({"generate", "--model", "openai-community/gpt2", "--revision", "0123456789abcdef0123456789abcdef01234567",
+             "--cache_dir", "/hf"});
+  CHECK(c.generate.model_revision == "0123456789abcdef0123456789abcdef01234567");
+  CHECK(c.generate.cache_dir == "/hf");
 }

@@ -52,7 +52,7 @@ std::string corpus() {
 std::vector<std::string> run_args(const ScratchDir& dir, const Family& family, const std::string& out,
                                   const std::string& extra_overrides = "", int per_device = 4) {
   return {"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
-          "--output_dir", out, "--cache_dir", dir.file("cache"), "--config_name", family.preset,
+          "--output_dir", out, "--token_cache_dir", dir.file("cache"), "--config_name", family.preset,
           "--config_overrides", family.overrides + extra_overrides, "--block_size", "16",
           "--per_device_train_batch_size", std::to_string(per_device), "--gradient_accumulation_steps", "2",
           "--learning_rate", "3e-3",

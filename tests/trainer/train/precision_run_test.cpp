@@ -36,7 +36,7 @@ std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out,
                                   int per_device = 4, int accumulation = 2) {
   std::vector<std::string> args = {
       "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0", "--output_dir", out,
-      "--cache_dir", dir.file("cache"), "--use_cpu", "--config_overrides",
+      "--token_cache_dir", dir.file("cache"), "--use_cpu", "--config_overrides",
       "n_layer=2,n_head=2,n_embd=64,n_positions=32,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "16",
       "--per_device_train_batch_size", std::to_string(per_device), "--gradient_accumulation_steps",
       std::to_string(accumulation), "--learning_rate", "3e-3", "--weight_decay", "0.1", "--max_grad_norm", "1.0",
@@ -115,7 +115,7 @@ TEST_CASE("an fp16 step skipped for overflow holds the learning-rate schedule, a
   const auto args = [&](const std::string& out, std::vector<std::string> extra) {
     std::vector<std::string> a = {
         "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0", "--output_dir", out,
-        "--cache_dir", dir.file("cache"), "--use_cpu", "--fp16", "--config_overrides",
+        "--token_cache_dir", dir.file("cache"), "--use_cpu", "--fp16", "--config_overrides",
         "n_layer=2,n_head=4,n_embd=128,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0", "--block_size", "64",
         "--per_device_train_batch_size", "8", "--gradient_accumulation_steps", "2", "--learning_rate", "2e-3",
         "--weight_decay", "0.1", "--max_grad_norm", "1.0", "--warmup_steps", "3", "--max_steps", "10",

@@ -40,7 +40,7 @@ std::string corpus() {
 std::vector<std::string> run_args(const ScratchDir& dir, const std::string& out, int per_device, int accumulation,
                                   const std::string& offload) {
   return {"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
-          "--output_dir", out, "--cache_dir", dir.file("cache-" + out.substr(out.size() - 6)),
+          "--output_dir", out, "--token_cache_dir", dir.file("cache-" + out.substr(out.size() - 6)),
           "--config_overrides", "n_layer=2,n_head=2,n_embd=32,n_positions=32,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
           "--block_size", "16", "--per_device_train_batch_size", std::to_string(per_device),
           "--gradient_accumulation_steps", std::to_string(accumulation), "--learning_rate", "3e-3",

@@ -42,7 +42,7 @@ std::string validation_text() {
 
 std::vector<std::string> base_args(const ScratchDir& dir, const std::string& out) {
   return {"--do_train", "--train_file", dir.file("train.txt"), "--validation_file", dir.file("valid.txt"),
-          "--output_dir", out, "--cache_dir", dir.file("cache"),
+          "--output_dir", out, "--token_cache_dir", dir.file("cache"),
           "--config_overrides", "n_layer=2,n_head=2,n_embd=32,n_positions=32,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
           "--block_size", "16", "--per_device_train_batch_size", "4", "--max_eval_samples", "8", "--threads", "1",
           "--logging_steps", "1", "--seed", "3"};

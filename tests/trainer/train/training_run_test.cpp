@@ -156,7 +156,7 @@ RunResult tiny_run(const std::string& train_file, const std::string& out, const 
 
 std::vector<std::string> resume_run_args(const ScratchDir& dir, const std::string& output) {
   return {"--do_train", "--do_eval", "--train_file", dir.file("corpus.txt"), "--validation_file", dir.file("valid.txt"),
-          "--output_dir", output, "--cache_dir", dir.file("cache"),
+          "--output_dir", output, "--token_cache_dir", dir.file("cache"),
           "--config_overrides", kTinyModel + ",resid_pdrop=0.1,embd_pdrop=0.1,attn_pdrop=0.1",
           "--block_size", "16", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
           "--learning_rate", "3e-3", "--weight_decay", "0.1", "--max_grad_norm", "0.5",
@@ -667,7 +667,7 @@ TEST_CASE("a model with an untied LM head trains, resumes exactly and exports it
   dir.write("corpus.txt", word_salad());
   const auto args = [&](const std::string& output) {
     return std::vector<std::string>{"--do_train", "--train_file", dir.file("corpus.txt"), "--output_dir", output,
-                                    "--cache_dir", dir.file("cache"), "--config_overrides", kTinyModel + ",tie_word_embeddings=false,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
+                                    "--token_cache_dir", dir.file("cache"), "--config_overrides", kTinyModel + ",tie_word_embeddings=false,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
                                     "--block_size", "16", "--max_steps", "8", "--save_steps", "4", "--logging_steps", "1",
                                     "--learning_rate", "3e-3", "--threads", "1", "--report_to", "none"};
   };

@@ -16,11 +16,13 @@ namespace {
 
 using T = TrainOptions;
 const OptionSpec<T> kTrainTable[] = {
-    {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from; empty = a fresh model"},
-    {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt or llama), or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b), for a fresh model; empty = GPT-2's defaults"},
+    {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from, or a hub name (gpt2, org/name) found offline in the hub cache as transformers finds it with HF_HUB_OFFLINE=1 (a local directory of that name wins; the run log names the snapshot); empty = a fresh model"},
+    {"model_revision", &T::model_revision, "the hub revision (branch, tag or 40-hex commit) of hub names given to --model_name_or_path, --tokenizer_name and --config_name"},
+    {"revision", &T::model_revision, "another name of --model_revision (give one of the two)"},
+    {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt or llama), a hub name in the hub cache, or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b), for a fresh model; empty = GPT-2's defaults"},
     {"model_type", &T::model_type, "run_clm.py's family of a fresh model without --config_name (gpt2, opt, llama): the defaults of transformers' config class for it, as --config_overrides then changes them; with --config_name or --model_name_or_path it must name their model_type"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
-    {"tokenizer_name", &T::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
+    {"tokenizer_name", &T::tokenizer_name, "hub name (in the hub cache) or directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
     {"use_fast_tokenizer", &T::use_fast_tokenizer, "accepted for run_clm.py command lines: this trainer has one tokenizer implementation, whose ids equal the fast (tokenizers) one's; false is noted in the log"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
@@ -31,7 +33,8 @@ const OptionSpec<T> kTrainTable[] = {
     {"streaming", &T::streaming, "tokenise on the fly instead of building the token cache"},
     {"max_train_samples", &T::max_train_samples, "use at most this many training blocks; -1 = all"},
     {"max_eval_samples", &T::max_eval_samples, "evaluate on at most this many blocks; -1 = all"},
-    {"cache_dir", &T::cache_dir, "token cache directory; empty = <output_dir>/token-cache"},
+    {"cache_dir", &T::cache_dir, "the Hugging Face hub cache that hub names are looked up in, as run_clm.py's --cache_dir; empty = huggingface_hub's: $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub"},
+    {"token_cache_dir", &T::token_cache_dir, "token cache directory (the tokenised corpus, reused while inputs and tokenizer are unchanged); empty = <output_dir>/token-cache"},
     {"per_device_train_batch_size", &T::per_device_train_batch_size, "sequences per micro-batch on each rank"},
     {"per_device_eval_batch_size", &T::per_device_eval_batch_size, "sequences per evaluation batch on each rank"},
     {"gradient_accumulation_steps", &T::gradient_accumulation_steps, "micro-batches per optimizer step"},
@@ -86,8 +89,11 @@ const OptionSpec<T> kTrainTable[] = {
 
 using G = GenerateOptions;
 const OptionSpec<G> kGenerateTable[] = {
-    {"model", &G::model, "HF model directory to sample from (e.g. a run's output_dir)"},
-    {"tokenizer_name", &G::tokenizer_name, "directory with vocab.json + merges.txt, or tokenizer.json (byte-level BPE, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, or only another tokenizer format)"},
+    {"model", &G::model, "HF model directory to sample from (e.g. a run's output_dir), or a hub name found offline in the hub cache"},
+    {"tokenizer_name", &G::tokenizer_name, "hub name (in the hub cache) or directory with vocab.json + merges.txt, or tokenizer.json (byte-level BPE, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, or only another tokenizer format)"},
+    {"model_revision", &G::model_revision, "the hub revision (branch, tag or 40-hex commit) of hub names given to --model and --tokenizer_name"},
+    {"revision", &G::model_revision, "another name of --model_revision (give one of the two)"},
+    {"cache_dir", &G::cache_dir, "the Hugging Face hub cache; empty = huggingface_hub's ($HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub)"},
     {"prompt", &G::prompt, "text to continue; empty = start from the end-of-text token"},
     {"max_new_tokens", &G::max_new_tokens, "tokens to generate"},
     {"temperature", &G::temperature, "sampling temperature; 0 = greedy"},
@@ -130,10 +136,10 @@ constexpr std::int64_t kMaxChunkMb = std::int64_t{1} << 20;       // 1 TiB
 
 constexpr std::string_view kTrainUsage =
     "usage: trainer [train] [--config FILE] [--OPTION VALUE]...\n"
-    "       trainer generate --model DIR --prompt TEXT [--OPTION VALUE]...\n"
+    "       trainer generate --model DIR|NAME --prompt TEXT [--OPTION VALUE]...\n"
     "Train a causal language model of the GPT-2, OPT or Llama family (run_clm.py's option names).\n";
 constexpr std::string_view kGenerateUsage =
-    "usage: trainer generate --model DIR --prompt TEXT [--OPTION VALUE]...\n"
+    "usage: trainer generate --model DIR|NAME --prompt TEXT [--OPTION VALUE]...\n"
     "Sample text from a saved model.\n";
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -446,6 +452,7 @@ std::uint64_t max_shard_bytes(const TrainOptions& o) {
 
 void validate(const TrainOptions& o) {
   require(o.do_train || o.do_eval, "nothing to do: give --do_train and/or --do_eval");
+  require(!o.model_revision.empty(), "--model_revision must not be empty (main is the default branch)");
   max_shard_bytes(o);
   require(!o.output_dir.empty(), "--output_dir is required");
   require(!o.train_file.empty() || (!o.do_train && !o.validation_file.empty()),
@@ -516,7 +523,8 @@ void validate(const TrainOptions& o) {
 }
 
 void validate(const GenerateOptions& o) {
-  require(!o.model.empty(), "generate needs --model DIR");
+  require(!o.model.empty(), "generate needs --model DIR or NAME");
+  require(!o.model_revision.empty(), "--model_revision must not be empty (main is the default branch)");
   require(o.max_new_tokens >= 1, "--max_new_tokens must be at least 1");
   require(o.temperature >= 0, "--temperature must not be negative (0 = greedy)");
   require(o.top_k >= 0, "--top_k must not be negative (0 = no cut)");

@@ -10,6 +10,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <iostream>
 
 #include "model_setup.hpp"
 
@@ -34,11 +35,16 @@ std::int64_t sample_next_token(const at::Tensor& logits, double temperature, std
 
 std::string generate_text(const GenerateOptions& o) {
   if (o.threads > 0) torch::set_num_threads(static_cast<int>(o.threads));
-  const tokenizer::Tokenizer tokenizer = load_tokenizer(o.tokenizer_name, o.model).tokenizer;
-  model::CausalLm model = load_model(o.model);
+  std::vector<std::string> hub_log;
+  const HubLookup hub{o.model_revision, o.cache_dir};
+  const std::string model_dir = locate(o.model, "--model", NamedThing::model, hub, hub_log);
+  const std::string tokenizer_dir = locate(o.tokenizer_name, "--tokenizer_name", NamedThing::tokenizer, hub, hub_log);
+  for (const std::string& line : hub_log) std::cerr << "trainer: " << line << '\n';  // stdout holds only the text
+  const tokenizer::Tokenizer tokenizer = load_tokenizer(tokenizer_dir, model_dir).tokenizer;
+  model::CausalLm model = load_model(model_dir);
   if (model->config().vocab_size() < static_cast<std::int64_t>(tokenizer.vocab_size())) {
     throw std::invalid_argument("the tokenizer has " + std::to_string(tokenizer.vocab_size()) +
-                                " ids but the model in '" + o.model + "' has vocab_size " +
+                                " ids but the model in '" + model_dir + "' has vocab_size " +
                                 std::to_string(model->config().vocab_size()));
   }
   const c10::Device device = !o.use_cpu && torch::cuda::is_available() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);

@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <span>
 #include <stdexcept>
 
+#include "llmrdzv/hub/hub_cache.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/json.hpp"
 #include "llmrdzv/model/llama.hpp"
@@ -28,7 +30,42 @@ std::string kind_name(tokenizer::Tokenizer::Kind kind) {
   return "an unknown tokenizer";
 }
 
+// A preset of model_config.hpp (gpt2-medium, opt-125m, ...).
+bool is_preset(const std::string& name) {
+  try {
+    model::preset(name);
+    return true;
+  } catch (const model::ConfigError&) {
+    return false;
+  }
+}
+
 }  // namespace
+
+std::string locate(const std::string& name, std::string_view option, NamedThing thing, const HubLookup& hub,
+                   std::vector<std::string>& log) {
+  static const hub::RequiredFile kConfig{"config.json"};
+  static const hub::RequiredFile kWeights{"model.safetensors", "model.safetensors.index.json"};
+  static const hub::RequiredFile kModelFiles[] = {kConfig, kWeights};
+  std::span<const hub::RequiredFile> required;
+  if (thing == NamedThing::model) required = kModelFiles;
+  if (thing == NamedThing::config) required = std::span(&kConfig, 1);
+  std::error_code ec;
+  if (name.empty() || (thing == NamedThing::config && std::filesystem::exists(name, ec))) return name;
+  const hub::CacheDir cache = hub::model_cache_dir(hub.cache_dir);
+  try {
+    hub::Resolved resolved = hub::resolve(name, hub.revision, cache, option, required);
+    if (resolved.from_cache) log.push_back(std::move(resolved.description));
+    return resolved.dir.string();
+  } catch (const hub::HubError& e) {
+    // --config_name gpt2-medium without that model in the cache: the preset of that name.
+    if (thing == NamedThing::config) {
+      if (is_preset(name)) return name;
+      throw hub::HubError(std::string(e.what()) + "; nor is it a preset name (trainer --help lists them)");
+    }
+    throw;
+  }
+}
 
 ChosenTokenizer load_tokenizer(const std::string& tokenizer_name, const std::string& model_dir) {
   using tokenizer::Tokenizer;

@@ -13,6 +13,22 @@
 
 namespace llmrdzv::train {
 
+// What a name given to --model_name_or_path (--model), --tokenizer_name or --config_name must
+// hold when it is a hub name: the files each snapshot needs (hub_cache.hpp).
+enum class NamedThing { model, tokenizer, config };
+
+// Where hub names are looked up: --model_revision and --cache_dir.
+struct HubLookup {
+  std::string revision = "main";
+  std::string cache_dir;  // empty = huggingface_hub's choice from the environment
+};
+
+// `name` given as `option`: a local path as it is (for --config_name also a config.json file or a
+// preset name not in the cache), else its snapshot folder in the hub cache, whose description
+// (folder, revision, commit) is added to `log`. Throws hub::HubError naming the folders looked in.
+std::string locate(const std::string& name, std::string_view option, NamedThing thing, const HubLookup& hub,
+                   std::vector<std::string>& log);
+
 struct ChosenTokenizer {
   tokenizer::Tokenizer tokenizer;
   std::string origin;  // for the log: where it came from

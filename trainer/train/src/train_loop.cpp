@@ -640,6 +640,11 @@ std::vector<std::string> compatibility_notes(const TrainOptions& o) {
   if (!o.use_fast_tokenizer) {
     notes.push_back("--use_fast_tokenizer false: this trainer has one tokenizer implementation, whose ids equal the fast tokenizer's");
   }
+  if (!o.cache_dir.empty()) {
+    notes.push_back("--cache_dir " + o.cache_dir + " is the Hugging Face hub cache, as in run_clm.py; the token cache is " +
+                    (o.token_cache_dir.empty() ? (fs::path(o.output_dir) / "token-cache").string() : o.token_cache_dir) +
+                    " (--token_cache_dir; before, --cache_dir named the token cache)");
+  }
   if (o.dataloader_num_workers > 0) {
     notes.push_back("--dataloader_num_workers " + std::to_string(o.dataloader_num_workers) +
                     ": no effect here, every rank reads its blocks from the memory-mapped token cache");
@@ -658,10 +663,14 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   engine.barrier();
 
   torch::manual_seed(static_cast<std::uint64_t>(o.seed));
-  const ChosenTokenizer chosen = load_tokenizer(o.tokenizer_name, o.model_name_or_path);
+  std::vector<std::string> hub_log;  // the snapshots that hub names resolved to: the run log's first lines
+  const HubLookup hub{o.model_revision, o.cache_dir};
+  const std::string model_dir = locate(o.model_name_or_path, "--model_name_or_path", NamedThing::model, hub, hub_log);
+  const std::string tokenizer_dir = locate(o.tokenizer_name, "--tokenizer_name", NamedThing::tokenizer, hub, hub_log);
+  const std::string config = locate(o.config_name, "--config_name", NamedThing::config, hub, hub_log);
+  const ChosenTokenizer chosen = load_tokenizer(tokenizer_dir, model_dir);
   const tokenizer::Tokenizer& tokenizer = chosen.tokenizer;
-  model::CausalLm model =
-      build_model({o.model_name_or_path, o.config_name, o.model_type, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
+  model::CausalLm model = build_model({model_dir, config, o.model_type, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
   model->set_activation_checkpointing(o.gradient_checkpointing);
   const std::uint64_t block_size = resolve_block_size(o, model->config());
 
@@ -711,6 +720,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   engine.barrier();
 
   Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value(), resumes_in_place(o, resume));
+  for (const std::string& line : hub_log) reporter.message(line);
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
   if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());

@@ -25,7 +25,7 @@ DocumentSelection train_selection(const TrainOptions& o) {
 
 data::CacheOptions cache_options(const TrainOptions& o, std::string name) {
   data::CacheOptions options;
-  options.dir = o.cache_dir.empty() ? std::filesystem::path(o.output_dir) / "token-cache" : std::filesystem::path(o.cache_dir);
+  options.dir = o.token_cache_dir.empty() ? std::filesystem::path(o.output_dir) / "token-cache" : std::filesystem::path(o.token_cache_dir);
   options.name = std::move(name);
   return options;
 }

@@ -45,7 +45,7 @@ struct DataPlan {
   std::uint64_t rank = 0;
 };
 
-// Token cache under options.cache_dir (default <output_dir>/token-cache) or the stream. Every
+// Token cache under options.token_cache_dir (default <output_dir>/token-cache) or the stream. Every
 // message names the file or option at fault (data::DataError, tokenizer::TokenizerError).
 std::unique_ptr<TrainBatches> open_train_batches(const TrainOptions& options, const tokenizer::Tokenizer& tokenizer,
                                                  const DataPlan& plan);

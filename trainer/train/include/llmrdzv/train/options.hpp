@@ -78,11 +78,12 @@ struct DeepSpeedChecks {
 // `trainer [train]`: run_clm.py's names where they apply.
 struct TrainOptions {
   // Model and tokenizer.
-  std::string model_name_or_path;  // HF directory to start from; empty = a fresh model
+  std::string model_name_or_path;  // HF directory or hub name (hub cache) to start from; empty = a fresh model
   std::string config_name;         // config.json (or its directory) for a fresh model
   std::string model_type;          // run_clm's: a fresh model's family (its config defaults) without config_name
   std::string config_overrides;    // "n_embd=256,n_layer=4" applied to the config
   std::string tokenizer_name;      // directory with vocab.json + merges.txt or tokenizer.json; empty = the model's (a fresh model: bytes)
+  std::string model_revision = "main";  // the hub revision (branch, tag or commit) of the three names above
   bool low_cpu_mem_usage = false;  // memory-map the model file instead of reading it
   bool gradient_checkpointing = false;
 
@@ -94,7 +95,8 @@ struct TrainOptions {
   bool streaming = false;
   std::int64_t max_train_samples = -1;  // -1 = all blocks
   std::int64_t max_eval_samples = -1;
-  std::string cache_dir;  // token cache; empty = <output_dir>/token-cache
+  std::string cache_dir;        // run_clm's: the Hugging Face hub cache; empty = huggingface_hub's ($HF_HUB_CACHE, ...)
+  std::string token_cache_dir;  // token cache; empty = <output_dir>/token-cache
 
   // Optimisation.
   std::int64_t per_device_train_batch_size = 8;
@@ -170,8 +172,10 @@ struct TrainOptions {
 
 // `trainer generate`: sample from a saved model.
 struct GenerateOptions {
-  std::string model;           // HF directory (config.json, model.safetensors, tokenizer files)
+  std::string model;           // HF directory (config.json, model.safetensors, tokenizer files) or hub name
   std::string tokenizer_name;  // empty = the tokenizer files in `model` (refused if it has none)
+  std::string model_revision = "main";  // hub revision of the two names above
+  std::string cache_dir;       // the Hugging Face hub cache; empty = huggingface_hub's
   std::string prompt;
   std::int64_t max_new_tokens = 100;
   double temperature = 1.0;  // 0 = greedy
