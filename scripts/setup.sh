@@ -42,7 +42,8 @@ fi
 
 # Each venv lives in a cache keyed by its lock file, so fresh clones (CI) reuse it; a link in the
 # project root points at it. Debian's own python3 builds it, so a stock machine behaves the same.
-#   .venv        the pinned torch wheel (LibTorch for the build) and transformers for parity tests
+#   .venv        the pinned torch wheel (LibTorch for the build), the pyarrow wheel (Arrow C++ for the
+#                trainer's dataset reader), transformers and datasets for parity tests
 #   .venv-tools  TensorBoard, to look at training curves and to read them back in the tests, and
 #                tiktoken for tokenizer-encode-bench; apart from .venv so adding a tool never
 #                re-downloads the torch wheel
@@ -63,7 +64,7 @@ make_venv() {  # make_venv LOCK_FILE LINK_NAME PYTHON_IMPORTS
   fi
   ln -sfn "$venv" "$root/$link"
 }
-make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors'
+make_venv "$here/requirements.lock" .venv 'torch, transformers, tokenizers, safetensors, datasets, pyarrow'
 make_venv "$here/requirements-tools.lock" .venv-tools 'tensorboard, tiktoken'
 
 corpus=/usr/share/doc/python3.11/html/_sources

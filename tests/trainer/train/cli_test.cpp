@@ -155,7 +155,7 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
   using Catch::Contains;
   CHECK_THROWS_WITH(parse({"--train_file", "x", "--output_dir", "o"}), Contains("nothing to do"));
   CHECK_THROWS_WITH(parse({"--do_train", "--train_file", "x"}), "--output_dir is required");
-  CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o"}), "--do_train needs --train_file");
+  CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o"}), "--do_train needs --train_file or --dataset_name");
   CHECK_THROWS_WITH(parse(minimal_plus({"--lr_scheduler_type", "step"})),
                     "--lr_scheduler_type must be linear, cosine, constant or constant_with_warmup, got 'step'");
   for (const char* bad : {"", "0", "5XB", "GB", "-5GB", "5 GB", "99999999999999GB", "999999999999TB"}) {
@@ -435,4 +435,20 @@ TEST_CASE("hub revisions and caches take run_clm.py's names", "[cli][hub]") {
              "--cache_dir", "/hf"});
   CHECK(c.generate.model_revision == "0123456789abcdef0123456789abcdef01234567");
   CHECK(c.generate.cache_dir == "/hf");
+}
+
+TEST_CASE("run_clm.py's dataset options", "[cli][datasets]") {
+  Command c = parse({"--do_train", "--output_dir", "o", "--dataset_name", "Salesforce/wikitext", "--dataset_config_name",
+                     "wikitext-2-raw-v1", "--preprocessing_num_workers", "4", "--overwrite_cache", "--keep_linebreaks",
+                     "False"});
+  CHECK(c.train.dataset_name == "Salesforce/wikitext");
+  CHECK(c.train.dataset_config_name == "wikitext-2-raw-v1");
+  CHECK(c.train.dataset_revision == "main");
+  CHECK(c.train.preprocessing_num_workers == 4);
+  CHECK(c.train.overwrite_cache);
+  CHECK_FALSE(c.train.keep_linebreaks);
+  CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o", "--dataset_name", "d", "--train_file", "t"}),
+                    Catch::Contains("name two datasets"));
+  CHECK_THROWS_WITH(parse({"--do_train", "--output_dir", "o", "--dataset_name", "d", "--streaming", "--max_steps", "3"}),
+                    Catch::Contains("--streaming reads --train_file"));
 }

@@ -386,6 +386,20 @@ TokenStore::~TokenStore() = default;
 TokenStore TokenStore::open_or_build(const SourceList& sources, const DocumentSelection& selection,
                                      const tokenizer::Tokenizer& tokenizer, const CacheOptions& options,
                                      CacheOutcome* outcome) {
+  const auto produce = [&](const TokenSink& sink) {
+    DocumentTokenStream stream(sources, selection, tokenizer);
+    std::vector<tokenizer::TokenId> ids;
+    while (stream.next(ids)) {
+      sink(ids);
+      ids.clear();
+    }
+  };
+  return open_or_build(source_fingerprint(sources, selection), produce, tokenizer, options, outcome);
+}
+
+TokenStore TokenStore::open_or_build(const std::string& inputs_fingerprint, const std::function<void(const TokenSink&)>& produce,
+                                     const tokenizer::Tokenizer& tokenizer, const CacheOptions& options,
+                                     CacheOutcome* outcome) {
   if (options.shard_tokens == 0) throw DataError("token cache: shard_tokens must be at least 1");
   if (options.name.empty() || options.name.find('/') != std::string::npos) {
     throw DataError("token cache: bad part name '" + options.name + "'");
@@ -396,7 +410,7 @@ TokenStore TokenStore::open_or_build(const SourceList& sources, const DocumentSe
   const CacheLock lock(options.dir / (options.name + ".lock"));
 
   const Digest tokenizer_fp = io::from_hex(tokenizer.fingerprint());
-  const Digest sources_fp = io::from_hex(source_fingerprint(sources, selection));
+  const Digest sources_fp = io::from_hex(inputs_fingerprint);
   const unsigned bytes_per_id = tokenizer.vocab_size() <= 65536 ? 2 : 4;
 
   // Map what is there: a malformed shard is an error; a complete set with our fingerprints is reused.
@@ -426,17 +440,13 @@ TokenStore TokenStore::open_or_build(const SourceList& sources, const DocumentSe
     std::cerr << "token cache: '" << options.name << "' in " << options.dir.string() << " has format version "
               << *old_version << ", this trainer writes " << kFormatVersion << ": rebuilding it\n";
   }
+  reusable = reusable && !options.rebuild;
   if (reusable) {
     for (const auto& shard : store->shards) verify_payload(*shard);
   } else {
     store->shards.clear();
     ShardWriter writer(options, bytes_per_id, tokenizer_fp, sources_fp);
-    DocumentTokenStream stream(sources, selection, tokenizer);
-    std::vector<tokenizer::TokenId> ids;
-    while (stream.next(ids)) {
-      writer.append(ids);
-      ids.clear();
-    }
+    produce([&](std::span<const tokenizer::TokenId> ids) { writer.append(ids); });
     for (const fs::path& path : writer.publish(present)) store->shards.push_back(map_shard(path));
   }
   if (outcome) *outcome = reusable ? CacheOutcome::reused : present.empty() ? CacheOutcome::built : CacheOutcome::rebuilt;

@@ -64,9 +64,9 @@ bool is_commit(std::string_view text) {
   return true;
 }
 
-// huggingface_hub's folder of a model repository: models--{org}--{name}.
-std::string repo_folder(std::string_view repo_id) {
-  std::string folder = "models--";
+// huggingface_hub's folder of a repository: models--{org}--{name}, datasets--{org}--{name}.
+std::string repo_folder(std::string_view repo_id, RepoType type) {
+  std::string folder = type == RepoType::model ? "models--" : "datasets--";
   for (const char c : repo_id) {
     if (c == '/') {
       folder += "--";
@@ -147,8 +147,10 @@ std::string missing_file(const fs::path& folder, const Lookup& lookup, const Req
   return "snapshot " + quoted(*lookup.snapshot) + " has no " + names + " (not downloaded)";
 }
 
-std::string download_command(const std::string& name, const std::string& revision, const CacheDir& cache) {
-  std::string command = "hf download " + name + " --include \"*.json\" --include \"*.safetensors\" --include \"*.txt\"";
+std::string download_command(const std::string& name, const std::string& revision, const CacheDir& cache, RepoType type) {
+  std::string command = "hf download " + name +
+                        (type == RepoType::model ? " --include \"*.json\" --include \"*.safetensors\" --include \"*.txt\""
+                                                 : " --repo-type dataset");
   if (revision != "main") command += " --revision " + revision;
   if (cache.origin == "--cache_dir") command += " --cache-dir " + cache.path.string();
   return command;
@@ -185,24 +187,24 @@ std::string_view moved_name(std::string_view repo_id) {
 }
 
 Resolved resolve(const std::string& name, const std::string& revision, const CacheDir& cache, std::string_view option,
-                 std::span<const RequiredFile> required) {
+                 std::span<const RequiredFile> required, RepoType type) {
   std::error_code ec;
   if (fs::is_directory(name, ec)) return {name, false, ""};
   const std::string what = std::string(option) + " '" + name + "'";
   if (!is_repo_id(name)) {
     throw HubError(what + " is not a directory" + (fs::exists(name, ec) ? "" : " (it does not exist)") +
-                   ", nor a hub model name (name or org/name)");
+                   ", nor a hub " + (type == RepoType::model ? "model" : "dataset") + " name (name or org/name)");
   }
   if (revision.empty() || revision.starts_with('/') || revision == ".." || revision.starts_with("../") ||
       revision.find("/../") != std::string::npos || revision.ends_with("/..")) {
     throw HubError(what + ": revision '" + revision + "' is not a branch, tag or commit name");
   }
   std::vector<std::string> names{name};
-  if (const std::string_view other = moved_name(name); !other.empty()) names.emplace_back(other);
+  if (const std::string_view other = moved_name(name); type == RepoType::model && !other.empty()) names.emplace_back(other);
   std::string problems;  // every folder's, for the error
   std::string damage;    // those of folders that are there, for the log when another one is used
   for (const std::string& repo_id : names) {
-    const fs::path folder = cache.path / repo_folder(repo_id);
+    const fs::path folder = cache.path / repo_folder(repo_id, type);
     Lookup lookup = find_snapshot(folder, revision);
     for (std::size_t i = 0; lookup.snapshot && i < required.size(); ++i) {
       if (std::string problem = missing_file(folder, lookup, required[i]); !problem.empty()) {
@@ -223,7 +225,7 @@ Resolved resolve(const std::string& name, const std::string& revision, const Cac
   }
   throw HubError(what + " is not a local directory and the hub cache " + cache.path.string() + " (" + cache.origin +
                  ") has no usable snapshot of it (the trainer never downloads)" + problems +
-                 "; fill the cache on a machine with network (a login node) with: " + download_command(name, revision, cache));
+                 "; fill the cache on a machine with network (a login node) with: " + download_command(name, revision, cache, type));
 }
 
 }  // namespace llmrdzv::hub

@@ -26,6 +26,13 @@ const OptionSpec<T> kTrainTable[] = {
     {"use_fast_tokenizer", &T::use_fast_tokenizer, "accepted for run_clm.py command lines: this trainer has one tokenizer implementation, whose ids equal the fast (tokenizers) one's; false is noted in the log"},
     {"low_cpu_mem_usage", &T::low_cpu_mem_usage, "memory-map model.safetensors instead of reading it into memory: loading then holds about one copy of the weights instead of two"},
     {"gradient_checkpointing", &T::gradient_checkpointing, "recompute block activations in backward to save memory"},
+    {"dataset_name", &T::dataset_name, "run_clm.py's dataset, found offline: a hub name (org/name) in the datasets library's Arrow cache ($HF_DATASETS_CACHE, else $HF_HOME/datasets; --cache_dir replaces it) or in the hub cache's parquet files (datasets--org--name), or a folder written by save_to_disk; rows tokenised as tokenizer(row) and grouped into --block_size blocks per 1000 rows as run_clm.py's group_texts does (see trainer(1), DATASETS)"},
+    {"dataset_config_name", &T::dataset_config_name, "the configuration of --dataset_name (e.g. wikitext-2-raw-v1); empty = its only or default one"},
+    {"dataset_revision", &T::dataset_revision, "the hub revision (branch, tag or commit) of --dataset_name in the hub cache"},
+    {"text_column_name", &T::text_column_name, "the dataset column to train on; empty = text when the dataset has it, else its first column (run_clm.py's rule)"},
+    {"preprocessing_num_workers", &T::preprocessing_num_workers, "threads tokenising --dataset_name rows (the blocks do not depend on it); 0 = one"},
+    {"overwrite_cache", &T::overwrite_cache, "rebuild the token cache even when it matches the inputs and tokenizer"},
+    {"keep_linebreaks", &T::keep_linebreaks, "accepted for run_clm.py command lines: its text-file datasets keep line breaks by default, and so do this trainer's documents"},
     {"train_file", &T::train_file, "training text: a text file, a JSON Lines file (.jsonl or .json: its \"text\" members) or a folder of them (recursive; hidden and binary files skipped, and the run's own output, cache and logging folders); CSV files are refused"},
     {"validation_file", &T::validation_file, "validation text; empty = split off --validation_split_percentage of the training text"},
     {"validation_split_percentage", &T::validation_split_percentage, "percent of the training documents (files, JSON Lines lines) held out for evaluation when there is no --validation_file; a single text file is one document, so give --validation_file with one"},
@@ -455,8 +462,15 @@ void validate(const TrainOptions& o) {
   require(!o.model_revision.empty(), "--model_revision must not be empty (main is the default branch)");
   max_shard_bytes(o);
   require(!o.output_dir.empty(), "--output_dir is required");
-  require(!o.train_file.empty() || (!o.do_train && !o.validation_file.empty()),
-          o.do_train ? "--do_train needs --train_file" : "--do_eval needs --validation_file or --train_file");
+  require(o.dataset_name.empty() || (o.train_file.empty() && o.validation_file.empty()),
+          "--dataset_name and --train_file / --validation_file name two datasets: give one of them");
+  require(o.dataset_name.empty() || !o.streaming, "--streaming reads --train_file; --dataset_name builds the token cache");
+  require(!o.dataset_revision.empty(), "--dataset_revision must not be empty (main is the default branch)");
+  require(o.preprocessing_num_workers >= 0 && o.preprocessing_num_workers <= 64,
+          "--preprocessing_num_workers must be between 0 and 64");
+  require(!o.dataset_name.empty() || !o.train_file.empty() || (!o.do_train && !o.validation_file.empty()),
+          o.do_train ? "--do_train needs --train_file or --dataset_name"
+                     : "--do_eval needs --validation_file, --train_file or --dataset_name");
   require(o.model_name_or_path.empty() || (o.config_name.empty() && o.config_overrides.empty()),
           "--config_name and --config_overrides make a fresh model; they cannot be combined with --model_name_or_path");
   // Bounds far past any real batch, so that the global batch (times the world size) and the
@@ -482,7 +496,7 @@ void validate(const TrainOptions& o) {
   require(o.warmup_ratio >= 0 && o.warmup_ratio <= 1, "--warmup_ratio must be in [0, 1]");
   require(o.validation_split_percentage >= 0 && o.validation_split_percentage < 100,
           "--validation_split_percentage must be in [0, 100)");
-  require(!o.do_eval || !o.validation_file.empty() || o.validation_split_percentage > 0,
+  require(!o.do_eval || !o.validation_file.empty() || !o.dataset_name.empty() || o.validation_split_percentage > 0,
           "--do_eval needs --validation_file or a --validation_split_percentage above 0");
   require(o.block_size == 0 || o.block_size >= 2,
           "--block_size must be 0 (the model's n_positions) or at least 2 (a block of one token has no next token to predict)");

@@ -5,9 +5,15 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <span>
+
+#include "llmrdzv/data/run_clm_blocks.hpp"
+#include "llmrdzv/datasets/dataset_files.hpp"
+#include "llmrdzv/datasets/text_rows.hpp"
+#include "llmrdzv/io/sha256.hpp"
 
 #include "llmrdzv/data/corpus.hpp"
 #include "llmrdzv/data/streaming.hpp"
@@ -27,6 +33,7 @@ data::CacheOptions cache_options(const TrainOptions& o, std::string name) {
   data::CacheOptions options;
   options.dir = o.token_cache_dir.empty() ? std::filesystem::path(o.output_dir) / "token-cache" : std::filesystem::path(o.token_cache_dir);
   options.name = std::move(name);
+  options.rebuild = o.overwrite_cache;
   return options;
 }
 
@@ -80,6 +87,55 @@ std::unique_ptr<CachedBlocks> open_cached(const TrainOptions& o, const std::stri
                                           const data::CacheOptions& cache, std::uint64_t block_size) {
   const data::SourceList sources = sources_of(o, input, report);
   return std::make_unique<CachedBlocks>(data::TokenStore::open_or_build(sources, selection, tokenizer, cache),
+                                        block_size);
+}
+
+// --dataset_name's train or validation rows as run_clm.py's blocks (run_clm_blocks.hpp). Without a
+// validation split, --validation_split_percentage P holds out rows [0, round(n P / 100)) as
+// datasets' train[:P%] / train[P%:] do (Python's round: halves to even). The token cache keys on
+// the split files' paths, sizes and modification times, the column, the slice and the block size.
+std::unique_ptr<CachedBlocks> open_dataset_part(const TrainOptions& o, bool validation, bool report,
+                                                const tokenizer::Tokenizer& tokenizer, const data::CacheOptions& cache,
+                                                std::uint64_t block_size) {
+  const datasets::DatasetFiles found =
+      datasets::find_dataset({o.dataset_name, o.dataset_config_name, o.dataset_revision, o.cache_dir});
+  const bool has_validation = found.splits.contains("validation");
+  const std::string split = validation && has_validation ? "validation" : "train";
+  if (!found.splits.contains(split)) {
+    throw datasets::DatasetError("--dataset_name " + o.dataset_name + ": " + found.description + " has no '" + split +
+                                 "' split" + (validation ? "" : " (--do_train needs one)"));
+  }
+  const std::vector<std::filesystem::path>& files = found.splits.at(split);
+  const bool sliced = !has_validation;  // train[:P%] for validation, train[P%:] for training
+  io::Sha256 fingerprint;
+  fingerprint.update("run_clm blocks 1").update(split).update(o.text_column_name).update_u64(block_size);
+  fingerprint.update_u64(sliced ? static_cast<std::uint64_t>(o.validation_split_percentage) : 100).update_u64(validation);
+  for (const auto& file : files) {
+    std::error_code ec;
+    fingerprint.update(file.string()).update_u64(std::filesystem::file_size(file, ec));
+    fingerprint.update_u64(static_cast<std::uint64_t>(std::filesystem::last_write_time(file, ec).time_since_epoch().count()));
+  }
+  const auto produce = [&](const data::TokenStore::TokenSink& sink) {
+    const datasets::TextRows rows = datasets::read_text_rows(files, found.format, o.text_column_name);
+    const auto n = static_cast<std::uint64_t>(rows.size());
+    const auto cut = sliced ? static_cast<std::uint64_t>(std::nearbyint(static_cast<double>(o.validation_split_percentage) *
+                                                                        static_cast<double>(n) / 100.0))
+                            : 0;
+    const std::uint64_t first = sliced && !validation ? cut : 0;
+    const std::uint64_t count = sliced ? (validation ? cut : n - cut) : n;
+    const data::GroupingReport grouped = data::group_rows(
+        count, [&](std::uint64_t i) { return rows.row(first + i); }, tokenizer,
+        {block_size, static_cast<unsigned>(std::max<std::int64_t>(o.preprocessing_num_workers, 1))}, sink);
+    if (report) {
+      std::cerr << "trainer: --dataset_name " << o.dataset_name << ": " << found.description << "; " << split
+                << (sliced ? (validation ? "[:" : "[") + std::to_string(o.validation_split_percentage) + (validation ? "%]" : "%:]") : "")
+                << ": " << count << " rows of column '" << rows.column << "' -> " << grouped.blocks << " blocks of "
+                << block_size << " tokens (run_clm's group_texts per " << data::kMapBatchRows << " rows"
+                << (grouped.short_batches ? ", " + std::to_string(grouped.short_batches) + " batch(es) shorter than a block left out" : "")
+                << "), read with " << datasets::arrow_reader_version() << '\n';
+    }
+  };
+  return std::make_unique<CachedBlocks>(data::TokenStore::open_or_build(fingerprint.hex_digest(), produce, tokenizer, cache),
                                         block_size);
 }
 
@@ -160,8 +216,10 @@ std::uint64_t limit_of(std::int64_t max_samples) {
 std::unique_ptr<TrainBatches> open_train_batches(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer,
                                                  const DataPlan& plan) {
   if (o.streaming) return std::make_unique<StreamedBatches>(o, tokenizer, plan);
-  auto cached = open_cached(o, o.train_file, plan.rank == 0, train_selection(o), tokenizer, cache_options(o, "train"),
-                            plan.block_size);
+  auto cached = !o.dataset_name.empty()
+                    ? open_dataset_part(o, /*validation=*/false, plan.rank == 0, tokenizer, cache_options(o, "train"), plan.block_size)
+                    : open_cached(o, o.train_file, plan.rank == 0, train_selection(o), tokenizer, cache_options(o, "train"),
+                                  plan.block_size);
   const std::uint64_t blocks = std::min(cached->blocks.count(), limit_of(o.max_train_samples));
   return std::make_unique<CachedBatches>(std::move(cached), blocks, static_cast<std::uint64_t>(o.seed), plan);
 }
@@ -169,7 +227,9 @@ std::unique_ptr<TrainBatches> open_train_batches(const TrainOptions& o, const to
 std::unique_ptr<EvalBlocks> open_eval_blocks(const TrainOptions& o, const tokenizer::Tokenizer& tokenizer,
                                              std::uint64_t block_size, bool report) {
   std::unique_ptr<CachedBlocks> cached;
-  if (!o.validation_file.empty()) {
+  if (!o.dataset_name.empty()) {
+    cached = open_dataset_part(o, /*validation=*/true, report, tokenizer, cache_options(o, "validation"), block_size);
+  } else if (!o.validation_file.empty()) {
     cached = open_cached(o, o.validation_file, report, {}, tokenizer, cache_options(o, "validation"), block_size);
   } else if (o.validation_split_percentage > 0 && !o.train_file.empty()) {
     cached = open_cached(o, o.train_file, /*report=*/false,  // the training data's listing says it

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +33,7 @@ struct CacheOptions {
   std::filesystem::path dir;            // created when missing
   std::string name = "train";           // file prefix: one cached part per name
   std::uint64_t shard_tokens = 1ull << 28;  // tokens per shard file (1 GiB of u32)
+  bool rebuild = false;                 // build even when a matching cache is there (--overwrite_cache)
 };
 
 enum class CacheOutcome { reused, built, rebuilt };
@@ -40,6 +42,14 @@ enum class CacheOutcome { reused, built, rebuilt };
 class TokenStore {
  public:
   static TokenStore open_or_build(const SourceList& sources, const DocumentSelection& selection,
+                                  const tokenizer::Tokenizer& tokenizer, const CacheOptions& options,
+                                  CacheOutcome* outcome = nullptr);
+
+  // The same cache for tokens from elsewhere (run_clm's dataset blocks, run_clm_blocks.hpp):
+  // `inputs_fingerprint` (SHA-256 hex) names the inputs and how they become tokens, and
+  // produce(sink) hands the ids to sink in order; it runs only when the cache is rebuilt.
+  using TokenSink = std::function<void(std::span<const tokenizer::TokenId>)>;
+  static TokenStore open_or_build(const std::string& inputs_fingerprint, const std::function<void(const TokenSink&)>& produce,
                                   const tokenizer::Tokenizer& tokenizer, const CacheOptions& options,
                                   CacheOutcome* outcome = nullptr);
 

@@ -40,6 +40,9 @@ bool is_repo_id(std::string_view name);
 // openai-community/gpt2, distilgpt2 <-> distilbert/distilgpt2, ...); empty for other names.
 std::string_view moved_name(std::string_view repo_id);
 
+// The two kinds of hub repository the trainer reads: models--{org}--{name} and datasets--{org}--{name}.
+enum class RepoType { model, dataset };
+
 // A file the snapshot must hold, given as alternatives (model.safetensors or its shard index).
 using RequiredFile = std::vector<std::string_view>;
 
@@ -50,12 +53,12 @@ struct Resolved {
 };
 
 // `name` for option `option` ("--model_name_or_path"): a local directory of that name, else the
-// snapshot of `revision` (a branch or tag under refs/, or a 40-hex commit) in `cache`, looked up
+// snapshot of `revision` of the repository of `type` (a branch or tag under refs/, or a 40-hex commit) in `cache`, looked up
 // under the name and then under its moved_name. Every file of `required` must be in the snapshot:
 // one recorded as missing on the hub (.no_exist/{commit}/{file}) is refused as not in the
 // repository, one merely not downloaded with the command that downloads it. A dangling ref, a ref
 // naming no snapshot, or a snapshot file whose blob is gone is refused naming the path.
 Resolved resolve(const std::string& name, const std::string& revision, const CacheDir& cache, std::string_view option,
-                 std::span<const RequiredFile> required);
+                 std::span<const RequiredFile> required, RepoType type = RepoType::model);
 
 }  // namespace llmrdzv::hub
