@@ -78,7 +78,7 @@ endfunction()
 foreach(_page llm-rdzv.8 rdzvd.8 llm-rdzv-secret.8 rdzvctl.1)
   llmrdzv_install_man(${_page} rdzv)
 endforeach()
-install(FILES ${LLMRDZV_PACKAGING_DIR}/doc/admin-guide.md DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/llm-rdzv
+install(FILES ${PROJECT_SOURCE_DIR}/docs/admin-guide.md DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/llm-rdzv
         COMPONENT rdzv)
 
 # ---- llm-rdzv-trainer ---------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 // The text rdzvd's /metrics serves: the core's counters and gauges, the server's RPC counters and
-// the process' own figures, as Prometheus families (see packaging/doc/admin-guide.md for the list).
+// the process' own figures, as Prometheus families (see docs/admin-guide.md for the list).
 // Rendezvous ids appear only when the admin asks for them (metrics_expose_ids).
 #pragma once
 
