@@ -215,6 +215,7 @@ TrainedBpe train_bpe(const WordCounts& word_counts, const BpeTrainingOptions& op
   TrainedBpe result;
   Vocabulary vocabulary(result.tokens);
   for (const std::string& special : options.special_tokens) result.special_ids.push_back(vocabulary.add(special));
+  const std::size_t specials = result.tokens.size();
   // The byte alphabet in code point order of the byte symbols (UTF-8 order is code point order).
   std::array<std::uint8_t, 256> bytes;
   std::iota(bytes.begin(), bytes.end(), 0);
@@ -222,11 +223,10 @@ TrainedBpe train_bpe(const WordCounts& word_counts, const BpeTrainingOptions& op
   std::array<std::uint32_t, 256> byte_ids{};
   for (const std::uint8_t b : bytes) byte_ids[b] = vocabulary.add(byte_symbols()[b]);
   if (options.vocab_size < result.tokens.size()) {
-    const std::size_t specials = result.tokens.size() - 256;
     throw TokenizerError("the vocabulary size " + std::to_string(options.vocab_size) + " is smaller than the " +
                          std::to_string(result.tokens.size()) + " tokens every byte-level BPE starts with (" +
                          std::to_string(specials) + (specials == 1 ? " special token" : " special tokens") +
-                         " and the 256 bytes)");
+                         " and " + std::to_string(result.tokens.size() - specials) + " bytes)");
   }
 
   Words words(word_counts, byte_ids);
