@@ -102,13 +102,39 @@ TEST_CASE("generate parses its own options", "[cli]") {
   CHECK(c.generate.seed == 3);
 }
 
+TEST_CASE("tokenizer parses its own options, from flags and a config file", "[cli]") {
+  const Command c = parse({"tokenizer", "--train_file", "docs/", "--vocab_size", "8192", "--special_tokens",
+                           " <|endoftext|>\t<pad>  <|im_start|> ", "--output_dir", "tok"});
+  CHECK(c.subcommand == Subcommand::tokenizer);
+  CHECK(c.tokenizer.train_file == "docs/");
+  CHECK(c.tokenizer.vocab_size == 8192);
+  CHECK(c.tokenizer.min_frequency == 2);  // HF's default
+  CHECK(special_token_list(c.tokenizer) == std::vector<std::string>{"<|endoftext|>", "<pad>", "<|im_start|>"});
+  TempYaml yaml("train_file: corpus.jsonl\nvocab_size: 4096\nmin_frequency: 3\noutput_dir: a\n");
+  const Command f = parse({"tokenizer", "--config", yaml.path, "--output_dir", "b"});
+  CHECK(f.tokenizer.vocab_size == 4096);
+  CHECK(f.tokenizer.min_frequency == 3);
+  CHECK(f.tokenizer.output_dir == "b");
+  CHECK(special_token_list(f.tokenizer) == std::vector<std::string>{"<|endoftext|>"});
+
+  CHECK_THROWS_WITH(parse({"tokenizer", "--output_dir", "tok"}), Catch::Contains("tokenizer needs --train_file"));
+  CHECK_THROWS_WITH(parse({"tokenizer", "--train_file", "d", "--output_dir", "t", "--special_tokens", " "}),
+                    Catch::Contains("--special_tokens needs at least one token"));
+  CHECK_THROWS_WITH(parse({"tokenizer", "--train_file", "d", "--output_dir", "t", "--learning_rate", "1"}),
+                    Catch::Contains("learning_rate"));
+  CHECK_THROWS_WITH(parse({"tokenize", "--train_file", "d"}), Catch::Contains("expected train, generate or tokenizer"));
+  const Command h = parse({"tokenizer", "--help"});
+  CHECK_THAT(h.help, Catch::Contains("--vocab_size VALUE  (default: 30000)"));
+  CHECK_THAT(h.help, Catch::Contains("--min_frequency VALUE  (default: 2)"));
+}
+
 TEST_CASE("help lists every option with its default and skips validation", "[cli]") {
   const Command c = parse({"--help"});
   for (const char* expected :
        {"--model_name_or_path", "--config_overrides", "--validation_split_percentage VALUE  (default: 5)",
         "--learning_rate VALUE  (default: 5e-05)", "--lr_scheduler_type VALUE  (default: linear)",
         "--do_train[=true|false]  (default: false)", "--resume_from_checkpoint", "--save_total_limit",
-        "--gradient_checkpointing", "--max_eval_samples", "--config FILE", "trainer generate"}) {
+        "--gradient_checkpointing", "--max_eval_samples", "--config FILE", "trainer generate", "trainer tokenizer"}) {
     CHECK_THAT(c.help, Catch::Contains(expected));
   }
   const Command g = parse({"generate", "-h"});

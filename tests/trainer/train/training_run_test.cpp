@@ -839,3 +839,37 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
   CHECK(no_checkpoint.exit_code == 1);
   CHECK_THAT(no_checkpoint.err, Catch::Contains("checkpoint-99"));
 }
+
+TEST_CASE("trainer tokenizer makes a vocabulary that --tokenizer_name trains on and the model carries", "[train][tokenizer]") {
+  ScratchDir dir("train-bpe");
+  dir.write("corpus.txt", word_salad());
+  const std::string tok = dir.file("tok");
+  const RunResult made = run_trainer({"tokenizer", "--train_file", dir.file("corpus.txt"), "--vocab_size", "320",
+                                      "--min_frequency", "1", "--output_dir", tok, "--threads", "2"});
+  expect_ok(made);
+  CHECK_THAT(made.err, Catch::Contains("trainer tokenizer: counted") && Catch::Contains(" merges, 320 tokens in "));
+  for (const char* name : {"tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json"}) {
+    CHECK(fs::exists(tok + "/" + name));
+  }
+
+  const std::string out = dir.file("out");
+  const RunResult run = tiny_run(dir.file("corpus.txt"), out, {"--tokenizer_name", tok, "--max_steps", "2"});
+  expect_ok(run);
+  CHECK(fs::exists(out + "/tokenizer.json"));
+  const RunResult generated = run_trainer({"generate", "--model", out, "--prompt", "the", "--max_new_tokens", "4"});
+  expect_ok(generated);
+  CHECK(generated.out.starts_with("the"));
+
+  // Bad settings and input: one line naming the problem.
+  const RunResult small = run_trainer({"tokenizer", "--train_file", dir.file("corpus.txt"), "--vocab_size", "200",
+                                       "--output_dir", dir.file("small")});
+  CHECK(small.exit_code == 1);
+  CHECK_THAT(small.err, Catch::Contains("trainer: error: the vocabulary size 200 is smaller than the 257 tokens"));
+  dir.write("bad.txt", "good\n\xC3\x28 bad\n");
+  const RunResult bad = run_trainer({"tokenizer", "--train_file", dir.file("bad.txt"), "--output_dir", dir.file("bad")});
+  CHECK(bad.exit_code == 1);
+  CHECK_THAT(bad.err, Catch::Contains("bad.txt:2: not UTF-8 (byte 0xC3 at column 1)"));
+  const RunResult usage = run_trainer({"tokenizer", "--output_dir", dir.file("x")});
+  CHECK(usage.exit_code == 2);
+  CHECK_THAT(usage.err, Catch::Contains("tokenizer needs --train_file"));
+}

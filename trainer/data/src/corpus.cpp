@@ -345,4 +345,10 @@ DocumentReader& DocumentReader::operator=(DocumentReader&&) noexcept = default;
 
 bool DocumentReader::next(Chunk& chunk) { return state_->next(chunk); }
 
+DocumentReader::Position DocumentReader::position() const {
+  if (state_->file_index == 0) return {};
+  const SourceFile& file = state_->current();
+  return {file.path, file.jsonl ? state_->line_number : 0};
+}
+
 }  // namespace llmrdzv::data

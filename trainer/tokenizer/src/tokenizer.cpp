@@ -98,7 +98,9 @@ Tokenizer Tokenizer::from_directory(const std::filesystem::path& dir) {
   // says otherwise would make the slow and fast tokenizers disagree, so it must say the same.
   Tokenizer tokenizer = from_tokenizer_json(dir / "tokenizer.json");
   if (files.pair) {
-    const Tokenizer pair = from_files(dir / "vocab.json", dir / "merges.txt");
+    // Read with the tokenizer_config.json, as transformers' slow tokenizer would: its EOS may be
+    // another token than "<|endoftext|>" (a trained tokenizer's first special token).
+    const Tokenizer pair(vocab_files_model(dir / "vocab.json", dir / "merges.txt", true));
     const Model& a = *pair.model_;
     const Model& b = *tokenizer.model_;
     const bool same = a.tokens.size() <= b.tokens.size() && std::equal(a.tokens.begin(), a.tokens.end(), b.tokens.begin()) &&
@@ -251,12 +253,13 @@ const std::string& Tokenizer::token_text(TokenId id) const {
 
 std::vector<std::pair<std::string, std::string>> Tokenizer::files() const {
   if (!model_->source_files.empty()) return model_->source_files;
+  const SpecialToken eos{std::string(kEndOfText), model_->eos};
   std::vector<std::pair<std::string, std::string>> files = {
       {"vocab.json", vocab_json_text(model_->tokens)},
       {"merges.txt", merges_txt_text(model_->tokens, model_->merges)},
-      {"tokenizer.json", tokenizer_json_text(model_->tokens, model_->merges, model_->eos)},
+      {"tokenizer.json", tokenizer_json_text(model_->tokens, model_->merges, {eos})},
   };
-  for (auto& file : tokenizer_config_files(model_->eos)) files.push_back(std::move(file));
+  for (auto& file : tokenizer_config_files({eos})) files.push_back(std::move(file));
   return files;
 }
 

@@ -311,7 +311,7 @@ TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::
 }
 
 std::string tokenizer_json_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges,
-                                std::uint32_t eos) {
+                                const std::vector<SpecialToken>& specials) {
   const auto byte_level = [](bool add_prefix_space, bool trim_offsets) {
     return json::Object{{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", trim_offsets},
                         {"use_regex", true}};
@@ -322,13 +322,16 @@ std::string tokenizer_json_text(const std::vector<std::string>& tokens, const st
   json::Array merge_list;
   merge_list.reserve(merges.size());
   for (const MergeRule& m : merges) merge_list.emplace_back(json::Array{tokens[m.left], tokens[m.right]});
+  json::Array added;
+  for (const SpecialToken& t : specials) {
+    added.emplace_back(json::Object{{"id", static_cast<std::int64_t>(t.id)}, {"content", t.content}, {"single_word", false},
+                                    {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
+  }
   const json::Object document{
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
-      {"added_tokens", json::Array{json::Object{{"id", static_cast<std::int64_t>(eos)}, {"content", std::string(kEndOfText)},
-                                                {"single_word", false}, {"lstrip", false}, {"rstrip", false},
-                                                {"normalized", false}, {"special", true}}}},
+      {"added_tokens", std::move(added)},
       {"normalizer", nullptr},
       {"pre_tokenizer", byte_level(false, true)},
       {"post_processor", byte_level(true, false)},

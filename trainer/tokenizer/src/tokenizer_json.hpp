@@ -42,9 +42,9 @@ struct TokenizerJson {
 TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::string& text);
 
 // tokenizer.json's text as transformers 5 saves GPT-2's (the components read_tokenizer_json
-// accepts, "<|endoftext|>" at id `eos` as the special added token), so AutoTokenizer loads it
-// without vocab.json and merges.txt.
+// accepts, `specials` as the special added tokens: GPT-2's own has "<|endoftext|>"), so
+// AutoTokenizer loads it without vocab.json and merges.txt.
 std::string tokenizer_json_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges,
-                                std::uint32_t eos);
+                                const std::vector<SpecialToken>& specials);
 
 }  // namespace llmrdzv::tokenizer

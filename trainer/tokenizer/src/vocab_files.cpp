@@ -145,26 +145,25 @@ std::string merges_txt_text(const std::vector<std::string>& tokens, const std::v
   return text;
 }
 
-std::vector<std::pair<std::string, std::string>> tokenizer_config_files(std::uint32_t eos) {
-  const std::string eot = "\"<|endoftext|>\"";
-  return {
-      {"tokenizer_config.json",
-             "{\n"
-             "  \"tokenizer_class\": \"GPT2Tokenizer\",\n"
-             "  \"add_prefix_space\": false,\n"
-             "  \"add_bos_token\": false,\n"
-             "  \"errors\": \"replace\",\n"
-             "  \"clean_up_tokenization_spaces\": false,\n"
-             "  \"bos_token\": " + eot + ",\n  \"eos_token\": " + eot + ",\n  \"unk_token\": " + eot + ",\n"
-             "  \"added_tokens_decoder\": {\n"
-             "    \"" + std::to_string(eos) + "\": {\"content\": " + eot +
-             ", \"lstrip\": false, \"normalized\": true, \"rstrip\": false, \"single_word\": false, "
-             "\"special\": true}\n"
-             "  }\n"
-             "}\n"},
-      {"special_tokens_map.json",
-       "{\"bos_token\": " + eot + ", \"eos_token\": " + eot + ", \"unk_token\": " + eot + "}\n"},
-  };
+std::vector<std::pair<std::string, std::string>> tokenizer_config_files(const std::vector<SpecialToken>& specials) {
+  const json::Value eos = specials.at(0).content;
+  json::Object decoder;
+  json::Array extra;
+  for (const SpecialToken& t : specials) {
+    decoder.emplace_back(std::to_string(t.id), json::Object{{"content", t.content}, {"lstrip", false}, {"normalized", true},
+                                                            {"rstrip", false}, {"single_word", false}, {"special", true}});
+    if (&t != &specials.front()) extra.emplace_back(t.content);
+  }
+  json::Object config{{"tokenizer_class", "GPT2Tokenizer"}, {"add_prefix_space", false}, {"add_bos_token", false},
+                      {"errors", "replace"},  {"clean_up_tokenization_spaces", false},
+                      {"bos_token", eos},     {"eos_token", eos},     {"unk_token", eos}};
+  json::Object map{{"bos_token", eos}, {"eos_token", eos}, {"unk_token", eos}};
+  if (!extra.empty()) {
+    config.emplace_back("extra_special_tokens", extra);
+    map.emplace_back("additional_special_tokens", std::move(extra));
+  }
+  config.emplace_back("added_tokens_decoder", std::move(decoder));
+  return {{"tokenizer_config.json", json::write(config) + "\n"}, {"special_tokens_map.json", json::write(map) + "\n"}};
 }
 
 }  // namespace llmrdzv::tokenizer

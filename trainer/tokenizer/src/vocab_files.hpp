@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "llmrdzv/io/json.hpp"
+#include "special_tokens.hpp"
 
 namespace llmrdzv::tokenizer {
 
@@ -52,8 +53,9 @@ std::string vocab_json_text(const std::vector<std::string>& tokens);
 std::string merges_txt_text(const std::vector<std::string>& tokens, const std::vector<MergeRule>& merges);
 
 // tokenizer_config.json and special_tokens_map.json (name, text) as GPT-2's own: GPT2Tokenizer
-// with "<|endoftext|>" (id `eos`) as its bos, eos and unk special token, no prefix space, so
-// transformers' AutoTokenizer.from_pretrained(dir) loads the tokenizer and knows its EOS.
-std::vector<std::pair<std::string, std::string>> tokenizer_config_files(std::uint32_t eos);
+// with specials[0] (GPT-2's "<|endoftext|>") as its bos, eos and unk special token, the others
+// extra special tokens, no prefix space, so transformers' AutoTokenizer.from_pretrained(dir) loads
+// the tokenizer and knows its EOS.
+std::vector<std::pair<std::string, std::string>> tokenizer_config_files(const std::vector<SpecialToken>& specials);
 
 }  // namespace llmrdzv::tokenizer

@@ -110,6 +110,16 @@ const OptionSpec<G> kGenerateTable[] = {
     {"use_cpu", &G::use_cpu, "run on the CPU even when CUDA is available"},
 };
 
+using K = TokenizerOptions;
+const OptionSpec<K> kTokenizerTable[] = {
+    {"train_file", &K::train_file, "the corpus: a text file, a JSON Lines file (its \"text\" members) or a folder, read as training reads it; every document is fed line by line, as HF's trainer reads a file"},
+    {"vocab_size", &K::vocab_size, "tokens in the vocabulary: the special tokens, the 256 bytes and the merges (fewer when the corpus runs out of pairs)"},
+    {"min_frequency", &K::min_frequency, "stop merging when the most frequent pair occurs fewer times than this"},
+    {"special_tokens", &K::special_tokens, "special tokens, separated by whitespace, at ids 0, 1, ...; the first ends documents (EOS, as GPT-2's <|endoftext|>)"},
+    {"output_dir", &K::output_dir, "where tokenizer.json, tokenizer_config.json, vocab.json, merges.txt and special_tokens_map.json go (for --tokenizer_name)"},
+    {"threads", &K::threads, "threads that count words; 0 = one per core"},
+};
+
 // Options of run_clm.py, TrainingArguments and the launchers this trainer replaces that have no
 // meaning here: refused with what to do instead, rather than as unknown options.
 struct RefusedOption {
@@ -144,7 +154,11 @@ constexpr std::int64_t kMaxChunkMb = std::int64_t{1} << 20;       // 1 TiB
 constexpr std::string_view kTrainUsage =
     "usage: trainer [train] [--config FILE] [--OPTION VALUE]...\n"
     "       trainer generate --model DIR|NAME --prompt TEXT [--OPTION VALUE]...\n"
+    "       trainer tokenizer --train_file FILE|DIR --output_dir DIR [--OPTION VALUE]...\n"
     "Train a causal language model of the GPT-2, OPT or Llama family (run_clm.py's option names).\n";
+constexpr std::string_view kTokenizerUsage =
+    "usage: trainer tokenizer --train_file FILE|DIR --output_dir DIR [--OPTION VALUE]...\n"
+    "Train a byte-level BPE tokenizer as HF tokenizers' ByteLevelBPETokenizer.train does (the same merges).\n";
 constexpr std::string_view kGenerateUsage =
     "usage: trainer generate --model DIR|NAME --prompt TEXT [--OPTION VALUE]...\n"
     "Sample text from a saved model.\n";
@@ -414,14 +428,17 @@ void check_best_model_options(const TrainOptions& o) {
 std::string train_help() { return help_text<T>(kTrainUsage, kTrainTable); }
 std::string options_yaml(const TrainOptions& o) { return values_yaml<T>(kTrainTable, o); }
 std::string generate_help() { return help_text<G>(kGenerateUsage, kGenerateTable); }
+std::string tokenizer_help() { return help_text<K>(kTokenizerUsage, kTokenizerTable); }
 
 Command parse_command_line(std::span<const std::string> args) {
   Command command;
   if (!args.empty() && !args[0].starts_with("-")) {
     if (args[0] == "generate") {
       command.subcommand = Subcommand::generate;
+    } else if (args[0] == "tokenizer") {
+      command.subcommand = Subcommand::tokenizer;
     } else if (args[0] != "train") {
-      throw UsageError("unknown subcommand '" + args[0] + "' (expected train or generate)");
+      throw UsageError("unknown subcommand '" + args[0] + "' (expected train, generate or tokenizer)");
     }
     args = args.subspan(1);
   }
@@ -430,6 +447,11 @@ Command parse_command_line(std::span<const std::string> args) {
     GivenOptions<G> given;
     parse_options<G>(kGenerateTable, args, command.generate, given);
     validate(command.generate);
+  } else if (command.subcommand == Subcommand::tokenizer) {
+    if (asks_for_help<K>(kTokenizerTable, args)) return command.help = tokenizer_help(), command;
+    GivenOptions<K> given;
+    parse_options<K>(kTokenizerTable, args, command.tokenizer, given);
+    validate(command.tokenizer);
   } else {
     if (asks_for_help<T>(kTrainTable, args)) return command.help = train_help(), command;
     GivenOptions<T> given;
@@ -544,6 +566,28 @@ void validate(const GenerateOptions& o) {
   require(o.top_k >= 0, "--top_k must not be negative (0 = no cut)");
   require(o.seed >= 0, "--seed must not be negative");
   require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be between 0 and 1024");
+}
+
+void validate(const TokenizerOptions& o) {
+  require(!o.train_file.empty(), "tokenizer needs --train_file FILE|DIR");
+  require(!o.output_dir.empty(), "tokenizer needs --output_dir DIR");
+  require(o.vocab_size >= 1 && o.vocab_size <= (std::int64_t{1} << 31), "--vocab_size must be between 1 and 2^31");
+  require(o.min_frequency >= 0, "--min_frequency must not be negative");
+  require(!special_token_list(o).empty(), "--special_tokens needs at least one token: the first ends documents (EOS)");
+  require(o.threads >= 0 && o.threads <= kMaxThreads, "--threads must be between 0 and 1024");
+}
+
+std::vector<std::string> special_token_list(const TokenizerOptions& o) {
+  std::vector<std::string> tokens;
+  std::size_t pos = 0;
+  const std::string_view text = o.special_tokens;
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  while ((pos = text.find_first_not_of(kSpace, pos)) != std::string_view::npos) {
+    const std::size_t end = std::min(text.find_first_of(kSpace, pos), text.size());
+    tokens.emplace_back(text.substr(pos, end - pos));
+    pos = end;
+  }
+  return tokens;
 }
 
 }  // namespace llmrdzv::train

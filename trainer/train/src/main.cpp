@@ -1,5 +1,5 @@
-// The `trainer` binary: parse the command line, then train, generate, or (--nproc N) launch N
-// local ranks. Usage errors exit 2, a rank stopped by another rank's failure (or that could not
+// The `trainer` binary: parse the command line, then train, generate, train a tokenizer, or
+// (--nproc N) launch N local ranks. Usage errors exit 2, a rank stopped by another rank's failure (or that could not
 // re-join an elastic rendezvous after one) exits 3, every other failure (bad corpus, model,
 // checkpoint, I/O) exits 1; each prints one "trainer: error: ..." line naming the problem.
 #include <algorithm>
@@ -24,6 +24,7 @@
 #include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/generate.hpp"
+#include "llmrdzv/train/tokenizer_training.hpp"
 #include "llmrdzv/train/train_loop.hpp"
 #include "standalone_launcher.hpp"
 #if LLMRDZV_TRAINER_DISTRIBUTED
@@ -156,10 +157,12 @@ int main(int argc, char** argv) {
     std::cout << command.help;
     return 0;
   }
-  const bool training = command.subcommand != Subcommand::generate;
+  const bool training = command.subcommand == Subcommand::train;
   try {
     if (command.subcommand == Subcommand::generate) {
       std::cout << generate_text(command.generate) << std::endl;
+    } else if (command.subcommand == Subcommand::tokenizer) {
+      train_tokenizer(command.tokenizer, stderr);
     } else if (command.train.nproc > 0) {
       return run_standalone(args, static_cast<int>(command.train.nproc));
     } else if (command.train.offload == llmrdzv::train::Offload::optimizer && !rendezvous_in_environment()) {

@@ -82,6 +82,13 @@ class DocumentReader {
   // bad .jsonl lines.
   bool next(Chunk& chunk);
 
+  // Where the last chunk came from, for messages: its file, and the line of a .jsonl file's document.
+  struct Position {
+    std::filesystem::path file;
+    std::uint64_t jsonl_line = 0;  // 0: a plain file
+  };
+  Position position() const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;

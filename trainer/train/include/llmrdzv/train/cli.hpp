@@ -16,7 +16,7 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Subcommand { train, generate };
+enum class Subcommand { train, generate, tokenizer };
 
 struct Command {
   Subcommand subcommand = Subcommand::train;
@@ -24,6 +24,7 @@ struct Command {
   std::string help;
   TrainOptions train;
   GenerateOptions generate;
+  TokenizerOptions tokenizer;
 };
 
 // `args` excludes the program name. `trainer train ...` and `trainer ...` both mean train.
@@ -32,6 +33,7 @@ Command parse_command_line(std::span<const std::string> args);
 // The --help texts, generated from the option tables with their defaults.
 std::string train_help();
 std::string generate_help();
+std::string tokenizer_help();
 
 // Every `trainer train` option with its value in `options`, one `name: value` line each: a
 // --config file that gives the same options (an automatic choice left to run time, such as
@@ -44,5 +46,8 @@ void validate(const TrainOptions& options);
 // powers of 1000 and KiB/MiB/GiB/TiB of 1024, as in transformers). Throws UsageError when malformed.
 std::uint64_t max_shard_bytes(const TrainOptions& options);
 void validate(const GenerateOptions& options);
+void validate(const TokenizerOptions& options);
+// --special_tokens as a list (split at whitespace).
+std::vector<std::string> special_token_list(const TokenizerOptions& options);
 
 }  // namespace llmrdzv::train

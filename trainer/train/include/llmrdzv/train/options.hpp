@@ -193,6 +193,17 @@ struct GenerateOptions {
   std::string config;
 };
 
+// `trainer tokenizer`: train a byte-level BPE vocabulary (HF's ByteLevelBPETokenizer.train).
+struct TokenizerOptions {
+  std::string train_file;                        // text file, .jsonl file or folder, as for training
+  std::int64_t vocab_size = 30000;               // HF's defaults
+  std::int64_t min_frequency = 2;
+  std::string special_tokens = "<|endoftext|>";  // separated by whitespace; the first is the EOS
+  std::string output_dir;
+  std::int64_t threads = 0;                      // 0 = every core
+  std::string config;
+};
+
 // When the run evaluates during training: --eval_strategy, with auto resolved (steps when
 // --eval_steps is above 0 and --do_eval is on, else no).
 inline EvalStrategy effective_eval_strategy(const TrainOptions& o) {
