@@ -70,6 +70,14 @@ std::string describe_log_error(int error, const LaunchSpec& spec) {
   }
 }
 
+// The reason in a report of "error: <why>" (the daemon's own) or "log-errno N" (the child's,
+// before exec), first line only.
+std::string reported_failure(const std::string& text, const LaunchSpec& spec) {
+  const std::string line = text.substr(0, text.find('\n'));
+  if (line.starts_with("error: ")) return "could not start: " + line.substr(7);
+  return describe_log_error(int(parse_unsigned(line.substr(10), 1, 4095).value_or(EIO)), spec);
+}
+
 // The port in a report ("PORT" or "HOST:PORT", newline optional), or 0 when it names none.
 std::uint16_t parse_port_report(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
@@ -176,14 +184,10 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
         close(report);
         return {pid, port};
       }
-      const std::string line = text.substr(0, text.find('\n'));
       if (error_report) {  // the daemon's own reason; it exits (reaped here) and its log adds nothing
         close(report);
         stop_daemon({pid, 0}, std::chrono::milliseconds(1000));
-        throw std::runtime_error(
-            "rdzvd " + (line.starts_with("error: ")
-                            ? "could not start: " + line.substr(7)
-                            : describe_log_error(int(parse_unsigned(line.substr(10), 1, 4095).value_or(EIO)), spec)));
+        throw std::runtime_error("rdzvd " + reported_failure(text, spec));
       }
       // Closed, or a whole line, without a port: an exiting daemon's status says why.
       for (int i = 0; i < 200; ++i) {
@@ -194,7 +198,16 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
       return fail("reported '" + text.substr(0, text.find('\n')) + "', which is not a port", true);
     }
     int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return fail(describe_exit(status, spec), false);
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      // Exited between two polls: what it wrote before is still in the pipe.
+      for (ssize_t more; (more = read(report, chunk, sizeof chunk)) > 0 && text.size() < kMaxErrorReport;)
+        text.append(chunk, static_cast<std::size_t>(more));
+      if (text.starts_with("error: ") || text.starts_with("log-errno ")) {
+        close(report);
+        throw std::runtime_error("rdzvd " + reported_failure(text, spec));
+      }
+      return fail(describe_exit(status, spec), false);
+    }
   }
 }
 
