@@ -17,8 +17,7 @@ void prepare_local() {
     throw ArgError("cannot pass the step's token to the tasks");
   }
   // Unpredictable ports: another user cannot bind the step's rdzvd or MASTER_PORT in advance.
-  const std::uint64_t random = std::stoull(make_random_token().substr(0, 16), nullptr, 16);
-  if (setenv(kPortsCarrier, ports_text(random_step_ports(settings.ports, settings.port_probes, random)).c_str(), 1) != 0) {
+  if (setenv(kPortsCarrier, ports_text(draw_step_ports(settings.ports, settings.port_probes)).c_str(), 1) != 0) {
     throw ArgError("cannot pass the step's ports to the nodes");
   }
 }

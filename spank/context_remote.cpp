@@ -33,15 +33,17 @@ std::string step_token(spank_t sp, const StepSettings& settings, const StepLayou
   return token;
 }
 
-// srun's random ports; the deterministic (job, step) ports only where no srun started the step.
+// srun's random ports; drawn here where no srun started the step (the batch script, salloc's
+// interactive step: one node, so nobody else needs to be told). The script step's environment
+// may hold an earlier step's carrier (an sbatch from inside a job step): it never counts there.
 StepPorts ports_of_step(spank_t sp, const StepSettings& settings, const StepLayout& layout) {
+  if (is_script_step(layout.step_id)) return draw_step_ports(settings.ports, settings.port_probes);
   const std::string carried = getenv_from_job(sp, kPortsCarrier);
-  if (!carried.empty()) return parse_ports_text(carried, settings.ports);
-  if (!is_script_step(layout.step_id)) {
+  if (carried.empty()) {
     throw ArgError(std::string("the step has no ports from srun (") + kPortsCarrier +
                    " is missing): is the llm-rdzv plugin loaded where srun runs?");
   }
-  return step_ports(settings, layout.job_id, layout.step_id);
+  return parse_ports_text(carried, settings.ports);
 }
 
 // rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no

@@ -2,20 +2,13 @@
 #include "step_env.hpp"
 
 #include <algorithm>
+#include <string>
+
+#include "llmrdzv/common/token.hpp"
 
 #include <slurm/slurm.h>
 
 namespace llmrdzv::spank {
-namespace {
-
-// Whether an rdzvd walking from its base port would reach MASTER_PORT.
-bool in_probe_window(const PortRange& range, std::uint32_t port_probes, const StepPorts& ports) {
-  const std::uint32_t size = range.size();
-  const std::uint32_t distance = (ports.master + size - ports.rdzvd) % size;  // master - rdzvd, wrapped
-  return distance < probe_window(range, port_probes);
-}
-
-}  // namespace
 
 bool is_script_step(std::uint32_t step_id) {
   return step_id == SLURM_BATCH_SCRIPT || step_id == SLURM_INTERACTIVE_STEP;
@@ -38,15 +31,6 @@ std::uint32_t probe_window(const PortRange& range, std::uint32_t port_probes) {
   return std::min(port_probes, range.size() - 1);  // a range has at least 2 ports (parse_step_ports)
 }
 
-StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id) {
-  StepPorts ports{step_port(settings.ports, job_id, step_id, PortPurpose::rdzvd),
-                  step_port(settings.ports, job_id, step_id, PortPurpose::master)};
-  if (in_probe_window(settings.ports, settings.port_probes, ports)) {
-    ports.master = probe_port(settings.ports, ports.rdzvd, probe_window(settings.ports, settings.port_probes));
-  }
-  return ports;
-}
-
 StepPorts random_step_ports(const PortRange& range, std::uint32_t port_probes, std::uint64_t random) {
   const std::uint32_t size = range.size();
   const std::uint32_t window = probe_window(range, port_probes);
@@ -56,6 +40,10 @@ StepPorts random_step_ports(const PortRange& range, std::uint32_t port_probes, s
   const std::uint32_t offset = window + std::uint32_t((random / size) % (size - window));
   ports.master = std::uint16_t(range.lo + (ports.rdzvd - range.lo + offset) % size);
   return ports;
+}
+
+StepPorts draw_step_ports(const PortRange& range, std::uint32_t port_probes) {
+  return random_step_ports(range, port_probes, std::stoull(make_random_token().substr(0, 16), nullptr, 16));
 }
 
 std::string ports_text(const StepPorts& ports) {

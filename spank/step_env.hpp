@@ -38,11 +38,6 @@ struct StepPorts {
   std::uint16_t rdzvd = 0;
   std::uint16_t master = 0;
 };
-// The deterministic ports of a step, a pure function of (job id, step id): only the fallback
-// for steps no srun started (the batch script, salloc's interactive step), whose ports nobody
-// could hand to the nodes; anyone who reads squeue can compute them.
-StepPorts step_ports(const StepSettings& settings, std::uint32_t job_id, std::uint32_t step_id);
-
 // The candidate ports from rdzvd's base port that MASTER_PORT keeps out of: port_probes, or in a
 // range with no more ports than that, all but one (rdzvd then walks onto MASTER_PORT only after
 // every other port of the range was taken).
@@ -53,6 +48,10 @@ std::uint32_t probe_window(const PortRange& range, std::uint32_t port_probes);
 // node's slurmstepd the way the token travels, as "RDZVD,MASTER" (ports_text / parse_ports_text).
 // parse_ports_text throws ArgError for text that is not two different ports inside `range`.
 StepPorts random_step_ports(const PortRange& range, std::uint32_t port_probes, std::uint64_t random);
+// random_step_ports with 64 bits from the kernel's generator: srun's draw for its steps, and the
+// draw of a step no srun started (the batch script, salloc's interactive step), which runs on
+// one node whose slurmstepd sets both ports itself: nobody can compute them from squeue.
+StepPorts draw_step_ports(const PortRange& range, std::uint32_t port_probes);
 std::string ports_text(const StepPorts& ports);
 StepPorts parse_ports_text(const std::string& text, const PortRange& range);
 

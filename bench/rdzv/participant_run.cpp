@@ -109,6 +109,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
 
   void start_baseline() {
     contexts_.emplace_back(std::make_unique<grpc::ClientContext>());
+    credential(*contexts_.back());
     stub_->async()->Status(contexts_.back().get(), &status_request_, &status_response_, [this](grpc::Status status) {
       if (!status.ok()) return shared_.baseline.fail(describe("Status", status));
       result_.baseline_ms[std::size_t(index_)] = ms_between(shared_.release, Clock::now());
@@ -187,7 +188,13 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
   grpc::ClientContext* next_context() {
     contexts_.emplace_back(std::make_unique<grpc::ClientContext>());
     contexts_.back()->set_deadline(std::chrono::system_clock::now() + shared_.config.timeout);
+    credential(*contexts_.back());
     return contexts_.back().get();
+  }
+
+  // The ticket in the call's metadata, which rdzvd checks before it reads the call.
+  void credential(grpc::ClientContext& context) const {
+    llmrdzv::client::add_credential(context, shared_.scope.rdzv_id(), shared_.scope.ticket());
   }
 
   std::string describe(const char* call, const grpc::Status& status) const {
@@ -205,6 +212,7 @@ class Participant : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Sessi
       session_open_.mutable_open()->set_round(join_response_.round());
     }
     shared_.sessions_open.fetch_add(1);
+    credential(session_context_);
     stub_->async()->Session(&session_context_, this);
     write(&session_open_);
     StartRead(&event_);

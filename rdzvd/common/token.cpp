@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::string_view kSiteTokenPrefix = "v1.";
 constexpr std::string_view kTicketPrefix = "t2.";
+constexpr std::string_view kHelloPrefix = "h1.";
 constexpr std::size_t kDigestHexLength = 64;
 
 std::string to_hex(std::string_view bytes) {
@@ -148,6 +149,25 @@ std::string client_ticket(std::string_view token, std::string_view rdzv_id, std:
 }
 
 std::optional<std::uint32_t> ticket_uid(std::string_view ticket) { return uid_of_signed(ticket, kTicketPrefix); }
+
+std::string hello_credential(std::string_view token, std::string_view rdzv_id, std::uint16_t port) {
+  std::string message = "llm-rdzv hello credential v1\n";
+  add_field(message, rdzv_id);
+  add_field(message, std::to_string(port));
+  std::string credential(kHelloPrefix);
+  if (const auto uid = site_token_uid(token)) {
+    credential += std::to_string(*uid);
+    credential += '.';
+  }
+  credential += to_hex(hmac_sha256(token, message));
+  return credential;
+}
+
+std::optional<std::uint32_t> hello_credential_uid(std::string_view credential) {
+  return uid_of_signed(credential, kHelloPrefix);
+}
+
+bool is_hello_credential(std::string_view credential) { return credential.starts_with(kHelloPrefix); }
 
 bool tokens_equal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -17,8 +17,7 @@ Authenticator::Authenticator(AuthConfig config) : config_(std::move(config)) {
 Status Authenticator::check_id(const std::string& rdzv_id) const {
   if (rdzv_id.empty()) return error(Code::invalid_argument, "rdzv_id is empty");
   if (config_.mode == Mode::step && rdzv_id != config_.step_rdzv_id)
-    return error(Code::not_found, "foreign-rendezvous: this rdzvd serves rendezvous '" + config_.step_rdzv_id +
-                                      "', not '" + rdzv_id + "'");
+    return error(Code::not_found, "foreign-rendezvous: this rdzvd serves another rendezvous, not '" + rdzv_id + "'");
   return Status::Ok();
 }
 
@@ -54,6 +53,28 @@ Result<std::string> Authenticator::authorize(const Scope& scope) const {
   const std::string token = site_token(config_.site_secret, *uid, scope.rdzv_id);
   if (!tokens_equal(scope.ticket, client_ticket(token, scope.rdzv_id, config_.daemon_nonce))) return wrong();
   return std::to_string(*uid) + "/" + scope.rdzv_id;
+}
+
+Status Authenticator::admit(const std::string& rdzv_id, const std::string& credential, std::uint16_t port) const {
+  if (credential.empty())
+    return error(Code::permission_denied,
+                 "no credential: every call to rdzvd carries the rendezvous id and a credential derived from its "
+                 "token in its metadata (rdzvctl: give --id and --token, or run it inside the step)");
+  if (!is_hello_credential(credential)) {
+    const auto authorized = authorize(Scope{rdzv_id, credential});
+    return authorized.ok() ? Status::Ok() : authorized.status();
+  }
+  if (Status id = check_id(rdzv_id); !id.ok()) return id;
+  std::string token = config_.step_token;
+  if (config_.mode == Mode::site) {
+    const auto uid = hello_credential_uid(credential);
+    if (!uid) return error(Code::permission_denied, "a site rdzvd needs a site token for rendezvous '" + rdzv_id + "'");
+    token = site_token(config_.site_secret, *uid, rdzv_id);
+  }
+  if (!tokens_equal(credential, hello_credential(token, rdzv_id, port)))
+    return error(Code::permission_denied, "wrong credential for rendezvous '" + rdzv_id +
+                                              "': the token is wrong, or it was made for another port");
+  return Status::Ok();
 }
 
 std::string Authenticator::owner_of(const std::string& key) const {

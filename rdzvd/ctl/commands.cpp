@@ -6,6 +6,7 @@
 #include <iomanip>
 
 #include "llmrdzv/client/client.hpp"
+#include "llmrdzv/common/token.hpp"
 
 namespace llmrdzv::ctl {
 namespace {
@@ -57,15 +58,40 @@ void print_rendezvous_table(const std::vector<RendezvousStatus>& all, std::ostre
   }
 }
 
+// "version=V mode=M" from rdzvd's refusal of a tokenless call ("... rdzvd-gate version=V mode=M: why"),
+// or "" when the error is not that refusal.
+std::string refusal_identity(const client::RdzvError& error) {
+  const std::string message = error.what();
+  const auto start = message.find(kGateRefusalPrefix);
+  if (error.code() != client::ErrorCode::permission_denied || start == std::string::npos) return {};
+  const auto from = start + kGateRefusalPrefix.size();
+  return message.substr(from, message.find(": ", from) - from);
+}
+
 void ping(const CtlArgs& args, std::ostream& out) {
   const auto start = std::chrono::steady_clock::now();
   Client client = connect(args);
+  const auto elapsed = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (args.rdzv_id.empty()) {
+    // Tokenless: rdzvd refuses the call from its headers, and that refusal is the answer.
+    try {
+      client.status(false);
+    } catch (const client::RdzvError& error) {
+      const std::string identity = refusal_identity(error);
+      if (identity.empty()) throw;
+      out << "rdzvd " << client.endpoint() << " answers: " << identity
+          << " (without --id and --token it shows nothing more) time_ms=" << std::fixed << std::setprecision(1)
+          << elapsed() << "\n";
+      return;
+    }
+  }
   const auto status = client.status(false);
-  const auto elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
   out << "rdzvd " << client.endpoint() << " answers: version=" << status.version << " mode=" << status.mode
       << " uptime_ms=" << status.uptime_ms << " rendezvous=" << status.totals.rendezvous
       << " members=" << status.totals.members << " time_ms=" << std::fixed
-      << std::setprecision(1) << elapsed.count() << "\n";
+      << std::setprecision(1) << elapsed() << "\n";
 }
 
 void list(const CtlArgs& args, std::ostream& out) {

@@ -96,6 +96,8 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
     throw UsageError(name + (expected == 2 ? " needs exactly one rendezvous ID (or RDZV_ID)" : " takes no arguments"));
   }
   if (expected == 2 && !id_by_flag) args.rdzv_id = positional[1];
+  // ping and list of the step's own rendezvous when the token is at hand (inside a step).
+  if (expected == 1 && args.rdzv_id.empty() && !args.token.empty()) args.rdzv_id = env_or_empty("RDZV_ID");
   if (round && args.command != Command::kv) throw UsageError("--round only applies to kv");
   args.round = round.value_or(0);
   if (args.endpoint.empty()) throw UsageError("no --endpoint given and RDZV_ENDPOINT is not set");
@@ -111,6 +113,11 @@ CtlArgs parse_ctl_args(int argc, char** argv) {
   }
   if ((args.command == Command::show || args.command == Command::kv) && args.token.empty()) {
     throw UsageError(name + " needs the rendezvous token: --token, --token-file or RDZV_TOKEN");
+  }
+  // rdzvd answers tokenless calls with a refusal only (docs/security.md): a list needs an id it serves.
+  if (args.command == Command::list && (args.rdzv_id.empty() || args.token.empty())) {
+    throw UsageError("list needs a rendezvous id and its token (--id and --token, --token-file or RDZV_TOKEN): "
+                     "rdzvd shows its rendezvous only to those who hold one of their tokens");
   }
   // The daemon shows that it serves an id by proving it holds its token: nothing to check without one.
   if (args.command == Command::ping && !args.rdzv_id.empty() && args.token.empty()) {

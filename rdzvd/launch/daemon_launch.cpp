@@ -37,14 +37,45 @@ std::string describe_exit(int status, const LaunchSpec& spec) {
     case kExitDropPrivileges:
       return "could not switch to uid " + uid;
     case kExitLog:
-      return "could not create its log file " + spec.log_path + " as uid " + uid +
-             " (it must not exist yet, nor be a symbolic link)";
+      return "could not create its log file " + spec.log_path + " as uid " + uid;
     case kExitExec:
       return "could not be executed (" + spec.program + ": missing or not executable for uid " + uid + ")";
     default:
       return "exited with status " + std::to_string(code) +
              (spec.log_path.empty() ? std::string() : " (see " + spec.log_path + ")");
   }
+}
+
+// Why the daemon's log file could not be created, and what fixes it, from the errno the child
+// reported before it exited.
+std::string describe_log_error(int error, const LaunchSpec& spec) {
+  const std::string uid = std::to_string(spec.user ? spec.user->uid : getuid());
+  const std::string dir = spec.log_path.substr(0, spec.log_path.rfind('/'));
+  const std::string head = "could not create its log file " + spec.log_path + " as uid " + uid + ": " + std::strerror(error);
+  switch (error) {
+    case ENOENT:
+      return head + " (the log directory " + dir + " does not exist: create it on every node, e.g. "
+             "install -d -m 1777 " + dir + ", or change log_dir in plugstack.conf)";
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return head + " (jobs' users may not create files in " + dir + ": make it writable for them and sticky, "
+             "e.g. chmod 1777 " + dir + ", owned by root, or change log_dir in plugstack.conf)";
+    case EEXIST:
+    case ELOOP:
+      return head + " (something already has that name, a file or a symbolic link planted in " + dir +
+             "; the daemon only ever creates a new file)";
+    default:
+      return head;
+  }
+}
+
+// The reason in a report of "error: <why>" (the daemon's own) or "log-errno N" (the child's,
+// before exec), first line only.
+std::string reported_failure(const std::string& text, const LaunchSpec& spec) {
+  const std::string line = text.substr(0, text.find('\n'));
+  if (line.starts_with("error: ")) return "could not start: " + line.substr(7);
+  return describe_log_error(int(parse_unsigned(line.substr(10), 1, 4095).value_or(EIO)), spec);
 }
 
 // The port in a report ("PORT" or "HOST:PORT", newline optional), or 0 when it names none.
@@ -73,7 +104,18 @@ std::uint16_t parse_port_report(std::string text) {
   const int log_fd = log_path[0] == '\0'
                          ? null_fd
                          : open(log_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
-  if (null_fd < 0 || log_fd < 0) _exit(kExitLog);
+  if (null_fd < 0 || log_fd < 0) {
+    // The errno as "log-errno N\n", built without allocating (between fork and exec).
+    char report[32] = "log-errno ";
+    std::size_t at = 10;
+    char digits[12];
+    std::size_t count = 0;
+    for (unsigned value = unsigned(errno); count == 0 || value > 0; value /= 10) digits[count++] = char('0' + value % 10);
+    while (count > 0) report[at++] = digits[--count];
+    report[at++] = '\n';
+    (void)!write(kPortFd, report, at);
+    _exit(kExitLog);
+  }
   dup2(null_fd, STDIN_FILENO);
   dup2(log_fd, STDOUT_FILENO);
   if (!(spec.keep_stderr && log_path[0] == '\0')) dup2(log_fd, STDERR_FILENO);
@@ -120,6 +162,7 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
   // At most one short line, read as it comes (a daemon may write it in pieces), each wait bounded
   // by what is left of the start deadline: a daemon that never writes cannot hold root here.
   constexpr std::size_t kMaxReport = 64;
+  constexpr std::size_t kMaxErrorReport = 4096;  // "error: <why>", a daemon that could not start
   const auto deadline = Clock::now() + spec.start_timeout;
   std::string text;
   for (;;) {
@@ -133,11 +176,18 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
     char chunk[kMaxReport];
     const ssize_t got = polled > 0 ? read(report, chunk, sizeof chunk) : -1;
     if (got > 0) text.append(chunk, static_cast<std::size_t>(got));
-    if (text.size() > kMaxReport) return fail("reported more than " + std::to_string(kMaxReport) + " bytes instead of a port", true);
+    const bool error_report = text.starts_with("error: ") || text.starts_with("log-errno ");
+    if (text.size() > (error_report ? kMaxErrorReport : kMaxReport))
+      return fail("reported more than " + std::to_string(kMaxReport) + " bytes instead of a port", true);
     if (got == 0 || text.find('\n') != std::string::npos) {  // a whole line, or the daemon closed its end
       if (const auto port = parse_port_report(text)) {
         close(report);
         return {pid, port};
+      }
+      if (error_report) {  // the daemon's own reason; it exits (reaped here) and its log adds nothing
+        close(report);
+        stop_daemon({pid, 0}, std::chrono::milliseconds(1000));
+        throw std::runtime_error("rdzvd " + reported_failure(text, spec));
       }
       // Closed, or a whole line, without a port: an exiting daemon's status says why.
       for (int i = 0; i < 200; ++i) {
@@ -148,7 +198,16 @@ RunningDaemon start_daemon(const LaunchSpec& spec) {
       return fail("reported '" + text.substr(0, text.find('\n')) + "', which is not a port", true);
     }
     int status = 0;
-    if (waitpid(pid, &status, WNOHANG) == pid) return fail(describe_exit(status, spec), false);
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      // Exited between two polls: what it wrote before is still in the pipe.
+      for (ssize_t more; (more = read(report, chunk, sizeof chunk)) > 0 && text.size() < kMaxErrorReport;)
+        text.append(chunk, static_cast<std::size_t>(more));
+      if (text.starts_with("error: ") || text.starts_with("log-errno ")) {
+        close(report);
+        throw std::runtime_error("rdzvd " + reported_failure(text, spec));
+      }
+      return fail(describe_exit(status, spec), false);
+    }
   }
 }
 

@@ -17,12 +17,14 @@
 #include <memory>
 #include <utility>
 
+#include "call_gate.hpp"
 #include "core_host.hpp"
 #include "logger.hpp"
 #include "metrics_http.hpp"
 #include "metrics_page.hpp"
 #include "rendezvous_service.hpp"
 #include "llmrdzv/common/text_values.hpp"
+#include "llmrdzv/common/token.hpp"
 #include "systemd_notify.hpp"
 #include "tuning.hpp"
 
@@ -42,7 +44,7 @@ struct BoundServer {
   int port = 0;
 };
 
-BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger& log) {
+BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGate& gate, Logger& log) {
   const HostPort listen = parse_listen(options.listen);
   std::vector<std::uint16_t> candidates;
   if (options.port_range && listen.port != 0) {
@@ -56,7 +58,7 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger
     bound.service = std::make_unique<RendezvousService>(host, LLMRDZV_VERSION);
     bound.address = listen.host + ":" + std::to_string(port);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(bound.address, grpc::InsecureServerCredentials(), &bound.port);
+    builder.AddListeningPort(bound.address, gate.credentials(), &bound.port);
     builder.RegisterService(bound.service.get());
     // Without this a second daemon could share a busy port and port probing would never move on.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -65,6 +67,7 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, Logger
     bound.server = builder.BuildAndStart();
     if (bound.server && bound.port > 0) {
       bound.service->set_listen_port(bound.port);
+      gate.set_listen_port(bound.port);
       return bound;
     }
     log.info("cannot listen on " + bound.address + " (in use or not a local address), trying the next candidate");
@@ -85,7 +88,9 @@ class Daemon {
         args_(std::move(args)),
         systemd_(SystemdNotifier::from_environment()),
         log_(options_.log_level, options_.syslog),
-        host_({load_auth(options_), options_.core, options_.participants}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
+        auth_(auth_with_nonce(load_auth(options_))),
+        gate_(std::make_shared<CallGate>(std::make_shared<core::Authenticator>(auth_), LLMRDZV_VERSION)),
+        host_({auth_, options_.core, options_.participants}, [this](core::LogLevel l, const std::string& m) { log_.write(l, m); },
               io_),
         signals_(io_, SIGTERM, SIGINT, SIGHUP),
         drain_signal_(io_, SIGUSR1),
@@ -95,8 +100,9 @@ class Daemon {
         start_time_(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
   int run() {
+    gate_->set_max_id_length(options_.core.limits.max_id_length);
     serve_metrics();  // first: a busy metrics port must not leave a half-started daemon
-    BoundServer bound = bind_first_free(options_, host_, log_);
+    BoundServer bound = bind_first_free(options_, host_, *gate_, log_);
     server_ = bound.server.get();
     // stdout first: whoever sees the port file can rely on stdout holding the port too.
     std::printf("%d\n", bound.port);
@@ -132,7 +138,7 @@ class Daemon {
 
   std::string metrics_page() {
     const PageInfo info{LLMRDZV_VERSION, core::mode_name(options_.mode), options_.metrics_expose_ids, start_time_,
-                        resident_memory_bytes()};
+                        resident_memory_bytes(), gate_->refused()};
     const core::CoreMetrics core = host_.run([](core::Core& core) { return core.metrics(); });
     return render_metrics_page(core, host_.rpcs().snapshot(), info);
   }
@@ -163,6 +169,7 @@ class Daemon {
       const DaemonOptions reloaded = parse_options(args_);
       const auto changes = apply_reload(options_, reloaded);
       host_.run([this](core::Core& core) { core.reconfigure(options_.core); });
+      gate_->set_max_id_length(options_.core.limits.max_id_length);
       log_.set_level(options_.log_level);
       if (changes.empty()) log_.info("SIGHUP: reloaded " + options_.config_file + ", nothing changed");
       for (const auto& change : changes) log_.info("SIGHUP: " + change);
@@ -251,10 +258,18 @@ class Daemon {
     io_.stop();
   }
 
+  // The core and the call gate check tickets against one daemon nonce.
+  static core::AuthConfig auth_with_nonce(core::AuthConfig auth) {
+    auth.daemon_nonce = random_bytes(kNonceBytes);
+    return auth;
+  }
+
   DaemonOptions options_;
   std::vector<std::string> args_;
   SystemdNotifier systemd_;
   Logger log_;
+  core::AuthConfig auth_;
+  std::shared_ptr<CallGate> gate_;
   boost::asio::io_context io_;
   CoreHost host_;
   boost::asio::signal_set signals_;
@@ -291,6 +306,21 @@ void write_port_fd(int fd, int port) {
   const int saved_errno = errno;
   ::close(fd);
   if (!written) throw OptionsError("--port-fd: cannot write to descriptor " + std::to_string(fd) + ": " + std::strerror(saved_errno));
+}
+
+void report_failure(const std::vector<std::string>& args, const std::string& why) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--port-fd") continue;
+    const auto fd = parse_unsigned(args[i + 1], 0, 65535);
+    if (!fd || ::fcntl(int(*fd), F_GETFD) == -1) return;  // closed once the port was written
+    std::string line = "error: " + why;
+    std::replace(line.begin(), line.end(), '\n', ' ');
+    line += '\n';
+    ::signal(SIGPIPE, SIG_IGN);
+    (void)!::write(int(*fd), line.data(), line.size());
+    ::close(int(*fd));
+    return;
+  }
 }
 
 int run_daemon(DaemonOptions options, const std::vector<std::string>& args) {

@@ -18,5 +18,8 @@ int run_daemon(DaemonOptions options, const std::vector<std::string>& args);
 void write_port_file(const std::string& path, int port);
 // "PORT\n" to an inherited descriptor (a launcher's pipe), which is then closed.
 void write_port_fd(int fd, int port);
+// "error: <why>\n" (one line) to the --port-fd descriptor named in `args`, when it is still open:
+// a daemon that could not start tells its launcher why. Best effort.
+void report_failure(const std::vector<std::string>& args, const std::string& why);
 
 }  // namespace llmrdzv::server

@@ -449,7 +449,7 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --max-rendezvous N, --max-rendezvous-per-user N, --max-participants N, --max-keys N, --max-key-length N,
   --max-value-size N, --max-bytes N, --max-bytes-per-user N, --max-id-length N, --max-waiters N,
   --max-timeout-ms N, --max-keys-per-request N, --max-reply-bytes N     limits (see etc/rdzvd.yaml)
-  --max-message-bytes N        largest gRPC message accepted (default 67108864)
+  --max-message-bytes N        largest gRPC message accepted (default 17825792)
   --metrics-listen HOST:PORT   serve Prometheus metrics over HTTP at /metrics there (default: off)
   --metrics-expose-ids         add per-rendezvous series labelled rdzv_id (and uid in site mode)
   --log-level error|warn|info|debug   (default info)

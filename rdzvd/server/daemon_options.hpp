@@ -37,7 +37,9 @@ struct DaemonOptions {
   core::CoreSettings core;
   core::LogLevel log_level = core::LogLevel::info;
   bool syslog = false;
-  std::uint32_t max_message_bytes = 64u << 20;
+  // limits.max_value_size and 1 MiB for its key and the rest of the message: a larger limit would
+  // only let a peer make the daemon hold more per call.
+  std::uint32_t max_message_bytes = (16u << 20) + (1u << 20);
   std::string metrics_listen;  // HOST:PORT of the /metrics endpoint; empty: not served
   bool metrics_expose_ids = false;  // per-rendezvous series labelled with the rendezvous id
 };

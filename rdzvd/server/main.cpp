@@ -1,5 +1,7 @@
 // rdzvd's entry point: options, --exit-with-parent, and the exit status contract
-// (0 stopped cleanly, 2 bad flags/config/input, 1 anything else).
+// (0 stopped cleanly, 2 bad flags/config/input, 1 anything else). A daemon that cannot start
+// says why on --port-fd too ("error: ..."), where its launcher waits for the port: slurmstepd
+// then prints the reason, not just an exit status.
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -36,9 +38,11 @@ int main(int argc, char** argv) {
     return run_daemon(std::move(options), args);
   } catch (const OptionsError& e) {
     std::fprintf(stderr, "rdzvd: error: %s\n", e.what());
+    report_failure(args, e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rdzvd: fatal: %s\n", e.what());
+    report_failure(args, e.what());
     return 1;
   }
 }

@@ -32,6 +32,9 @@ void daemon_families(Exposition& out, const core::CoreMetrics& core, const PageI
   if (info.resident_bytes)
     single(out, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.",
            double(*info.resident_bytes));
+  single(out, "rdzvd_calls_refused_unauthenticated_total", "counter",
+         "Calls refused from their headers, before their message was read: no valid credential.",
+         double(info.calls_refused_unauthenticated));
 }
 
 void gauge_families(Exposition& out, const core::CoreMetrics& core, const PageInfo& info) {

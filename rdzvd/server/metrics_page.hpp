@@ -18,6 +18,7 @@ struct PageInfo {
   bool expose_ids = false;
   double start_time_seconds = 0;  // the process' start, Unix time
   std::optional<std::uint64_t> resident_bytes;
+  std::uint64_t calls_refused_unauthenticated = 0;  // by the call gate, before their body was read
 };
 
 std::string render_metrics_page(const core::CoreMetrics& core, const RpcMetrics::Snapshot& rpcs, const PageInfo& info);

@@ -30,6 +30,11 @@ void tune_server(grpc::ServerBuilder& builder) {
   // No channelz: rdzvd registers no channelz service, so the per-connection socket nodes and
   // per-call counters it keeps would never be read (about 450 bytes per connection).
   builder.AddChannelArgument(GRPC_ARG_ENABLE_CHANNELZ, 0);
+  // At most 100 live calls per connection (HTTP/2's recommended minimum; gRPC's default is
+  // unbounded). A client of the library keeps one Session stream and a few unary calls; the
+  // credential check refuses calls without a token from their headers, and this bounds what one
+  // connection of a token holder can keep open at once. Calls past it wait in the client.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 100);
   // Deliberately not set, for the record:
   // - a grpc::ResourceQuota memory bound: past it gRPC reclaims memory by cancelling streams,
   //   and a cancelled Session stream is a member failure that ends the round for everyone;

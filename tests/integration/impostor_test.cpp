@@ -5,9 +5,13 @@
 // a ticket.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+
 #include "impostors.hpp"
 #include "llmrdzv/client/client.hpp"
 #include "llmrdzv/common/port_probe.hpp"
+#include "llmrdzv/common/token.hpp"
 #include "local_ports.hpp"
 #include "test_clients.hpp"
 
@@ -96,7 +100,7 @@ TEST_CASE("a fake daemon that answers OK to everything is refused by name and ge
   }
 }
 
-TEST_CASE("a relay that forwards Hello to the real rdzvd is refused: the proof names the daemon's port", "[security]") {
+TEST_CASE("a relay that forwards Hello to the real rdzvd is refused: the credential names the port dialled", "[security]") {
   ScratchDir dir;
   RdzvdProcess rdzvd(dir);
   FakeDaemon relay("127.0.0.1:0", rdzvd.endpoint());
@@ -106,8 +110,9 @@ TEST_CASE("a relay that forwards Hello to the real rdzvd is refused: the proof n
   try {
     Client client(options);
   } catch (const RdzvError& error) {
-    CHECK_THAT(error.what(), Catch::Contains("rdzvd " + relay.endpoint()) &&
-                                 Catch::Contains("relays the rendezvous daemon of port " + std::to_string(rdzvd.port())));
+    // rdzvd refuses the relayed Hello from its headers: its credential was made for the relay's port.
+    CHECK_THAT(error.what(), Catch::Contains("rdzvd " + relay.endpoint()) && Catch::Contains("made for another port") &&
+                                 Catch::Contains("relays this port"));
   }
   for (const auto& method : relay.loot().methods()) CHECK(method == kHello);
   check_clean(relay.loot(), rdzvd.token());
@@ -115,4 +120,67 @@ TEST_CASE("a relay that forwards Hello to the real rdzvd is refused: the proof n
   Client direct(rdzvd.client_options(1));
   direct.join();
   direct.leave();
+}
+
+TEST_CASE("48 concurrent 63 MiB Set calls with a forged ticket are refused from their headers: rdzvd's memory stays put",
+          "[security]") {
+  ScratchDir dir;
+  RdzvdProcess rdzvd(dir);
+  Client victim(rdzvd.client_options(1));
+  const auto round = victim.join().round;
+  victim.kv(round).set("before", "1");
+  const std::uint64_t idle = resident_bytes(rdzvd.pid());
+  REQUIRE(idle > 0);
+  std::atomic<bool> flooding{true};
+  std::atomic<std::uint64_t> peak{idle};
+  std::thread sampler([&] {
+    while (flooding) {
+      peak = std::max<std::uint64_t>(peak, resident_bytes(rdzvd.pid()));
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  // As in the replay of issue 39: the forged ticket in the body only, then in the metadata too.
+  for (const bool forged_metadata : {false, true}) {
+    for (const auto& status : forged_set_flood(rdzvd.endpoint(), rdzvd.rdzv_id(), 48, 63u << 20, forged_metadata, 60s)) {
+      CHECK(status.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+      CHECK_THAT(status.error_message(), Catch::StartsWith(std::string(llmrdzv::kGateRefusalPrefix)));
+    }
+  }
+  const auto took = std::chrono::steady_clock::now() - start;
+  flooding = false;
+  sampler.join();
+  INFO("rdzvd RSS idle " << idle / 1024 << " KiB, peak under the flood " << peak / 1024 << " KiB, flood took "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  // Without the check on headers the same flood took rdzvd from 20 MB to 1.89 GB (48 bodies held).
+  CHECK(peak < idle + (32u << 20));
+  // The victim's rendezvous works throughout.
+  victim.kv(round).set("after", "2");
+  CHECK(victim.kv(round).get("after", 1s) == "2");
+  victim.leave();
+}
+
+TEST_CASE("when raw squatters hold every candidate port, a client fails within seconds naming them", "[security]") {
+  ScratchDir dir;
+  const auto range = free_port_range(kRangeSize);
+  std::vector<std::unique_ptr<RawSquatter>> squatters;
+  for (std::uint32_t k = 0; k < kRangeSize; ++k) squatters.push_back(std::make_unique<RawSquatter>(range.lo + k));
+  RdzvdProcess rdzvd(dir, RdzvdConfig{.listen = "127.0.0.1:0"});  // the token a step would have; unreachable here
+  auto options = rdzvd.client_options(1);
+  options.endpoint = "127.0.0.1:" + std::to_string(range.lo);
+  options.port_range = range;
+  options.port_probes = kRangeSize;
+  options.connect_timeout = 30s;  // what a step's ranks wait at most
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Client client(options);
+    FAIL("a client found an rdzvd among the squatters");
+  } catch (const RdzvError& error) {
+    CHECK(error.code() == ErrorCode::unavailable);
+    CHECK_THAT(error.what(), Catch::Contains("never speaks HTTP/2") && Catch::Contains("another program holds this port"));
+  }
+  // Instead of the 30 s connect timeout: a probe deadline and the 2 s each mute peer gets to
+  // answer HTTP/2.
+  CHECK(std::chrono::steady_clock::now() - start < 10s);
+  for (const auto& squatter : squatters) check_clean(squatter->loot(), rdzvd.token());
 }

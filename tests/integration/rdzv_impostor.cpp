@@ -1,12 +1,15 @@
-// rdzv-impostor: an attacker of the handshake for the security tests on the test cluster, run as
-// a second unprivileged user on a step's node. It squats ADDR:PORT as a raw TCP listener that never
+// rdzv-impostor: an attacker for the security tests on the test cluster, run as a second
+// unprivileged user on a step's node. It squats ADDR:PORT as a raw TCP listener that never
 // answers (raw), a fake rdzvd that answers OK to everything (fake), or a fake that relays Hello to
 // the real daemon (relay). It prints "listening PORT" once ready and, on SIGTERM or SIGINT, writes
 // every byte it received to FILE and the gRPC methods called to FILE.methods, one per line.
+// --kind flood instead sends CALLS concurrent Set calls of MIB MiB with a forged ticket to the
+// rdzvd at HOST:PORT (forged_set_flood) and prints how they ended, one "code count" line each.
 #include <signal.h>
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -17,7 +20,8 @@ namespace {
 int usage(const char* problem) {
   std::fprintf(stderr,
                "rdzv-impostor: %s\n"
-               "usage: rdzv-impostor --kind raw|fake|relay --listen ADDR:PORT [--relay-to HOST:PORT] --loot FILE\n",
+               "usage: rdzv-impostor --kind raw|fake|relay --listen ADDR:PORT [--relay-to HOST:PORT] --loot FILE\n"
+               "       rdzv-impostor --kind flood --target HOST:PORT --id ID [--calls N] [--mib M] [--forged-metadata yes|no]\n",
                problem);
   return 2;
 }
@@ -30,17 +34,39 @@ void save(const llmrdzv::testing::Loot& loot, const std::string& file) {
 
 }  // namespace
 
+// The flood: how its calls ended, e.g. "PERMISSION_DENIED 48" and the first message of each code.
+int flood(const std::string& target, const std::string& rdzv_id, int calls, int mib, bool forged_metadata) {
+  const auto statuses = llmrdzv::testing::forged_set_flood(target, rdzv_id, calls, std::size_t(mib) << 20,
+                                                           forged_metadata, std::chrono::seconds(60));
+  std::map<int, std::pair<int, std::string>> by_code;
+  for (const auto& status : statuses) {
+    auto& [count, message] = by_code[int(status.error_code())];
+    if (count++ == 0) message = status.error_message();
+  }
+  for (const auto& [code, seen] : by_code) std::printf("code %d count %d first: %s\n", code, seen.first, seen.second.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  std::string kind, listen, relay_to, loot_file;
+  std::string kind, listen, relay_to, loot_file, target, rdzv_id, calls = "48", mib = "63", forged_metadata = "no";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--kind") kind = value;
     else if (flag == "--listen") listen = value;
     else if (flag == "--relay-to") relay_to = value;
     else if (flag == "--loot") loot_file = value;
+    else if (flag == "--target") target = value;
+    else if (flag == "--id") rdzv_id = value;
+    else if (flag == "--calls") calls = value;
+    else if (flag == "--mib") mib = value;
+    else if (flag == "--forged-metadata") forged_metadata = value;
     else return usage(("unknown flag " + flag).c_str());
   }
   if (argc % 2 == 0) return usage("every flag needs a value");
+  if (kind == "flood") {
+    if (target.empty() || rdzv_id.empty()) return usage("--kind flood needs --target HOST:PORT and --id ID");
+    return flood(target, rdzv_id, std::stoi(calls), std::stoi(mib), forged_metadata == "yes");
+  }
   if (listen.empty() || loot_file.empty()) return usage("--listen and --loot are required");
   if ((kind == "relay") != !relay_to.empty()) return usage("--relay-to goes with --kind relay, and only with it");
   sigset_t stop_signals;

@@ -86,10 +86,12 @@ TEST_CASE("rdzvctl ping, list, show and kv describe a live rendezvous") {
   member.kv(0).set("greeting", "hello\x01");
   member.kv(assignment.round).set("in-round", "r");
 
+  // Tokenless: rdzvd's refusal is the answer, and it names no rendezvous and counts no member.
   const auto ping = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "ping"});
   CHECK(ping.exit_status == 0);
   CHECK_THAT(ping.out, Catch::Contains("rdzvd " + rdzvd.endpoint() + " answers: version=") &&
-                           Catch::Contains("mode=step"));
+                           Catch::Contains("mode=step") && Catch::Contains("shows nothing more"));
+  CHECK_THAT(ping.out, !Catch::Contains(rdzvd.rdzv_id()) && !Catch::Contains("members="));
 
   const auto ping_id = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--id", rdzvd.rdzv_id(), "--token",
                                      rdzvd.token(), "ping"});
@@ -98,7 +100,10 @@ TEST_CASE("rdzvctl ping, list, show and kv describe a live rendezvous") {
   const auto ping_other = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--id", "other.7", "--token", "t", "ping"});
   CHECK(ping_other.exit_status == 5);
 
-  const auto list = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "list"});
+  const auto tokenless_list = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "list"});
+  CHECK(tokenless_list.exit_status == 2);
+  CHECK_THAT(tokenless_list.err, Catch::Contains("list needs a rendezvous id and its token"));
+  const auto list = rdzvctl(dir, {"--endpoint", rdzvd.endpoint(), "--id", rdzvd.rdzv_id(), "--token", rdzvd.token(), "list"});
   CHECK(list.exit_status == 0);
   CHECK_THAT(list.out, Catch::Contains(rdzvd.rdzv_id()) && Catch::Contains("1:1"));
   CHECK_THAT(list.out, !Catch::Contains(rdzvd.token()));

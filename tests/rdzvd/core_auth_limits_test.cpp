@@ -329,3 +329,36 @@ TEST_CASE("site mode: the metrics snapshot names each rendezvous' owner uid", "[
   CHECK(rendezvous[1].status.rdzv_id == "train");
   CHECK(rendezvous[2].owner == "1001");
 }
+
+TEST_CASE("admit: a call's metadata credential is checked alone, before any body", "[core][auth]") {
+  SECTION("step mode") {
+    const Authenticator auth(step_config().auth);
+    CHECK(auth.admit("42.0", llmrdzv::hello_credential("step-token-secret", "42.0", 4242), 4242).ok());
+    CHECK(auth.admit("42.0", ticket_for("step-token-secret", "42.0"), 4242).ok());
+    // Made for another port (a squatter or relay on the port the client dialled), another token,
+    // forged, missing.
+    CHECK(auth.admit("42.0", llmrdzv::hello_credential("step-token-secret", "42.0", 4243), 4242).code ==
+          Code::permission_denied);
+    CHECK(auth.admit("42.0", llmrdzv::hello_credential("step-token-secreT", "42.0", 4242), 4242).code ==
+          Code::permission_denied);
+    CHECK(auth.admit("42.0", "t2." + std::string(64, 'a'), 4242).code == Code::permission_denied);
+    CHECK(auth.admit("42.0", "h1." + std::string(64, 'a'), 4242).code == Code::permission_denied);
+    const Status missing = auth.admit("", "", 4242);
+    CHECK(missing.code == Code::permission_denied);
+    CHECK_THAT(missing.message, Catch::Contains("no credential"));
+    // Another id: the answer port-probing clients move on by, naming not the id served here.
+    const Status foreign = auth.admit("43.0", llmrdzv::hello_credential("other-token", "43.0", 4242), 4242);
+    CHECK(foreign.code == Code::not_found);
+    CHECK(foreign.message.rfind("foreign-rendezvous:", 0) == 0);
+    CHECK(foreign.message.find("42.0") == std::string::npos);
+  }
+  SECTION("site mode: the uid in the credential picks the key") {
+    const Authenticator auth(site_config().auth);
+    const std::string token = llmrdzv::site_token("the-site-secret", 1000, "job.1");
+    CHECK(auth.admit("job.1", llmrdzv::hello_credential(token, "job.1", 80), 80).ok());
+    CHECK(auth.admit("job.1", site_ticket(1000, "job.1"), 80).ok());
+    CHECK(auth.admit("job.2", llmrdzv::hello_credential(token, "job.1", 80), 80).code == Code::permission_denied);
+    CHECK(auth.admit("job.1", llmrdzv::hello_credential(llmrdzv::site_token("other", 1000, "job.1"), "job.1", 80), 80)
+              .code == Code::permission_denied);
+  }
+}

@@ -78,6 +78,7 @@ grpc::Status join(int port, const std::string& token, v1::JoinResponse* response
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
   give_up_after(context, deadline);
+  llmrdzv::client::add_credential(context, "9.0", a.ticket);
   auto request = scoped<v1::JoinRequest>(a);
   request.set_participant_id(id);
   request.set_host("h");
@@ -91,6 +92,7 @@ grpc::Status leave(int port, const std::string& token, const std::string& id = "
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
   give_up_after(context, 5s);
+  llmrdzv::client::add_credential(context, "9.0", a.ticket);
   auto request = scoped<v1::LeaveRequest>(a);
   request.set_participant_id(id);
   v1::LeaveResponse response;
@@ -101,6 +103,7 @@ grpc::Status set_key(int port, const std::string& token, const std::string& key,
   const Authenticated a = authenticate(port, token);
   grpc::ClientContext context;
   give_up_after(context, 5s);
+  llmrdzv::client::add_credential(context, "9.0", a.ticket);
   auto request = scoped<v1::SetRequest>(a);
   request.set_key(key);
   request.set_value(value);
@@ -350,13 +353,13 @@ TEST_CASE("a SIGHUP reload that does not fit the keys kept until a restart chang
   const int port = rdzvd.port(dir.file("port"));
   v1::JoinResponse response;
   REQUIRE(join(port, "daemon-test-token", &response).ok());
-  // Valid as a file, but max_message_bytes needs a restart: the running 64 MiB would stay below
+  // Valid as a file, but max_message_bytes needs a restart: the running 17 MiB would stay below
   // the new max_value_size, and values that size could never be sent.
   dir.write("rdzvd.yaml", "max_message_bytes: 200000000\nlimits:\n  max_value_size: 100000000\n"
                           "  max_reply_bytes: 100000000\n");
   rdzvd.signal(SIGHUP);
   CHECK(rdzvd.log_contains("reload failed, keeping the running config: with the keys that need a restart kept as "
-                           "they run: max_message_bytes (67108864) must exceed limits.max_value_size (100000000)",
+                           "they run: max_message_bytes (17825792) must exceed limits.max_value_size (100000000)",
                            5s));
   CHECK_THAT(rdzvd.log(), !Catch::Contains("max_value_size: 1000 -> 100000000"));
   const grpc::Status refused = set_key(port, "daemon-test-token", "k", std::string(2000, 'v'));

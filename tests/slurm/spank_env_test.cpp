@@ -103,20 +103,22 @@ TEST_CASE("the ports srun hands to the nodes round-trip, and bad text is refused
   }
 }
 
-TEST_CASE("fallback ports are in range, rdzvd's walk clear of MASTER_PORT, and differ between steps") {
+TEST_CASE("a step no srun started draws its ports at random: in range, rdzvd's walk clear of MASTER_PORT") {
   for (const PortRange range : {PortRange{20000, 20999}, PortRange{20000, 20003}}) {
     const StepSettings settings = settings_with(range);
-    int differing = 0;
-    for (std::uint32_t step = 0; step < 500; ++step) {
-      const StepPorts ports = step_ports(settings, 7, step);
-      INFO(step);
+    std::set<std::uint16_t> bases;
+    for (int draw = 0; draw < 500; ++draw) {
+      const StepPorts ports = draw_step_ports(settings.ports, settings.port_probes);
+      INFO(draw);
       CHECK(settings.ports.contains(ports.rdzvd));
       CHECK(settings.ports.contains(ports.master));
       CHECK_FALSE(rdzvd_walks_onto_master(range, probe_window(range, settings.port_probes), ports));
       CHECK(ports.rdzvd != ports.master);
-      if (step_ports(settings, 7, step + 1).rdzvd != ports.rdzvd) ++differing;
+      bases.insert(ports.rdzvd);
     }
-    CHECK(differing >= (range.size() > 100 ? 450 : 250));
+    // Nothing to compute from job and step ids: 500 draws cover the range (1000 ports: about 394
+    // distinct expected; 4 ports: all of them).
+    CHECK(bases.size() >= (range.size() > 100 ? 300u : 4u));
   }
 }
 

@@ -156,10 +156,17 @@ TEST_CASE("start failures say why") {
     const pid_t pid = std::stoi(read_file(dir / "pid"));
     CHECK_FALSE(running(pid));
   }
-  SECTION("unwritable log") {
+  SECTION("a log directory that does not exist: the errno and how to make it") {
     LaunchSpec spec = shell_daemon(dir, "exit 0");
     spec.log_path = dir.file("missing-dir/log");
-    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not create its log file " + spec.log_path));
+    CHECK_THROWS_WITH(start_daemon(spec), Contains("could not create its log file " + spec.log_path) &&
+                                              Contains("No such file or directory") &&
+                                              Contains("does not exist: create it on every node"));
+  }
+  SECTION("the daemon's own reason comes over the port pipe") {
+    CHECK_THROWS_WITH(
+        start_daemon(shell_daemon(dir, "echo 'error: --listen: could not bind 0.0.0.0 on any of the ports 1,2' >&3; exit 2")),
+        Contains("rdzvd could not start: --listen: could not bind 0.0.0.0 on any of the ports 1,2"));
   }
   SECTION("a report that is no port") {
     CHECK_THROWS_WITH(start_daemon(shell_daemon(dir, "echo listening >&3; exec sleep 30")),
@@ -178,7 +185,7 @@ TEST_CASE("a log name planted in a shared log directory is refused, never follow
     LaunchSpec spec = shell_daemon(dir, "echo 20003 >&3; echo evil; exec sleep 30");
     fs::create_symlink(precious, spec.log_path);
     CHECK_THROWS_WITH(start_daemon(spec), Contains("could not create its log file " + spec.log_path) &&
-                                              Contains("must not exist yet, nor be a symbolic link"));
+                                              Contains("a file or a symbolic link planted"));
   }
   SECTION("an existing file") {
     LaunchSpec spec = shell_daemon(dir, "echo 20004 >&3; echo evil; exec sleep 30");

@@ -18,6 +18,12 @@ HelloResult not_proven(HelloOutcome outcome, grpc::StatusCode code, std::string 
 
 }  // namespace
 
+void add_credential(grpc::ClientContext& context, std::string_view rdzv_id, std::string_view credential) {
+  if (credential.empty()) return;
+  context.AddMetadata(kRdzvIdMetadata, std::string(rdzv_id));
+  context.AddMetadata(kCredentialMetadata, std::string(credential));
+}
+
 HelloResult hello(llmrdzv::v1::Rendezvous::Stub& stub, std::string_view rdzv_id, std::string_view token,
                   std::uint16_t dialled_port, std::chrono::milliseconds deadline) {
   llmrdzv::v1::HelloRequest request;
@@ -27,6 +33,7 @@ HelloResult hello(llmrdzv::v1::Rendezvous::Stub& stub, std::string_view rdzv_id,
   llmrdzv::v1::HelloResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + deadline);
+  add_credential(context, rdzv_id, hello_credential(token, rdzv_id, dialled_port));
   const grpc::Status status = stub.Hello(&context, request, &response);
   const auto code = status.error_code();
   if (code == grpc::StatusCode::UNAVAILABLE)
@@ -42,6 +49,11 @@ HelloResult hello(llmrdzv::v1::Rendezvous::Stub& stub, std::string_view rdzv_id,
     return not_proven(HelloOutcome::unproven, code,
                       "does not know Hello: not an rdzvd, or one older than this client (upgrade rdzvd and its "
                       "clients together)");
+  if (code == grpc::StatusCode::PERMISSION_DENIED && status.error_message().starts_with(kGateRefusalPrefix))
+    return not_proven(HelloOutcome::unproven, code,
+                      "refused our credential (" + status.error_message() +
+                          "): the token is wrong, or something relays this port to the rendezvous daemon on another; "
+                          "nothing secret was sent");
   if (!status.ok()) return not_proven(HelloOutcome::unproven, code, "answered Hello with: " + status.error_message());
   const std::string& daemon_nonce = response.daemon_nonce();
   const std::string expected =

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "connector.hpp"
+#include "llmrdzv/client/handshake.hpp"
 #include "llmrdzv/client/client.hpp"
 #include "rpc.hpp"
 #include "session.hpp"
@@ -31,7 +32,10 @@ struct Client::Impl {
   template <class Attempt>
   void call(std::string_view op, detail::Idempotent idempotent, std::chrono::milliseconds blocking,
             Attempt&& attempt) const {
-    detail::call(options, connection.endpoint, op, idempotent, blocking, std::forward<Attempt>(attempt));
+    detail::call(options, connection.endpoint, op, idempotent, blocking, [&](grpc::ClientContext& context) {
+      add_credential(context, scope.rdzv_id(), scope.ticket());
+      return attempt(context);
+    });
   }
 };
 

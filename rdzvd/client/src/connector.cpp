@@ -1,7 +1,13 @@
 // Implementation of the rdzvd discovery described in connector.hpp and options.hpp.
 #include "connector.hpp"
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -9,12 +15,13 @@
 
 #include "llmrdzv/client/error.hpp"
 #include "llmrdzv/client/handshake.hpp"
+#include "llmrdzv/common/token.hpp"
 #include "rpc.hpp"
 
 namespace llmrdzv::client::detail {
 namespace {
 
-enum class Verdict { ours, foreign, unproven, silent };
+enum class Verdict { ours, foreign, unproven, mute, silent };  // mute: a peer that never speaks HTTP/2
 
 struct ProbeResult {
   Verdict verdict;
@@ -43,9 +50,67 @@ std::vector<std::uint16_t> candidate_ports(const Options& options, std::uint16_t
 
 std::string join_host_port(const std::string& host, std::uint16_t port) { return host + ":" + std::to_string(port); }
 
+// How long a peer that accepted a TCP connection gets to answer the HTTP/2 preface before it
+// counts as mute. Any gRPC server sends its SETTINGS frame as soon as it accepts, however busy
+// its handlers are; the margin covers a backlog of connections not yet accepted.
+constexpr std::chrono::milliseconds kMuteAfter{2000};
+
+// Which of `ports` on `host` hold a peer that accepts a TCP connection and then says nothing to
+// the HTTP/2 client preface within `wait` (a squatter: rdzvd could not have bound that port).
+// All are asked at once. Not mute: a peer that answers, refuses, closes, or cannot be reached.
+std::vector<bool> mute_ports(const std::string& host, const std::vector<std::uint16_t>& ports,
+                             std::chrono::milliseconds wait) {
+  // The client connection preface and an empty SETTINGS frame (RFC 9113, 3.4 and 6.5).
+  static constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0";
+  std::vector<pollfd> sockets;
+  for (const std::uint16_t port : ports) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    int fd = -1;
+    if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) == 0 && found != nullptr) {
+      // Non-blocking: a host that drops the attempt costs `wait`, not TCP's minutes.
+      fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) != 0 && errno != EINPROGRESS) {
+        ::close(fd);
+        fd = -1;
+      }
+      freeaddrinfo(found);
+    }
+    sockets.push_back({fd, POLLOUT, 0});
+  }
+  std::vector<bool> sent(ports.size(), false), answered(ports.size(), false);
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || ::poll(sockets.data(), sockets.size(), int(left.count())) <= 0) break;
+    for (std::size_t i = 0; i < sockets.size(); ++i) {
+      pollfd& s = sockets[i];
+      if (s.fd < 0 || s.revents == 0) continue;
+      int error = 0;
+      socklen_t size = sizeof error;
+      if (!sent[i] && (s.revents & POLLOUT) && ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 &&
+          error == 0 && ::send(s.fd, kPreface, sizeof kPreface - 1, MSG_NOSIGNAL) == ssize_t(sizeof kPreface - 1)) {
+        sent[i] = true;
+        s.events = POLLIN;
+        continue;
+      }
+      answered[i] = sent[i];  // bytes, a close or an error after the preface; or a failed connect
+      ::close(s.fd);
+      s.fd = -1;
+    }
+  }
+  std::vector<bool> mute(ports.size(), false);
+  for (std::size_t i = 0; i < sockets.size(); ++i) {
+    mute[i] = sent[i] && !answered[i];
+    if (sockets[i].fd >= 0) ::close(sockets[i].fd);
+  }
+  return mute;
+}
+
 // With a rendezvous id: the handshake, in which only the daemon holding our token passes and
-// nothing secret is sent. Without one (rdzvctl list): an unscoped Status, which any rdzvd
-// answers and which carries no secret either way.
+// nothing secret is sent. Without one (a tokenless rdzvctl ping): a Status without credential,
+// which rdzvd refuses from its headers in words that say an rdzvd is there.
 ProbeResult probe(llmrdzv::v1::Rendezvous::Stub& stub, const Options& options, std::uint16_t port,
                   std::chrono::milliseconds deadline) {
   if (options.rdzv_id.empty()) {
@@ -56,6 +121,10 @@ ProbeResult probe(llmrdzv::v1::Rendezvous::Stub& stub, const Options& options, s
     const grpc::Status status = stub.Status(&context, request, &response);
     switch (status.error_code()) {
       case grpc::StatusCode::OK: return answer(Verdict::ours, {});
+      case grpc::StatusCode::PERMISSION_DENIED:
+        // rdzvd refuses a tokenless call from its headers; that answer still says an rdzvd is there.
+        if (status.error_message().starts_with(kGateRefusalPrefix)) return answer(Verdict::ours, {});
+        return answer(Verdict::silent, "not an rdzvd (" + status.error_message() + ")");
       case grpc::StatusCode::UNAVAILABLE: return answer(Verdict::silent, "unavailable: " + status.error_message());
       case grpc::StatusCode::DEADLINE_EXCEEDED:
         return answer(Verdict::silent, "no answer within " + std::to_string(deadline.count()) + " ms", true);
@@ -87,7 +156,8 @@ struct Candidate {
   Connection connection;
   std::uint16_t port = 0;
   std::chrono::milliseconds deadline;
-  std::optional<ProbeResult> final_answer;  // foreign or unproven
+  std::optional<ProbeResult> final_answer;  // foreign, unproven or mute
+  bool mute_checked = false;                // mute_ports ran once already
   std::string reason;                       // the latest answer's
 };
 
@@ -108,7 +178,13 @@ RdzvError settled(const Options& options, const std::vector<Candidate>& candidat
   const auto unproven = std::find_if(candidates.begin(), candidates.end(), [](const Candidate& c) {
     return c.final_answer && c.final_answer->verdict == Verdict::unproven;
   });
-  return RdzvError(unproven == candidates.end() ? ErrorCode::not_found : unproven->final_answer->code,
+  const bool any_mute = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) {
+    return c.final_answer && c.final_answer->verdict == Verdict::mute;
+  });
+  const ErrorCode code = unproven != candidates.end() ? unproven->final_answer->code
+                         : any_mute                   ? ErrorCode::unavailable
+                                                      : ErrorCode::not_found;
+  return RdzvError(code,
                    "no rdzvd serving rendezvous '" + options.rdzv_id + "' proved itself on any candidate port:" + reasons);
 }
 
@@ -161,6 +237,7 @@ Connection connect(const Options& options) {
   };
   for (unsigned round = 0;; ++round) {
     bool any_silent = false;
+    std::vector<Candidate*> to_check;  // silent this round, not yet checked for a mute peer
     for (auto& candidate : candidates) {
       if (candidate.final_answer) continue;
       Connection& connection = candidate.connection;
@@ -182,6 +259,7 @@ Connection connect(const Options& options) {
         continue;
       }
       any_silent = true;
+      if (!candidate.mute_checked) to_check.push_back(&candidate);
       const grpc_connectivity_state state = connection.channel->GetState(false);
       if (result.timed_out && state == GRPC_CHANNEL_READY) {
         candidate.deadline = std::min(candidate.deadline * 2, options.probe_deadline * 16);
@@ -189,6 +267,28 @@ Connection connect(const Options& options) {
         connection.channel.reset();
         connection.stub.reset();
       }
+    }
+    // Once per silent candidate (gRPC itself waits up to 20 s for a peer's SETTINGS): a port
+    // whose peer never speaks HTTP/2 will not turn into our rdzvd while that peer holds it. A
+    // sweep of such ports ends at once. A refused port costs one failed connect here.
+    if (!to_check.empty()) {
+      std::vector<std::uint16_t> ports;
+      for (const Candidate* candidate : to_check) ports.push_back(candidate->port);
+      const std::vector<bool> mute = mute_ports(base.host, ports, kMuteAfter);
+      for (std::size_t i = 0; i < to_check.size(); ++i) {
+        Candidate& candidate = *to_check[i];
+        candidate.mute_checked = true;
+        if (!mute[i]) continue;
+        ProbeResult result = answer(Verdict::mute,
+                                    "accepts TCP connections but never speaks HTTP/2 (no answer to its preface within " +
+                                        std::to_string(kMuteAfter.count()) + " ms): another program holds this port, not rdzvd");
+        result.code = ErrorCode::unavailable;
+        candidate.reason = result.reason;
+        candidate.final_answer = std::move(result);
+        candidate.connection.channel.reset();
+        candidate.connection.stub.reset();
+      }
+      any_silent = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) { return !c.final_answer; });
     }
     const bool any_unproven = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) {
       return c.final_answer && c.final_answer->verdict == Verdict::unproven;

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "llmrdzv/client/handshake.hpp"
 #include "rpc.hpp"
 
 namespace llmrdzv::client::detail {
@@ -26,6 +27,7 @@ std::optional<SessionEvent::Kind> kind_of(llmrdzv::v1::SessionEvent::Kind kind) 
 
 Session::Session(llmrdzv::v1::Rendezvous::Stub& stub, SessionSpec spec, SessionCallback on_event)
     : spec_(std::move(spec)), on_event_(std::move(on_event)) {
+  add_credential(context_, spec_.scope.rdzv_id(), spec_.scope.ticket());
   stream_ = stub.Session(&context_);
   llmrdzv::v1::SessionRequest open;
   if (spec_.join) {

@@ -7,8 +7,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <grpcpp/generic/generic_stub.h>
+
 #include <chrono>
+#include <condition_variable>
+#include <fstream>
 #include <stdexcept>
+
+#include "llmrdzv/common/token.hpp"
 
 namespace llmrdzv::testing {
 namespace {
@@ -81,7 +87,12 @@ void RawSquatter::serve() {
 
 class FakeDaemon::Call final : public grpc::ServerGenericBidiReactor {
  public:
-  Call(FakeDaemon& fake, std::string method) : fake_(fake), method_(std::move(method)) { StartRead(&request_); }
+  Call(FakeDaemon& fake, grpc::GenericCallbackServerContext* context) : fake_(fake), method_(context->method()) {
+    for (const auto& [key, value] : context->client_metadata()) {
+      if (key.starts_with("llm-rdzv-")) metadata_.emplace_back(std::string(key.data(), key.size()), std::string(value.data(), value.size()));
+    }
+    StartRead(&request_);
+  }
 
   void OnReadDone(bool ok) override {
     if (!ok) return Finish(grpc::Status::OK);
@@ -94,7 +105,10 @@ class FakeDaemon::Call final : public grpc::ServerGenericBidiReactor {
       llmrdzv::v1::HelloResponse response;
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      if (fake_.relay_->Hello(&context, hello, &response).ok()) answer = response.SerializeAsString();
+      for (const auto& [key, value] : metadata_) context.AddMetadata(key, value);  // the client's credential too
+      const grpc::Status relayed = fake_.relay_->Hello(&context, hello, &response);
+      if (!relayed.ok()) return Finish(relayed);
+      answer = response.SerializeAsString();
     }
     grpc::Slice slice(answer);
     response_ = grpc::ByteBuffer(&slice, 1);
@@ -105,12 +119,13 @@ class FakeDaemon::Call final : public grpc::ServerGenericBidiReactor {
  private:
   FakeDaemon& fake_;
   std::string method_;
+  std::vector<std::pair<std::string, std::string>> metadata_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
 };
 
 grpc::ServerGenericBidiReactor* FakeDaemon::Service::CreateReactor(grpc::GenericCallbackServerContext* context) {
-  return new Call(fake_, context->method());
+  return new Call(fake_, context);
 }
 
 FakeDaemon::FakeDaemon(const std::string& listen, const std::string& relay_to) {
@@ -125,5 +140,69 @@ FakeDaemon::FakeDaemon(const std::string& listen, const std::string& relay_to) {
 }
 
 FakeDaemon::~FakeDaemon() { server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1)); }
+
+std::vector<grpc::Status> forged_set_flood(const std::string& endpoint, const std::string& rdzv_id, int calls,
+                                           std::size_t value_bytes, bool forged_metadata,
+                                           std::chrono::milliseconds deadline) {
+  const std::string forged = "t2." + std::string(64, 'a');
+  llmrdzv::v1::SetRequest request;
+  request.mutable_scope()->set_rdzv_id(rdzv_id);
+  request.mutable_scope()->set_ticket(forged);
+  request.set_key("flood");
+  request.set_value(std::string(value_bytes, 'x'));
+  grpc::Slice serialized(request.SerializeAsString());
+  request.Clear();
+  const grpc::ByteBuffer message(&serialized, 1);
+
+  struct Pending {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<grpc::GenericStub> stub;
+    grpc::ClientContext context;
+    grpc::ByteBuffer request, response;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Pending>> pending;
+  std::mutex mutex;
+  std::condition_variable all_done;
+  int finished = 0;
+  for (int i = 0; i < calls; ++i) {
+    auto call = std::make_unique<Pending>();
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection per call
+    call->channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+    call->stub = std::make_unique<grpc::GenericStub>(call->channel);
+    call->context.set_deadline(std::chrono::system_clock::now() + deadline);
+    if (forged_metadata) {
+      call->context.AddMetadata(kRdzvIdMetadata, rdzv_id);
+      call->context.AddMetadata(kCredentialMetadata, forged);
+    }
+    call->request = message;
+    pending.push_back(std::move(call));
+  }
+  for (auto& call : pending) {
+    Pending* p = call.get();
+    p->stub->UnaryCall(&p->context, "/llmrdzv.v1.Rendezvous/Set", grpc::StubOptions(), &p->request, &p->response,
+                       [p, &mutex, &all_done, &finished](grpc::Status status) {
+                         std::lock_guard lock(mutex);
+                         p->status = std::move(status);
+                         ++finished;
+                         all_done.notify_all();
+                       });
+  }
+  std::unique_lock lock(mutex);
+  all_done.wait(lock, [&] { return finished == calls; });  // every call ends by its deadline
+  std::vector<grpc::Status> statuses;
+  for (const auto& call : pending) statuses.push_back(call->status);
+  return statuses;
+}
+
+std::uint64_t resident_bytes(int pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmRSS:   1234 kB"
+  }
+  return 0;
+}
 
 }  // namespace llmrdzv::testing

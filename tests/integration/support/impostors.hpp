@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -76,5 +77,17 @@ class FakeDaemon {
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
 };
+
+// The attack on memory before authentication: `calls` concurrent Set calls, each on a connection
+// of its own, of a `value_bytes` value with a forged ticket in the scope and, with
+// `forged_metadata`, a forged credential in the metadata too (else none). One serialized message
+// is shared by every call, so the attacker's own memory stays at one copy. Returns each call's
+// status once all have ended (or `deadline` passed).
+std::vector<grpc::Status> forged_set_flood(const std::string& endpoint, const std::string& rdzv_id, int calls,
+                                           std::size_t value_bytes, bool forged_metadata,
+                                           std::chrono::milliseconds deadline);
+
+// VmRSS of process `pid` in bytes, from /proc; 0 when it cannot be read.
+std::uint64_t resident_bytes(int pid);
 
 }  // namespace llmrdzv::testing

@@ -49,6 +49,7 @@ class RdzvdProcess {
   // Site mode: the token of this uid for any rendezvous id.
   std::string token_for(const std::string& rdzv_id) const;
   std::uint16_t port() const { return port_; }
+  int pid() const { return int(daemon_.pid); }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
   void send_signal(int signal) const;
   // Exit status (128 + signal when killed), or nullopt while it still runs after `timeout`.

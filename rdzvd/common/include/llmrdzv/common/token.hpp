@@ -10,6 +10,12 @@
 // port nor one relaying to the real daemon passes. Only then does it compute its ticket,
 // HMAC(token, rdzv_id, daemon nonce), and send it in every request's scope. The ticket proves
 // the token to this daemon process only and reveals nothing about the token.
+// Every call also carries a credential in its metadata (kCredentialMetadata), which rdzvd checks
+// from the headers alone, before it reads the call's body: the ticket, or for Hello itself (no
+// ticket yet) the hello credential, HMAC(token, rdzv_id, port dialled). A peer without the token
+// thus cannot make the daemon hold a message body at all. The hello credential is sent before the
+// daemon proved itself, so it is bound to the port: whoever squats a port learns one that only
+// that port accepts.
 // No OpenSSL types here: the plugin and the trainer include this header too.
 #pragma once
 
@@ -53,6 +59,23 @@ std::string client_ticket(std::string_view token, std::string_view rdzv_id, std:
 
 // The uid a ticket claims ("t2.<uid>.<64 hex>"), or nullopt if the text is not of that form.
 std::optional<std::uint32_t> ticket_uid(std::string_view ticket);
+
+// The metadata of every call: the rendezvous id and the credential (ticket or hello credential).
+inline constexpr const char* kRdzvIdMetadata = "llm-rdzv-id";
+inline constexpr const char* kCredentialMetadata = "llm-rdzv-credential";
+
+// How rdzvd's refusal of a call without a valid credential starts (before "version=V mode=M: ").
+inline constexpr std::string_view kGateRefusalPrefix = "rdzvd-gate ";
+
+// Hello's credential: "h1.<hex>" for a step token, "h1.<uid>.<hex>" for a site token, over
+// (rdzv_id, the port the client dialled).
+std::string hello_credential(std::string_view token, std::string_view rdzv_id, std::uint16_t port);
+
+// The uid a hello credential claims ("h1.<uid>.<64 hex>"), or nullopt if it is not of that form.
+std::optional<std::uint32_t> hello_credential_uid(std::string_view credential);
+
+// Whether a credential is a hello credential (else it is meant as a ticket).
+bool is_hello_credential(std::string_view credential);
 
 // Compares two tokens in time that depends only on their lengths, not on where they differ.
 bool tokens_equal(std::string_view a, std::string_view b);

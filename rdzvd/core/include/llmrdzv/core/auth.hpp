@@ -31,13 +31,18 @@ class Authenticator {
   Result<HelloAnswer> hello(const HelloRequest& request, std::uint16_t port) const;
   // The registry key of the rendezvous the scope names, once its ticket proves access.
   Result<std::string> authorize(const Scope& scope) const;
+  // Whether a call may have its body read: `credential` (the call's metadata) is a ticket that
+  // authorize() would accept for `rdzv_id`, or a hello credential for `rdzv_id` and `port` (the
+  // listening port). Needs only the headers, so a peer without the token is refused before the
+  // daemon holds any of its message. Thread-safe (const, no state).
+  Status admit(const std::string& rdzv_id, const std::string& credential, std::uint16_t port) const;
   // Whose rendezvous a registry key names: the uid in site mode, "" in step mode (one owner).
   std::string owner_of(const std::string& key) const;
   Mode mode() const { return config_.mode; }
 
  private:
   // Ok for an id this daemon serves; invalid_argument when empty, not_found "foreign-rendezvous:"
-  // for another id in step mode.
+  // for another id in step mode (without naming the id served: tokenless peers learn nothing).
   Status check_id(const std::string& rdzv_id) const;
 
   AuthConfig config_;

@@ -34,6 +34,11 @@ struct HelloResult {
   std::vector<std::string> features;             // what the daemon speaks (proven only)
 };
 
+// Puts the rendezvous id and a credential (the ticket; hello() sends the hello credential) into
+// a call's metadata, where rdzvd checks them before it reads the call's body. Every call but a
+// tokenless one (no id) needs them; nothing when `credential` is empty.
+void add_credential(grpc::ClientContext& context, std::string_view rdzv_id, std::string_view credential);
+
 // One Hello on `stub`, dialled at `dialled_port`, within `deadline`.
 HelloResult hello(llmrdzv::v1::Rendezvous::Stub& stub, std::string_view rdzv_id, std::string_view token,
                   std::uint16_t dialled_port, std::chrono::milliseconds deadline);
