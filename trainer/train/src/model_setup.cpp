@@ -12,7 +12,7 @@
 
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/json.hpp"
-#include "llmrdzv/model/llama.hpp"
+#include "llmrdzv/model/decoder_lm.hpp"
 
 namespace llmrdzv::train {
 
