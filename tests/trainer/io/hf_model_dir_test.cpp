@@ -1,5 +1,6 @@
 // Hugging Face interoperability with real transformers (the venv's python): HF-made
-// GPT2LMHeadModel, OPTForCausalLM and LlamaForCausalLM models of odd shapes load and give the same
+// GPT2LMHeadModel, OPTForCausalLM, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and
+// Qwen3ForCausalLM, Phi3ForCausalLM and Gemma2ForCausalLM models of odd shapes load and give the same
 // logits, loss and gradients (GPT-2 also in the legacy layout and in shards); a model we save
 // loads in AutoModelForCausalLM with the same logits; bad directories and weight files are
 // rejected naming the file and the tensor.
@@ -14,9 +15,7 @@
 #include <fstream>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
-#include "llmrdzv/model/gpt2.hpp"
-#include "llmrdzv/model/llama.hpp"
-#include "llmrdzv/model/opt.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 #include "scratch_dir.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
@@ -130,7 +129,7 @@ TEST_CASE("gradients equal HF's for every parameter on the same weights and batc
 TEST_CASE("a saved model loads in transformers with the same logits", "[hf][python]") {
   testing::ScratchDir dir;
   torch::manual_seed(11);
-  model::CausalLm m = model::Gpt2LmHeadModel(tiny());
+  model::CausalLm m = model::make_causal_lm(tiny());
   {
     at::NoGradGuard no_grad;  // non-trivial biases and LayerNorms, as after training
     for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
@@ -146,7 +145,7 @@ TEST_CASE("a saved model loads in transformers with the same logits", "[hf][pyth
 TEST_CASE("a model saved in shards loads in transformers and back into ours", "[hf][python]") {
   testing::ScratchDir dir;
   torch::manual_seed(12);
-  model::CausalLm m = model::Gpt2LmHeadModel(tiny());
+  model::CausalLm m = model::make_causal_lm(tiny());
   {
     at::NoGradGuard no_grad;
     for (auto& p : m->parameters()) p.add_(at::randn_like(p) * 0.05);
@@ -191,36 +190,36 @@ TEST_CASE("an untied LM head loads with HF's logits and gradients, trains its ow
   testing::ScratchDir dir;
   REQUIRE(run_python("make " + dir.path().string() + " 13 untied") == 0);
   const io::NamedTensors ref = io::read_tensors(io::SafetensorsFile::open(dir / "reference.safetensors"), false);
-  model::CausalLm loaded = io::load_hf_model(dir / "hf");
-  REQUIRE_FALSE(loaded->config().tie_word_embeddings());
-  model::Gpt2LmHeadModel m(std::dynamic_pointer_cast<model::Gpt2LmHeadModelImpl>(loaded.ptr()));
-  REQUIRE(m->lm_head);
-  CHECK_FALSE(at::equal(m->lm_head->weight, m->transformer->wte->weight));
+  model::CausalLm m = io::load_hf_model(dir / "hf");
+  REQUIRE_FALSE(m->config().tie_word_embeddings());
+  const auto parameter = [](const model::CausalLm& of, const char* name) { return of->named_parameters()[name]; };
+  CHECK_FALSE(at::equal(parameter(m, "lm_head.weight"), parameter(m, "transformer.wte.weight")));
   m->eval();
   const auto out = m->forward(named(ref, "input_ids"), named(ref, "labels"));
   CHECK((out.logits - named(ref, "logits")).abs().max().item<double>() < 1e-5);
   CHECK(std::abs(out.loss.item<double>() - named(ref, "loss").item<double>()) < 1e-5);
   out.loss.backward();
-  expect_hf_gradients(loaded, ref);  // lm_head.weight's and wte's apart
+  expect_hf_gradients(m, ref);  // lm_head.weight's and wte's apart
+  at::Tensor head = parameter(m, "lm_head.weight");
   {
     at::NoGradGuard no_grad;  // a training step's worth of change in the head alone
-    m->lm_head->weight.add_(m->lm_head->weight.grad(), -0.5);
+    head.add_(head.grad(), -0.5);
   }
   const io::NamedTensors saved = io::to_hf_state_dict(m);
-  CHECK(at::equal(named(saved, "lm_head.weight"), m->lm_head->weight));
-  expect_transformers_loads(loaded, dir);  // the changed head is the one transformers computes with
-  const auto back = std::dynamic_pointer_cast<model::Gpt2LmHeadModelImpl>(io::load_hf_model(dir / "out").ptr());
-  CHECK(at::equal(back->lm_head->weight, m->lm_head->weight));
+  CHECK(at::equal(named(saved, "lm_head.weight"), head));
+  expect_transformers_loads(m, dir);  // the changed head is the one transformers computes with
+  const model::CausalLm back = io::load_hf_model(dir / "out");
+  CHECK(at::equal(parameter(back, "lm_head.weight"), head));
   CHECK(model::parameter_count(m->config()) == static_cast<double>(
       [&] { std::int64_t n = 0; for (const auto& p : m->parameters()) n += p.numel(); return n; }()));
 }
 
 TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {
-  model::Gpt2LmHeadModel m(tiny());
+  model::CausalLm m = model::make_causal_lm(tiny());
   const io::NamedTensors sd = io::to_hf_state_dict(m);
   const at::Tensor c_attn = named(sd, "transformer.h.0.attn.c_attn.weight");
   CHECK(c_attn.sizes().vec() == std::vector<std::int64_t>{24, 72});
-  CHECK(at::equal(c_attn, m->transformer->h[0]->as<model::Gpt2BlockImpl>()->attn->c_attn->weight.t()));
+  CHECK(at::equal(c_attn, m->named_parameters()["transformer.h.0.attn.c_attn.weight"].t()));
   CHECK(named(sd, "transformer.h.1.mlp.c_fc.weight").sizes().vec() == std::vector<std::int64_t>{24, 96});
   CHECK(named(sd, "transformer.h.1.mlp.c_proj.weight").sizes().vec() == std::vector<std::int64_t>{96, 24});
   CHECK(named(sd, "transformer.wte.weight").sizes().vec() == std::vector<std::int64_t>{50, 24});
@@ -229,7 +228,7 @@ TEST_CASE("HF state dicts use Conv1D layouts and no lm_head", "[hf]") {
 
 TEST_CASE("bad HF directories and weight files are rejected naming the problem", "[hf]") {
   testing::ScratchDir dir;
-  model::CausalLm m = model::Gpt2LmHeadModel(tiny());
+  model::CausalLm m = model::make_causal_lm(tiny());
   io::save_hf_model(m, dir / "good");
   const fs::path weights = dir / "good" / "model.safetensors";
   io::NamedTensors sd = io::to_hf_state_dict(m);
@@ -316,10 +315,14 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
   CHECK_THROWS_WITH(io::load_hf_model(dir / "corrupt"), Catch::Contains("corrupt/model.safetensors: header length"));
 }
 
-// OPT and Llama on odd shapes made by transformers itself: the same logits and loss, every
-// parameter's gradient within 1e-5 (OPT's pad row included: no gradient), then one SGD step on
-// our side is saved and transformers computes our logits from it.
-TEST_CASE("HF-made OPT and Llama models give HF's logits and gradients, and save back", "[hf][python][families]") {
+// OPT, Llama, Mistral (a sliding window shorter than the batch's positions), Qwen2 (windowed and
+// full layers, q/k/v biases), Qwen3 (per-head q/k norms, head_dim apart), Phi-3 (fused
+// projections) and Gemma 2 (sandwich norms, soft-capping) on odd shapes made by
+// transformers itself: the same logits and loss, every parameter's gradient within 1e-5 (OPT's pad
+// row included: no gradient), then one SGD step on our side is saved and transformers computes our
+// logits from it.
+TEST_CASE("HF-made OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 models give HF's logits and gradients, and save back",
+          "[hf][python][families]") {
   struct Family {
     const char* variant;
     const char* model_type;
@@ -327,7 +330,9 @@ TEST_CASE("HF-made OPT and Llama models give HF's logits and gradients, and save
   };
   for (const Family family : {Family{"opt", "opt", 2 + 2 * 16 + 2}, Family{"opt-350m", "opt", 2 + 2 + 2 * 16},
                               Family{"llama", "llama", 1 + 2 * 9 + 1 + 1}, Family{"llama-mqa", "llama", 1 + 2 * 16 + 1},
-                              Family{"llama3", "llama", 1 + 2 * 9 + 1 + 1}}) {
+                              Family{"llama3", "llama", 1 + 2 * 9 + 1 + 1}, Family{"mistral", "mistral", 1 + 2 * 9 + 1 + 1},
+                              Family{"qwen2", "qwen2", 1 + 3 * (9 + 3) + 1}, Family{"qwen3", "qwen3", 1 + 2 * (9 + 4 + 2) + 1 + 1},
+                              Family{"phi3", "phi3", 1 + 2 * 6 + 1 + 1}, Family{"gemma2", "gemma2", 1 + 3 * 11 + 1}}) {
     DYNAMIC_SECTION(family.variant) {
       testing::ScratchDir dir;
       REQUIRE(run_python(std::string("make ") + dir.path().string() + " 21 " + family.variant) == 0);
@@ -364,10 +369,10 @@ TEST_CASE("OPT's pad row gets no gradient and Llama's old rotary buffers are ign
   opt.bos_token_id = 2;
   opt.eos_token_id = {2};
   opt.tie_word_embeddings = false;  // a tied head's own gradient would reach every row
-  model::OptForCausalLm m(opt);
+  model::CausalLm m = model::make_causal_lm(opt);
   const at::Tensor ids = at::arange(5, at::kLong).view({1, 5}) % 3 + 1;  // 1 2 3 1 2
   m->forward(ids, ids).loss.backward();
-  const at::Tensor grad = m->model->decoder->embed_tokens->weight.grad();
+  const at::Tensor grad = m->named_parameters()["model.decoder.embed_tokens.weight"].grad();
   CHECK(grad[1].abs().sum().item<double>() == 0.0);
   CHECK(grad[3].abs().sum().item<double>() > 0.0);
 
@@ -378,7 +383,7 @@ TEST_CASE("OPT's pad row gets no gradient and Llama's old rotary buffers are ign
   llama.intermediate_size = 12;
   llama.num_hidden_layers = 1;
   llama.max_position_embeddings = 8;
-  model::CausalLm l = model::LlamaForCausalLm(llama);
+  model::CausalLm l = model::make_causal_lm(llama);
   testing::ScratchDir dir;
   io::NamedTensors sd = io::to_hf_state_dict(l);
   sd.emplace_back("model.layers.0.self_attn.rotary_emb.inv_freq", at::ones({2}));

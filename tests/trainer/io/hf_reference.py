@@ -21,6 +21,19 @@ make DIR SEED [VARIANT]
                                 frequency factors 1 and 4) scaled down to this model: original
                                 context 128, so head_dim 8's wavelengths 6.3, 63, 628 and 6283 fall in
                                 the kept, blended, divided and divided bands; and three EOS ids.
+                  "mistral"     MistralForCausalLM, 5 heads on one key/value head, sliding_window 5
+                                (the reference's 17 positions take the banded mask), untied head;
+                  "qwen2"       Qwen2ForCausalLM with use_sliding_window, a window of 6 from layer 1
+                                on (max_window_layers 1: layer 0 full, 1 and 2 windowed), q/k/v
+                                biases, a tied head, rope_theta 1e6;
+                  "qwen3"       Qwen3ForCausalLM with head_dim 12 against hidden 40 / 4 heads,
+                                per-head q/k RMSNorm, attention biases, untied head;
+                  "phi3"        Phi3ForCausalLM: fused qkv_proj (5 heads on one key/value head) and
+                                gate_up_proj, sliding_window 6, pad id 3;
+                  "gemma2"      Gemma2ForCausalLM: (1 + weight) RMSNorms around attention and MLP,
+                                scaled embeddings, GeGLU, head_dim 16 against hidden 48 / 4 heads,
+                                query_pre_attn_scalar 20, attention and final logits soft-capped at
+                                2 and 3 (small enough to bite), windows of 5 on layers 0 and 2.
 check DIR FILE    loads DIR with AutoModelForCausalLM.from_pretrained and compares its logits and
                   loss on FILE's input_ids/labels with FILE's logits/loss; exit 1 when they differ.
 """
@@ -29,7 +42,8 @@ import sys
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, OPTConfig
+from transformers import (AutoModelForCausalLM, Gemma2Config, GPT2Config, GPT2LMHeadModel, LlamaConfig, MistralConfig, OPTConfig,
+                          Phi3Config, Qwen2Config, Qwen3Config)
 
 TOLERANCE = 1e-5
 
@@ -63,6 +77,25 @@ CONFIGS = {
                                   rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                                    "high_freq_factor": 4.0, "original_max_position_embeddings": 128,
                                                    "rope_theta": 10000.0}),
+    "mistral": lambda: MistralConfig(vocab_size=97, hidden_size=40, intermediate_size=72, num_hidden_layers=2,
+                                     num_attention_heads=5, num_key_value_heads=1, max_position_embeddings=40,
+                                     sliding_window=5, bos_token_id=1, eos_token_id=2),
+    "qwen2": lambda: Qwen2Config(vocab_size=101, hidden_size=48, intermediate_size=80, num_hidden_layers=3,
+                                 num_attention_heads=6, num_key_value_heads=2, max_position_embeddings=40,
+                                 use_sliding_window=True, sliding_window=6, max_window_layers=1,
+                                 tie_word_embeddings=True, bos_token_id=99, eos_token_id=100,
+                                 rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}),
+    "qwen3": lambda: Qwen3Config(vocab_size=103, hidden_size=40, head_dim=12, intermediate_size=72,
+                                 num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                 max_position_embeddings=40, attention_bias=True, bos_token_id=1, eos_token_id=2),
+    "phi3": lambda: Phi3Config(vocab_size=97, hidden_size=40, intermediate_size=56, num_hidden_layers=2,
+                               num_attention_heads=5, num_key_value_heads=1, max_position_embeddings=40,
+                               sliding_window=6, bos_token_id=1, eos_token_id=2, pad_token_id=3),
+    "gemma2": lambda: Gemma2Config(vocab_size=101, hidden_size=48, intermediate_size=80, num_hidden_layers=3,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                   max_position_embeddings=40, sliding_window=5, query_pre_attn_scalar=20,
+                                   attn_logit_softcapping=2.0, final_logit_softcapping=3.0, pad_token_id=0,
+                                   bos_token_id=2, eos_token_id=1),
 }
 
 

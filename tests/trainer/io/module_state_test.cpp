@@ -4,7 +4,7 @@
 #include <torch/utils.h>
 
 #include "llmrdzv/io/module_state.hpp"
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
 #include <catch2/catch.hpp>
@@ -38,9 +38,9 @@ bool same_state(const torch::nn::Module& a, const torch::nn::Module& b) {
 
 TEST_CASE("module state copies into a fresh model exactly", "[module_state]") {
   torch::manual_seed(1);
-  model::Gpt2LmHeadModel a(tiny());
+  model::CausalLm a = model::make_causal_lm(tiny());
   torch::manual_seed(2);
-  model::Gpt2LmHeadModel b(tiny());
+  model::CausalLm b = model::make_causal_lm(tiny());
   REQUIRE_FALSE(same_state(*a, *b));
   io::load_module_state(*b, io::module_state(*a), "state");
   CHECK(same_state(*a, *b));
@@ -49,11 +49,11 @@ TEST_CASE("module state copies into a fresh model exactly", "[module_state]") {
 
 TEST_CASE("a bad module state is refused and changes nothing", "[module_state]") {
   torch::manual_seed(1);
-  model::Gpt2LmHeadModel a(tiny());
+  model::CausalLm a = model::make_causal_lm(tiny());
   torch::manual_seed(2);
-  model::Gpt2LmHeadModel b(tiny());
+  model::CausalLm b = model::make_causal_lm(tiny());
   const io::NamedTensors good = io::module_state(*a);
-  model::Gpt2LmHeadModel before(tiny());
+  model::CausalLm before = model::make_causal_lm(tiny());
   io::load_module_state(*before, io::module_state(*b), "copy");
 
   io::NamedTensors missing(good.begin(), good.end() - 1);

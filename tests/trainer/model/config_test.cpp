@@ -73,9 +73,9 @@ TEST_CASE("config.json errors name the file and the key", "[config]") {
   const Case cases[] = {
       {"{\"n_embd\": 64,", "cfg.json: not valid JSON: at byte 14"},
       {"[]", "cfg.json: expected a JSON object, got array"},
-      {R"({"n_layer": 2, "n_embd": 64})", "no model_type (gpt2, opt or llama)"},
+      {R"({"n_layer": 2, "n_embd": 64})", "no model_type (gpt2, opt, llama, mistral, qwen2, qwen3, phi3 and gemma2)"},
       {R"({"model_type": 2})", "model_type must be a string"},
-      {R"({"model_type": "bert"})", "model_type \"bert\" is not supported (gpt2, opt and llama are)"},
+      {R"({"model_type": "bert"})", "model_type \"bert\" is not supported (gpt2, opt, llama, mistral, qwen2, qwen3, phi3 and gemma2 are)"},
       {R"({"model_type": "gpt2", "n_embd": "768"})", "cfg.json: n_embd must be an integer, got string"},
       {R"({"model_type": "gpt2", "n_embd": 76.8})", "n_embd must be an integer, got number"},
       {R"({"model_type": "gpt2", "resid_pdrop": "high"})", "resid_pdrop must be a number, got string"},
@@ -145,11 +145,14 @@ TEST_CASE("config presets have HF's shapes", "[config]") {
   CHECK_THROWS_WITH(model::preset("gpt3"), Catch::Contains("unknown model preset \"gpt3\""));
 }
 
-TEST_CASE("OPT and Llama presets count the parameters transformers builds", "[config][families]") {
+TEST_CASE("OPT, Llama, Mistral, Qwen, Phi-3 and Gemma 2 presets count the parameters transformers builds", "[config][families]") {
   // sum(p.numel() for p in AutoModelForCausalLM.from_config(...).parameters()), transformers 5.23.
-  const std::pair<const char*, double> counts[] = {{"opt-125m", 125239296.0},   {"opt-350m", 331196416.0},
-                                                   {"smollm-135m", 134515008.0}, {"tinyllama-1.1b", 1100048384.0},
-                                                   {"llama-2-7b", 6738415616.0}};
+  const std::pair<const char*, double> counts[] = {{"opt-125m", 125239296.0},     {"opt-350m", 331196416.0},
+                                                   {"smollm-135m", 134515008.0},   {"tinyllama-1.1b", 1100048384.0},
+                                                   {"llama-2-7b", 6738415616.0},   {"mistral-7b", 7241732096.0},
+                                                   {"qwen2.5-0.5b", 494032768.0},  {"qwen2.5-7b", 7615616512.0},
+                                                   {"qwen3-0.6b", 596049920.0},    {"qwen3-8b", 8190735360.0},
+                                                   {"phi-3-mini", 3821079552.0},   {"gemma-2-2b", 2614341888.0}};
   for (const auto& [name, expected] : counts) {
     INFO(name);
     const model::ModelConfig c = model::preset(name);
@@ -159,6 +162,34 @@ TEST_CASE("OPT and Llama presets count the parameters transformers builds", "[co
   CHECK(model::preset("opt-350m").as<model::OptConfig>().embed_dim() == 512);
   CHECK(model::preset("smollm-135m").as<model::LlamaConfig>().kv_heads() == 3);
   CHECK(model::preset("llama-2-7b").model_type() == "llama");
+  CHECK(model::preset("mistral-7b").as<model::MistralConfig>().sliding_window == 4096);
+  CHECK(model::preset("qwen2.5-0.5b").model_type() == "qwen2");
+  CHECK(model::preset("qwen3-8b").as<model::Qwen3Config>().head_size() == 128);
+}
+
+TEST_CASE("Mistral and Qwen configs round trip with their windows and layer types", "[config][families]") {
+  model::ModelConfig qwen2 = model::preset("qwen2.5-0.5b");
+  model::apply_overrides(qwen2, "num_hidden_layers=4,use_sliding_window=true,max_window_layers=2,sliding_window=64");
+  const std::string text = model::config_to_json(qwen2);
+  CHECK_THAT(text, Catch::Contains("\"Qwen2ForCausalLM\"") &&
+                       Catch::Contains(R"("layer_types": [
+    "full_attention",
+    "full_attention",
+    "sliding_attention",
+    "sliding_attention"
+  ])"));
+  const model::ModelConfig back = model::config_from_json(text, "qwen2.json");
+  CHECK(model::config_to_json(back) == text);
+  CHECK(back.as<model::Qwen2Config>().window_of(1) == std::nullopt);
+  CHECK(back.as<model::Qwen2Config>().window_of(3) == 64);
+
+  model::ModelConfig mistral = model::preset("mistral-7b");
+  model::apply_overrides(mistral, "sliding_window=null");
+  CHECK(model::config_from_json(model::config_to_json(mistral), "m.json").as<model::MistralConfig>().sliding_window == std::nullopt);
+  CHECK_THROWS_WITH(model::apply_overrides(mistral, "attention_bias=true"),
+                    Catch::Contains("unknown key \"attention_bias\" for model_type mistral"));
+  const model::ModelConfig qwen3 = model::preset("qwen3-0.6b");
+  CHECK(model::config_from_json(model::config_to_json(qwen3), "q.json").as<model::Qwen3Config>().head_size() == 128);
 }
 
 TEST_CASE("a fresh config takes the tokenizer's vocabulary, EOS, and BOS where it has one", "[config][families]") {
@@ -265,6 +296,21 @@ TEST_CASE("OPT and Llama config errors name the key", "[config][families]") {
       {R"({"model_type": "llama", "rms_norm_eps": 0})", "rms_norm_eps must be > 0"},
       {R"({"model_type": "llama", "hidden_act": "gelu_fast"})", "hidden_act \"gelu_fast\" is not one of"},
       {R"({"model_type": "opt", "layerdrop": 0.1})", "layerdrop must be 0"},
+      {R"({"model_type": "mistral", "sliding_window": 0})", "sliding_window must be >= 1"},
+      {R"({"model_type": "qwen2", "num_hidden_layers": 2, "layer_types": ["full_attention", "chunked_attention"]})",
+       "layer type \"chunked_attention\" is not supported (full_attention and sliding_attention are)"},
+      {R"({"model_type": "qwen3", "num_hidden_layers": 3, "layer_types": ["full_attention"]})",
+       "layer_types has 1 entries for 3 layers"},
+      {R"({"model_type": "qwen2", "rope_scaling": {"type": "yarn", "factor": 4.0}})", "rope type \"yarn\" is not supported"},
+      {R"({"model_type": "gemma3_text"})", "model_type \"gemma3_text\" is not supported"},
+      {R"({"model_type": "gemma2", "use_bidirectional_attention": true})", "use_bidirectional_attention is not supported"},
+      {R"({"model_type": "gemma2", "final_logit_softcapping": "high"})", "final_logit_softcapping must be a number or null"},
+      {R"({"model_type": "phi3", "rope_parameters": {"rope_type": "longrope", "short_factor": [1], "long_factor": [1]}})",
+       "rope type \"longrope\" is not supported"},
+      {R"({"model_type": "phi3", "rope_scaling": {"type": "su", "short_factor": [1], "long_factor": [1]}})",
+       "rope type \"su\" is not supported"},
+      {R"({"model_type": "phi3", "rope_parameters": {"rope_type": "default", "partial_rotary_factor": 0.5}})",
+       "partial_rotary_factor must be 1"},
       // Sizes whose products overflowed int64 (the OPT position count + 2, Llama's heads x head_dim).
       {R"({"model_type": "opt", "max_position_embeddings": 9223372036854775806})",
        "max_position_embeddings must be at most 2147483647, got 9223372036854775806"},

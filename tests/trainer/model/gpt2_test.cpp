@@ -12,7 +12,7 @@
 #include <cmath>
 #include <map>
 
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 #include "tiny_gpt2.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.
@@ -20,11 +20,11 @@
 
 using namespace llmrdzv;
 using model::Gpt2Config;
-using model::Gpt2LmHeadModel;
+using model::CausalLm;
 
 namespace {
 
-std::map<std::string, at::Tensor> grads_of(Gpt2LmHeadModel& m) {
+std::map<std::string, at::Tensor> grads_of(CausalLm& m) {
   std::map<std::string, at::Tensor> out;
   for (auto& p : m->named_parameters()) out[p.key()] = p.value().grad().clone();
   return out;
@@ -33,7 +33,7 @@ std::map<std::string, at::Tensor> grads_of(Gpt2LmHeadModel& m) {
 }  // namespace
 
 TEST_CASE("gpt2 parameters carry HF names and torch Linear shapes", "[gpt2]") {
-  Gpt2LmHeadModel m(testing::tiny_gpt2());
+  CausalLm m = model::make_causal_lm(testing::tiny_gpt2());
   std::map<std::string, std::vector<std::int64_t>> shapes;
   for (const auto& p : m->named_parameters()) shapes[p.key()] = p.value().sizes().vec();
   std::map<std::string, std::vector<std::int64_t>> expected = {
@@ -64,7 +64,7 @@ TEST_CASE("gpt2 initialises as HF does", "[gpt2]") {
   c.n_head = 8;
   c.n_layer = 8;
   c.vocab_size = 4096;
-  Gpt2LmHeadModel m(c);
+  CausalLm m = model::make_causal_lm(c);
   const double proj_std = 0.02 / std::sqrt(16.0);
   for (const auto& p : m->named_parameters()) {
     const std::string& name = p.key();
@@ -84,7 +84,7 @@ TEST_CASE("gpt2 initialises as HF does", "[gpt2]") {
 
 TEST_CASE("gpt2 is causal: later tokens never change earlier logits", "[gpt2]") {
   torch::manual_seed(1);
-  Gpt2LmHeadModel m(testing::tiny_gpt2());
+  CausalLm m = model::make_causal_lm(testing::tiny_gpt2());
   m->eval();
   at::NoGradGuard no_grad;
   const at::Tensor ids = at::randint(0, 67, {2, 20});
@@ -103,8 +103,8 @@ TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a
   torch::manual_seed(2);
   Gpt2Config config = testing::tiny_gpt2();
   config.tie_word_embeddings = GENERATE(true, false);  // the untied head decodes through lm_head too
-  Gpt2LmHeadModel m(config);
-  CHECK(static_cast<bool>(m->lm_head) == !config.tie_word_embeddings);
+  CausalLm m = model::make_causal_lm(config);
+  CHECK(m->named_parameters().contains("lm_head.weight") == !config.tie_word_embeddings);
   m->eval();
   at::NoGradGuard no_grad;
   const at::Tensor ids = at::randint(0, 67, {2, 24});  // up to n_positions
@@ -140,7 +140,7 @@ TEST_CASE("gpt2 decode with a KV cache gives forward's logits, one position at a
 
 TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]") {
   torch::manual_seed(2);
-  Gpt2LmHeadModel m(testing::tiny_gpt2());
+  CausalLm m = model::make_causal_lm(testing::tiny_gpt2());
   m->eval();
   at::NoGradGuard no_grad;
   const at::Tensor ids = at::randint(0, 67, {2, 9});
@@ -165,7 +165,7 @@ TEST_CASE("gpt2 loss is HF's shifted mean cross-entropy ignoring -100", "[gpt2]"
 }
 
 TEST_CASE("gpt2 rejects bad inputs with clear errors", "[gpt2]") {
-  Gpt2LmHeadModel m(testing::tiny_gpt2());
+  CausalLm m = model::make_causal_lm(testing::tiny_gpt2());
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {2, 25})), "sequence length 25 is outside [1, 24] (the model's positions)");
   CHECK_THROWS_WITH(m->forward(at::full({1, 4}, 67, at::kLong)), "token id 67 is outside the vocabulary (vocab_size 67)");
   CHECK_THROWS_WITH(m->forward(at::full({1, 4}, -1, at::kLong)), Catch::Contains("token id -1"));
@@ -174,12 +174,12 @@ TEST_CASE("gpt2 rejects bad inputs with clear errors", "[gpt2]") {
   CHECK_THROWS_WITH(m->forward(at::randint(0, 67, {1, 4}), at::randint(0, 67, {1, 5})), "labels must have input_ids' shape");
   Gpt2Config bad = testing::tiny_gpt2();
   bad.n_head = 5;
-  CHECK_THROWS_WITH(Gpt2LmHeadModel(bad), Catch::Contains("model config: n_embd (32) must be divisible by n_head (5)"));
+  CHECK_THROWS_WITH(model::make_causal_lm(bad), Catch::Contains("model config: n_embd (32) must be divisible by n_head (5)"));
 }
 
 TEST_CASE("activation checkpointing gives identical loss and gradients", "[gpt2][checkpointing]") {
   torch::manual_seed(3);
-  Gpt2LmHeadModel m(testing::tiny_gpt2(/*dropout=*/0.1));
+  CausalLm m = model::make_causal_lm(testing::tiny_gpt2(/*dropout=*/0.1));
   m->train();
   const at::Tensor ids = at::randint(0, 67, {3, 16});
 
@@ -211,7 +211,7 @@ TEST_CASE("activation checkpointing gives identical loss and gradients", "[gpt2]
 
 TEST_CASE("eval mode is deterministic and checkpointing is off under no_grad", "[gpt2][checkpointing]") {
   torch::manual_seed(4);
-  Gpt2LmHeadModel m(testing::tiny_gpt2(0.5));
+  CausalLm m = model::make_causal_lm(testing::tiny_gpt2(0.5));
   m->set_activation_checkpointing(true);
   m->eval();
   const at::Tensor ids = at::randint(0, 67, {1, 10});

@@ -20,7 +20,7 @@
 
 #include "cpu_kernels.hpp"
 #include "linear_cross_entropy.hpp"
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 #include "loss_problem.hpp"
 #include "tiny_gpt2.hpp"
 
@@ -162,7 +162,7 @@ TEST_CASE("a target id outside the vocabulary is refused by name, not read past 
 
 TEST_CASE("a model's loss() is forward()'s loss, with the same gradients", "[model][loss]") {
   torch::manual_seed(3);
-  model::Gpt2LmHeadModel m(testing::tiny_gpt2());
+  model::CausalLm m = model::make_causal_lm(testing::tiny_gpt2());
   const at::Tensor ids = at::randint(67, {3, 20}, at::TensorOptions().dtype(at::kLong));
   const auto grads = [&](const at::Tensor& loss) {
     for (auto& p : m->parameters()) p.mutable_grad().reset();

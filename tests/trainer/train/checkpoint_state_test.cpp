@@ -15,7 +15,7 @@
 #include "model_setup.hpp"
 #include "llmrdzv/engine/single_process_engine.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
-#include "llmrdzv/model/gpt2.hpp"
+#include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "llmrdzv/train/generate.hpp"
 #include "scratch_dir.hpp"
@@ -41,7 +41,7 @@ model::Gpt2Config tiny_config(std::int64_t n_embd = 16) {
 
 struct Trainee {
   explicit Trainee(std::uint64_t seed, model::Gpt2Config config = tiny_config())
-      : model(model::Gpt2LmHeadModel((torch::manual_seed(seed), config))) {
+      : model(model::make_causal_lm((torch::manual_seed(seed), config))) {
     engine = make_single_process_engine({.use_cpu = true});
   }
   void attach() {
@@ -329,7 +329,7 @@ TEST_CASE("sampling: temperature 0 is greedy and top-k draws only among the k li
 TEST_CASE("biases and LayerNorm weights are not decayed, weights and embeddings are", "[checkpoint][decay]") {
   model::Gpt2Config config = tiny_config();
   config.n_layer = 2;
-  model::CausalLm model = model::Gpt2LmHeadModel(config);
+  model::CausalLm model = model::make_causal_lm(config);
   std::set<std::string> decayed, undecayed;
   for (const auto& p : trainable_parameters(model)) (p.decay ? decayed : undecayed).insert(p.name);
   CHECK(decayed == std::set<std::string>{

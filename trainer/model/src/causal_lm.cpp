@@ -1,5 +1,5 @@
 // What every family shares: the block loop (checkpointed or not), HF's shifted LM loss, input
-// checks, KV-cache decoding, and the factory by config family.
+// checks, KV-cache decoding, and the factory: a DecoderLm of the config family's recipe.
 #include "llmrdzv/model/causal_lm.hpp"
 
 #include <ATen/core/grad_mode.h>
@@ -16,9 +16,8 @@
 #include "block_checkpoint.hpp"
 #include "fast_linear.hpp"
 #include "linear_cross_entropy.hpp"
-#include "llmrdzv/model/gpt2.hpp"
-#include "llmrdzv/model/llama.hpp"
-#include "llmrdzv/model/opt.hpp"
+#include "family_recipes.hpp"
+#include "llmrdzv/model/decoder_lm.hpp"
 
 namespace llmrdzv::model {
 
@@ -73,7 +72,7 @@ CausalLmOutput CausalLmImpl::forward(const torch::Tensor& input_ids, const torch
   }
   const torch::Tensor hidden = finish(run_blocks(embed(input_ids, 0)));
   CausalLmOutput out;
-  out.logits = detail::fast_linear(hidden, head_weight());
+  out.logits = head(hidden);
   if (labels.defined()) out.loss = causal_lm_loss(out.logits, labels);
   return out;
 }
@@ -83,6 +82,7 @@ torch::Tensor CausalLmImpl::loss(const torch::Tensor& input_ids, const torch::Te
   if (!labels.defined() || labels.sizes() != input_ids.sizes()) {
     throw std::invalid_argument("labels must have input_ids' shape");
   }
+  if (!fused_loss()) return causal_lm_loss(head(finish(run_blocks(embed(input_ids, 0)))), labels);
   // A tied head hands its weight gradient to the lookup through this box (embed_tokens).
   tied_box_ = lookup_gradient_rows_only(head_weight()) ? detail::make_tied_box() : torch::Tensor();
   const torch::Tensor box = tied_box_;
@@ -97,6 +97,8 @@ torch::Tensor CausalLmImpl::loss(const torch::Tensor& input_ids, const torch::Te
   return detail::linear_cross_entropy(hidden.reshape({-1, hidden.size(-1)}), head_weight(),
                                       shifted_labels(labels).to(hidden.device()), std::int64_t{1} << 26, box);
 }
+
+torch::Tensor CausalLmImpl::head(const torch::Tensor& hidden) { return detail::fast_linear(hidden, head_weight()); }
 
 KvCache CausalLmImpl::new_cache(std::int64_t batch, std::int64_t positions) const {
   const at::Tensor& like = head_weight();
@@ -133,17 +135,12 @@ torch::Tensor CausalLmImpl::decode(const torch::Tensor& input_ids, KvCache& cach
     ++layer;
   }
   cache.length = past + input_ids.size(1);
-  return detail::fast_linear(finish(hidden).select(1, -1), weights);
+  return head(finish(hidden).select(1, -1));
 }
 
 CausalLm make_causal_lm(const ModelConfig& config, WeightInit init) {
-  struct Make {
-    WeightInit init;
-    CausalLm operator()(const Gpt2Config& c) const { return Gpt2LmHeadModel(c, init); }
-    CausalLm operator()(const OptConfig& c) const { return OptForCausalLm(c, init); }
-    CausalLm operator()(const LlamaConfig& c) const { return LlamaForCausalLm(c, init); }
-  };
-  return config.visit(Make{init});
+  validate(config, "model config");
+  return DecoderLm(config, config.visit([](const auto& c) { return detail::decoder_recipe(c); }), init);
 }
 
 // As transformers' ForCausalLMLoss: the labels move one left with -100 padded in at the end, so the

@@ -22,7 +22,7 @@ namespace llmrdzv::model::detail {
 template <typename Config>
 struct ConfigKey {
   using Field = std::variant<std::int64_t Config::*, std::optional<std::int64_t> Config::*, double Config::*,
-                             bool Config::*, std::string Config::*, TokenIds Config::*>;
+                             std::optional<double> Config::*, bool Config::*, std::string Config::*, TokenIds Config::*>;
   std::string_view name;
   Field field;
 };
@@ -59,6 +59,10 @@ void set_from_json(Config& config, const ConfigKey<Config>& key, const json::Val
         } else if constexpr (std::is_same_v<F, double Config::*>) {
           if (!v.is_number()) want("a number");
           config.*field = v.as_double();
+        } else if constexpr (std::is_same_v<F, std::optional<double> Config::*>) {
+          if (v.is_null()) config.*field = std::nullopt;
+          else if (v.is_number()) config.*field = v.as_double();
+          else want("a number or null");
         } else if constexpr (std::is_same_v<F, bool Config::*>) {
           if (!v.is_bool()) want("a boolean");
           config.*field = v.as_bool();
@@ -97,7 +101,8 @@ void write_keys(const Config& config, std::span<const ConfigKey<Config>> keys, j
     doc.emplace_back(std::string(key.name), std::visit(
                                                 [&](auto field) -> json::Value {
                                                   using F = decltype(field);
-                                                  if constexpr (std::is_same_v<F, std::optional<std::int64_t> Config::*>) {
+                                                  if constexpr (std::is_same_v<F, std::optional<std::int64_t> Config::*> ||
+                                                                std::is_same_v<F, std::optional<double> Config::*>) {
                                                     return (config.*field) ? json::Value(*(config.*field)) : json::Value(nullptr);
                                                   } else if constexpr (std::is_same_v<F, TokenIds Config::*>) {
                                                     const TokenIds& ids = config.*field;
@@ -142,7 +147,13 @@ void set_from_text(Config& config, const ConfigKey<Config>& key, std::string_vie
           std::int64_t value = 0;
           if (!parse_number(text, value)) throw ConfigError(where + "not an integer");
           config.*field = value;
-        } else if constexpr (std::is_same_v<F, double Config::*>) {
+        } else if constexpr (std::is_same_v<F, double Config::*> || std::is_same_v<F, std::optional<double> Config::*>) {
+          if constexpr (std::is_same_v<F, std::optional<double> Config::*>) {
+            if (text == "null" || text == "None") {
+              config.*field = std::nullopt;
+              return;
+            }
+          }
           double value = 0;
           if (!parse_number(text, value) || !std::isfinite(value)) throw ConfigError(where + "not a number");
           config.*field = value;

@@ -6,76 +6,16 @@
 
 #include "config_fields.hpp"
 #include "families.hpp"
+#include "llama_keys.hpp"
 
 namespace llmrdzv::model {
 namespace {
 
-using Key = detail::ConfigKey<LlamaConfig>;
-
-// In config.json's (alphabetical) order. rope_theta is here for --config_overrides and for
-// configs written before rope_parameters; it is written inside rope_parameters.
-const Key kKeys[] = {
-    {"attention_bias", &LlamaConfig::attention_bias},
-    {"attention_dropout", &LlamaConfig::attention_dropout},
-    {"bos_token_id", &LlamaConfig::bos_token_id},
-    {"eos_token_id", &LlamaConfig::eos_token_id},
-    {"head_dim", &LlamaConfig::head_dim},
-    {"hidden_act", &LlamaConfig::hidden_act},
-    {"hidden_size", &LlamaConfig::hidden_size},
-    {"initializer_range", &LlamaConfig::initializer_range},
-    {"intermediate_size", &LlamaConfig::intermediate_size},
-    {"max_position_embeddings", &LlamaConfig::max_position_embeddings},
-    {"mlp_bias", &LlamaConfig::mlp_bias},
-    {"num_attention_heads", &LlamaConfig::num_attention_heads},
-    {"num_hidden_layers", &LlamaConfig::num_hidden_layers},
-    {"num_key_value_heads", &LlamaConfig::num_key_value_heads},
-    {"pad_token_id", &LlamaConfig::pad_token_id},
-    {"rms_norm_eps", &LlamaConfig::rms_norm_eps},
-    {"rope_theta", &LlamaConfig::rope_theta},
-    {"tie_word_embeddings", &LlamaConfig::tie_word_embeddings},
-    {"vocab_size", &LlamaConfig::vocab_size},
-};
+const std::vector<detail::ConfigKey<LlamaConfig>> kKeys = detail::llama_keys<LlamaConfig>(
+    {{"attention_bias", &LlamaConfig::attention_bias}, {"mlp_bias", &LlamaConfig::mlp_bias}});
 
 bool known_activation(std::string_view name) {
   return name == "silu" || name == "gelu" || name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "relu";
-}
-
-// rope_parameters {"rope_type", "rope_theta", "factor", and llama3's "low_freq_factor",
-// "high_freq_factor", "original_max_position_embeddings"}, or the older rope_scaling {"type" or
-// "rope_type", ...}. llama3 needs all of its keys, as transformers does.
-void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view origin, std::string_view key) {
-  if (rope.is_null()) return;
-  if (!rope.is_object()) detail::config_fail(origin, std::string(key) + " must be an object or null");
-  const json::Value* type = rope.find("rope_type");
-  if (!type) type = rope.find("type");
-  if (type) {
-    if (!type->is_string()) detail::config_fail(origin, std::string(key) + ".rope_type must be a string");
-    config.rope_type = type->as_string();
-  }
-  const auto number = [&](std::string_view name, double& field) {
-    const json::Value* value = rope.find(name);
-    if (!value) {
-      if (config.rope_type == "llama3" && name != "rope_theta") {
-        detail::config_fail(origin, std::string(key) + " has no \"" + std::string(name) + "\", which rope type llama3 needs");
-      }
-      return;
-    }
-    if (!value->is_number()) detail::config_fail(origin, std::string(key) + "." + std::string(name) + " must be a number");
-    field = value->as_double();
-  };
-  number("rope_theta", config.rope_theta);
-  number("factor", config.rope_factor);
-  if (config.rope_type != "llama3") return;
-  number("low_freq_factor", config.rope_low_freq_factor);
-  number("high_freq_factor", config.rope_high_freq_factor);
-  const json::Value* original = rope.find("original_max_position_embeddings");
-  if (!original) {
-    detail::config_fail(origin, std::string(key) + " has no \"original_max_position_embeddings\", which rope type llama3 needs");
-  }
-  if (!original->is_integer()) {
-    detail::config_fail(origin, std::string(key) + ".original_max_position_embeddings must be an integer");
-  }
-  config.rope_original_max_position_embeddings = original->as_integer();
 }
 
 }  // namespace
@@ -144,26 +84,98 @@ void apply_overrides(LlamaConfig& config, std::string_view overrides) {
 }
 
 namespace detail {
+namespace {
+
+// rope_parameters {"rope_type", "rope_theta", "factor", and llama3's "low_freq_factor",
+// "high_freq_factor", "original_max_position_embeddings"}, or the older rope_scaling {"type" or
+// "rope_type", ...}. llama3 needs all of its keys, as transformers does.
+void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view origin, std::string_view key) {
+  if (rope.is_null()) return;
+  if (!rope.is_object()) detail::config_fail(origin, std::string(key) + " must be an object or null");
+  const json::Value* type = rope.find("rope_type");
+  if (!type) type = rope.find("type");
+  if (type) {
+    if (!type->is_string()) detail::config_fail(origin, std::string(key) + ".rope_type must be a string");
+    config.rope_type = type->as_string();
+  }
+  const auto number = [&](std::string_view name, double& field) {
+    const json::Value* value = rope.find(name);
+    if (!value) {
+      if (config.rope_type == "llama3" && name != "rope_theta") {
+        detail::config_fail(origin, std::string(key) + " has no \"" + std::string(name) + "\", which rope type llama3 needs");
+      }
+      return;
+    }
+    if (!value->is_number()) detail::config_fail(origin, std::string(key) + "." + std::string(name) + " must be a number");
+    field = value->as_double();
+  };
+  number("rope_theta", config.rope_theta);
+  number("factor", config.rope_factor);
+  if (config.rope_type != "llama3") return;
+  number("low_freq_factor", config.rope_low_freq_factor);
+  number("high_freq_factor", config.rope_high_freq_factor);
+  const json::Value* original = rope.find("original_max_position_embeddings");
+  if (!original) {
+    detail::config_fail(origin, std::string(key) + " has no \"original_max_position_embeddings\", which rope type llama3 needs");
+  }
+  if (!original->is_integer()) {
+    detail::config_fail(origin, std::string(key) + ".original_max_position_embeddings must be an integer");
+  }
+  config.rope_original_max_position_embeddings = original->as_integer();
+}
+
+}  // namespace
 
 LlamaConfig llama_from_json(const json::Value& doc, std::string_view origin) {
   LlamaConfig config;
   read_keys<LlamaConfig>(config, kKeys, doc, origin);
+  read_llama_rope(config, doc, origin);
+  return config;
+}
+
+void write_json(const LlamaConfig& config, json::Object& doc) {
+  write_llama_keys<LlamaConfig>(config, kKeys, "LlamaForCausalLM", doc);
+}
+
+void read_llama_rope(LlamaConfig& config, const json::Value& doc, std::string_view origin) {
   if (const json::Value* scaling = doc.find("rope_scaling")) read_rope(config, *scaling, origin, "rope_scaling");
   if (const json::Value* rope = doc.find("rope_parameters")) read_rope(config, *rope, origin, "rope_parameters");
   if (const json::Value* tp = doc.find("pretraining_tp"); tp && !(tp->is_integer() && tp->as_integer() == 1)) {
     config_fail(origin, "pretraining_tp must be 1 (the tensor-parallel slicing of pretraining is not supported)");
   }
-  return config;
 }
 
-void write_json(const LlamaConfig& config, json::Object& doc) {
-  doc.emplace_back("architectures", json::Array{json::Value("LlamaForCausalLM")});
-  doc.emplace_back("model_type", json::Value("llama"));
-  LlamaConfig written = config;
-  written.num_key_value_heads = config.kv_heads();  // as transformers writes them
-  written.head_dim = config.head_size();
-  write_keys<LlamaConfig>(written, kKeys, doc);
-  std::erase_if(doc, [](const auto& entry) { return entry.first == "rope_theta"; });
+void read_layer_types(std::vector<std::string>& types, const json::Value& doc, std::string_view origin) {
+  const json::Value* given = doc.find("layer_types");
+  if (!given || given->is_null()) return;
+  if (!given->is_array()) config_fail(origin, "layer_types must be a list of strings or null");
+  types.clear();
+  for (const json::Value& type : given->as_array()) {
+    if (!type.is_string()) config_fail(origin, "layer_types must be a list of strings or null");
+    types.push_back(type.as_string());
+  }
+}
+
+void validate_layer_types(const std::vector<std::string>& types, std::int64_t layers, std::string_view origin) {
+  if (types.empty()) return;
+  if (static_cast<std::int64_t>(types.size()) != layers) {
+    config_fail(origin, "layer_types has " + std::to_string(types.size()) + " entries for " + std::to_string(layers) +
+                            " layers (num_hidden_layers)");
+  }
+  for (const std::string& type : types) {
+    if (type != kFullAttention && type != kSlidingAttention) {
+      config_fail(origin, "layer type \"" + type + "\" is not supported (full_attention and sliding_attention are)");
+    }
+  }
+}
+
+json::Value layer_types_json(const std::vector<std::string>& types) {
+  json::Array list;
+  for (const std::string& type : types) list.emplace_back(type);
+  return json::Value(std::move(list));
+}
+
+json::Value rope_parameters_json(const LlamaConfig& config) {
   json::Object rope{{"rope_theta", json::Value(config.rope_theta)}, {"rope_type", json::Value(config.rope_type)}};
   if (config.rope_type != "default") rope.emplace_back("factor", json::Value(config.rope_factor));
   if (config.rope_type == "llama3") {
@@ -171,7 +183,7 @@ void write_json(const LlamaConfig& config, json::Object& doc) {
     rope.emplace_back("high_freq_factor", json::Value(config.rope_high_freq_factor));
     rope.emplace_back("original_max_position_embeddings", json::Value(config.rope_original_max_position_embeddings));
   }
-  doc.emplace_back("rope_parameters", json::Value(std::move(rope)));
+  return json::Value(std::move(rope));
 }
 
 std::optional<LlamaConfig> llama_preset(std::string_view name) {

@@ -28,11 +28,12 @@ struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
+constexpr std::string_view kFamilies = "gpt2, opt, llama, mistral, qwen2, qwen3, phi3 and gemma2";
+
 }  // namespace
 
 std::string_view ModelConfig::model_type() const {
-  return visit(Overloaded{[](const Gpt2Config&) { return "gpt2"; }, [](const OptConfig&) { return "opt"; },
-                          [](const LlamaConfig&) { return "llama"; }});
+  return visit([](const auto& c) { return std::decay_t<decltype(c)>::kModelType; });
 }
 
 std::int64_t ModelConfig::vocab_size() const {
@@ -94,14 +95,19 @@ ModelConfig config_from_json(std::string_view text, std::string_view origin) {
   // As transformers' AutoConfig: the family is named, never guessed (an OPT or Llama config
   // without it would otherwise be read as GPT-2 with every key ignored).
   const json::Value* given = doc.find("model_type");
-  if (!given) detail::config_fail(origin, "no model_type (gpt2, opt or llama): transformers' AutoConfig needs it too");
+  if (!given) detail::config_fail(origin, "no model_type (" + std::string(kFamilies) + "): transformers' AutoConfig needs it too");
   if (!given->is_string()) detail::config_fail(origin, "model_type must be a string");
   const std::string type = given->as_string();
   ModelConfig config;
   if (type == "gpt2") config = detail::gpt2_from_json(doc, origin);
   else if (type == "opt") config = detail::opt_from_json(doc, origin);
   else if (type == "llama") config = detail::llama_from_json(doc, origin);
-  else detail::config_fail(origin, "model_type \"" + type + "\" is not supported (gpt2, opt and llama are)");
+  else if (type == "mistral") config = detail::mistral_from_json(doc, origin);
+  else if (type == "qwen2") config = detail::qwen2_from_json(doc, origin);
+  else if (type == "qwen3") config = detail::qwen3_from_json(doc, origin);
+  else if (type == "phi3") config = detail::phi3_from_json(doc, origin);
+  else if (type == "gemma2") config = detail::gemma2_from_json(doc, origin);
+  else detail::config_fail(origin, "model_type \"" + type + "\" is not supported (" + std::string(kFamilies) + " are)");
   validate(config, origin);
   return config;
 }
@@ -131,9 +137,15 @@ ModelConfig preset(std::string_view name) {
   if (auto c = detail::gpt2_preset(name)) return *c;
   if (auto c = detail::opt_preset(name)) return *c;
   if (auto c = detail::llama_preset(name)) return *c;
+  if (auto c = detail::mistral_preset(name)) return *c;
+  if (auto c = detail::qwen2_preset(name)) return *c;
+  if (auto c = detail::qwen3_preset(name)) return *c;
+  if (auto c = detail::phi3_preset(name)) return *c;
+  if (auto c = detail::gemma2_preset(name)) return *c;
   throw ConfigError("unknown model preset \"" + std::string(name) +
                     "\" (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, "
-                    "smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b)");
+                    "smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, "
+                    "qwen3-8b, phi-3-mini, gemma-2-2b)");
 }
 
 }  // namespace llmrdzv::model

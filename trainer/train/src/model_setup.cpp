@@ -14,7 +14,7 @@
 #include "llmrdzv/hub/hub_cache.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/io/json.hpp"
-#include "llmrdzv/model/llama.hpp"
+#include "llmrdzv/model/decoder_lm.hpp"
 
 namespace llmrdzv::train {
 

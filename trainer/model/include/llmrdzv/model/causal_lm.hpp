@@ -106,6 +106,10 @@ class CausalLmImpl : public torch::nn::Module {
   virtual torch::Tensor finish(const torch::Tensor& hidden) = 0;
   // [vocab_size, head input width]: lm_head.weight, or the token embedding when tied.
   virtual const torch::Tensor& head_weight() const = 0;
+  // The LM head's logits of finish()'s output: the product with head_weight(), capped where the
+  // family caps them (then fused_loss() is false: loss() takes the logits, as forward does).
+  virtual torch::Tensor head(const torch::Tensor& hidden);
+  virtual bool fused_loss() const { return true; }
   struct CacheShape {
     std::int64_t kv_heads, head_dim;
   };

@@ -14,6 +14,7 @@
 namespace llmrdzv::model {
 
 struct Gpt2Config {
+  static constexpr std::string_view kModelType = "gpt2";
   std::int64_t vocab_size = 50257;
   std::int64_t n_positions = 1024;
   std::int64_t n_embd = 768;

@@ -13,6 +13,7 @@
 namespace llmrdzv::model {
 
 struct LlamaConfig {
+  static constexpr std::string_view kModelType = "llama";
   std::int64_t vocab_size = 32000;
   std::int64_t hidden_size = 4096;
   std::int64_t intermediate_size = 11008;

@@ -1,4 +1,5 @@
-// A model's config whatever its family (GPT-2, OPT, Llama), read from and written to Hugging
+// A model's config whatever its family (GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3,
+// Gemma 2), read from and written to Hugging
 // Face's config.json (the family comes from model_type), named presets, and run_clm.py's
 // --config_overrides over the family's own keys. Torch-free.
 #pragma once
@@ -11,9 +12,13 @@
 #include <variant>
 
 #include "llmrdzv/model/config_error.hpp"
+#include "llmrdzv/model/gemma2_config.hpp"
 #include "llmrdzv/model/gpt2_config.hpp"
 #include "llmrdzv/model/llama_config.hpp"
+#include "llmrdzv/model/mistral_config.hpp"
 #include "llmrdzv/model/opt_config.hpp"
+#include "llmrdzv/model/phi3_config.hpp"
+#include "llmrdzv/model/qwen3_config.hpp"
 
 namespace llmrdzv::model {
 
@@ -23,8 +28,13 @@ class ModelConfig {
   ModelConfig(Gpt2Config config) : family_(std::move(config)) {}
   ModelConfig(OptConfig config) : family_(std::move(config)) {}
   ModelConfig(LlamaConfig config) : family_(std::move(config)) {}
+  ModelConfig(MistralConfig config) : family_(std::move(config)) {}
+  ModelConfig(Qwen2Config config) : family_(std::move(config)) {}
+  ModelConfig(Qwen3Config config) : family_(std::move(config)) {}
+  ModelConfig(Phi3Config config) : family_(std::move(config)) {}
+  ModelConfig(Gemma2Config config) : family_(std::move(config)) {}
 
-  // "gpt2", "opt" or "llama": config.json's model_type.
+  // "gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "phi3" or "gemma2": config.json's model_type.
   std::string_view model_type() const;
   template <typename Family>
   bool is() const {
@@ -60,7 +70,9 @@ class ModelConfig {
   void fit_to_tokenizer(std::int64_t vocab_size, std::int64_t eos_id, std::optional<std::int64_t> bos_id);
 
  private:
-  std::variant<Gpt2Config, OptConfig, LlamaConfig> family_;
+  std::variant<Gpt2Config, OptConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Phi3Config,
+               Gemma2Config>
+      family_;
 };
 
 void validate(const ModelConfig& config, std::string_view origin);
@@ -81,7 +93,8 @@ std::string config_to_json(const ModelConfig& config);
 void save_config(const ModelConfig& config, const std::filesystem::path& dir);
 
 // Named shapes with HF's sizes: gpt2, gpt2-medium, gpt2-large, gpt2-xl; opt-125m, opt-350m,
-// opt-1.3b, opt-2.7b, opt-6.7b; smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b (Llama).
+// opt-1.3b, opt-2.7b, opt-6.7b; smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b (Llama);
+// mistral-7b; qwen2.5-0.5b, qwen2.5-7b; qwen3-0.6b, qwen3-8b; phi-3-mini; gemma-2-2b.
 // Throws ConfigError listing them otherwise.
 ModelConfig preset(std::string_view name);
 

@@ -13,6 +13,7 @@
 namespace llmrdzv::model {
 
 struct OptConfig {
+  static constexpr std::string_view kModelType = "opt";
   std::int64_t vocab_size = 50272;
   std::int64_t hidden_size = 768;
   std::int64_t num_hidden_layers = 12;
