@@ -1,5 +1,5 @@
-// OPT and Llama through the real trainer, as GPT-2 goes: trained from a preset shrunk by
-// --config_overrides; 2 ranks with optimizer offload and gradient checkpointing give the 1-rank
+// OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 through the real trainer, as GPT-2 goes:
+// trained from a preset shrunk by --config_overrides; 2 ranks with optimizer offload and gradient checkpointing give the 1-rank
 // losses; a resumed run repeats the uninterrupted one exactly (dropout on); a saved model is
 // fine-tuned, transformers' AutoModelForCausalLM computes our logits and loss from the result,
 // and generate runs on it.
@@ -44,6 +44,25 @@ const Family kOpt{"opt", "opt-350m",
 const Family kLlama{"llama", "smollm-135m",
                     "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
                     "intermediate_size=80,max_position_embeddings=32"};
+// Mistral's window (5) and Qwen2's (6, from layer 1 on) shorter than the 16-token blocks; Qwen3 with
+// head_dim 12 against hidden 40 / 4 heads.
+const Family kMistral{"mistral", "mistral-7b",
+                      "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
+                      "intermediate_size=80,max_position_embeddings=32,sliding_window=5"};
+const Family kQwen2{"qwen2", "qwen2.5-0.5b",
+                    "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
+                    "intermediate_size=80,max_position_embeddings=32,use_sliding_window=true,sliding_window=6,"
+                    "max_window_layers=1"};
+const Family kQwen3{"qwen3", "qwen3-0.6b",
+                    "num_hidden_layers=2,hidden_size=40,num_attention_heads=4,num_key_value_heads=2,head_dim=12,"
+                    "intermediate_size=72,max_position_embeddings=32"};
+// Phi-3's fused projections with a window of 6; Gemma 2 shrunk with its soft-caps and windows kept.
+const Family kPhi3{"phi3", "phi-3-mini",
+                   "num_hidden_layers=2,hidden_size=40,num_attention_heads=5,num_key_value_heads=1,"
+                   "intermediate_size=56,max_position_embeddings=32,sliding_window=6"};
+const Family kGemma2{"gemma2", "gemma-2-2b",
+                     "num_hidden_layers=3,hidden_size=48,num_attention_heads=4,num_key_value_heads=2,head_dim=16,"
+                     "intermediate_size=80,max_position_embeddings=32,sliding_window=5,query_pre_attn_scalar=16"};
 
 std::string corpus() {
   return trainer_test::word_corpus({"rotary", "norm", "gate", "heads", "group", "learned", "offset", "project"}, 5, 900, 9);
@@ -67,9 +86,9 @@ std::vector<std::string> with(std::vector<std::string> args, std::initializer_li
 
 }  // namespace
 
-TEST_CASE("OPT and Llama train on 1 rank, and on 2 with optimizer offload and checkpointing, with the same losses",
+TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 train on 1 rank, and on 2 with optimizer offload and checkpointing, with the same losses",
           "[train][families][distributed]") {
-  for (const Family& family : {kOpt, kLlama}) {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2}) {
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-ranks");
       dir.write("corpus.txt", corpus());
@@ -94,8 +113,8 @@ TEST_CASE("OPT and Llama train on 1 rank, and on 2 with optimizer offload and ch
   }
 }
 
-TEST_CASE("OPT and Llama runs resumed from a checkpoint repeat the uninterrupted run exactly", "[train][families][resume]") {
-  for (const Family& family : {kOpt, kLlama}) {
+TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 runs resumed from a checkpoint repeat the uninterrupted run exactly", "[train][families][resume]") {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2}) {
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-resume");
       dir.write("corpus.txt", corpus());
@@ -113,8 +132,8 @@ TEST_CASE("OPT and Llama runs resumed from a checkpoint repeat the uninterrupted
   }
 }
 
-TEST_CASE("a saved OPT and Llama fine-tune, load in transformers with our loss, and generate", "[train][families][python]") {
-  for (const Family& family : {kOpt, kLlama}) {
+TEST_CASE("a saved OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 fine-tune, load in transformers with our loss, and generate", "[train][families][python]") {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2}) {
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-finetune");
       dir.write("corpus.txt", corpus());
