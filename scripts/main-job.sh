@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The main job on a fresh machine: set up, build, bring up a local 2-node Slurm cluster with the
-# freshly built plugin, train the embedded default model (etc/trainer/default.yaml: a small GPT-2 on
-# the Python 3.11 documentation) with `srun --llm-rdzv`, print the final perplexity and a generated
-# sample, and leave a Hugging Face model directory. Without root, or where network namespaces
+# freshly built plugin, train a byte-level BPE tokenizer on the Python 3.11 documentation
+# (`trainer tokenizer`), then the embedded default model (etc/trainer/default.yaml: a small GPT-2
+# on the same text) on it with `srun --llm-rdzv`, print the final eval loss, bits per byte and a
+# generated sample, and leave a Hugging Face model directory. Without root, or where network namespaces
 # cannot be made (an unprivileged container), there can be no local cluster: it runs the same
 # training through the trainer's standalone launcher instead (trainer --nproc), and says so.
 #
-#   scripts/main-job.sh [--output_dir DIR] [--max_steps N] [--nodes N] [--prepared] [-- TRAINER_ARGS...]
+#   scripts/main-job.sh [--output_dir DIR] [--max_steps N] [--nodes N] [--vocab_size N] [--prepared]
+#                       [-- TRAINER_ARGS...]
+#     the tokenizer goes to DIR-tokenizer (default runs/main-job-tokenizer), --vocab_size tokens
+#     (default 4096);
 #     --prepared: setup and build are done (the test of this script); a local cluster that is
 #     already up is used and left up; TRAINER_ARGS go to the trainer after the default config.
 set -euo pipefail
@@ -16,6 +20,7 @@ cd "$root"
 out="$root/runs/main-job"
 max_steps=""
 nodes=2
+vocab_size=4096
 prepared=false
 extra=()
 while [ $# -gt 0 ]; do
@@ -23,18 +28,28 @@ while [ $# -gt 0 ]; do
     --output_dir) out=$(realpath -m "${2:?}"); shift 2 ;;
     --max_steps) max_steps=${2:?}; shift 2 ;;
     --nodes) nodes=${2:?}; shift 2 ;;
+    --vocab_size) vocab_size=${2:?}; shift 2 ;;
     --prepared) prepared=true; shift ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "main-job.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
 say() { printf '\n== %s\n' "$*"; }
 
-trainer_args=(--config "$root/etc/trainer/default.yaml" --output_dir "$out" --overwrite_output_dir)
+corpus=/usr/share/doc/python3.11/html/_sources
+tokenizer="$out-tokenizer"
+trainer_args=(--config "$root/etc/trainer/default.yaml" --tokenizer_name "$tokenizer" --output_dir "$out"
+              --overwrite_output_dir)
 [ -z "$max_steps" ] || trainer_args+=(--max_steps "$max_steps")
 trainer_args+=("${extra[@]}")
 prompt='The Python tutorial'
+
+train_tokenizer() {
+  say "a byte-level BPE tokenizer ($vocab_size tokens) trained on the Python docs: $tokenizer"
+  build/bin/trainer tokenizer --train_file "$corpus" --vocab_size "$vocab_size" --min_frequency 2 \
+    --output_dir "$tokenizer"
+}
 
 standalone() {  # REASON
   say "$1: no local Slurm cluster possible; using the standalone launcher (trainer --nproc $nodes)"
@@ -44,6 +59,7 @@ standalone() {  # REASON
 if [ "$(id -u)" -ne 0 ]; then
   [ -x build/bin/trainer ] ||
     { echo "main-job.sh: no build/bin/trainer: as root, scripts/setup.sh && scripts/build.sh first" >&2; exit 1; }
+  train_tokenizer
   standalone "not root"
 else
   if ! $prepared; then
@@ -51,6 +67,7 @@ else
     say "build (what the main job runs: the trainer, the plugin, rdzvd, rdzvctl)"
     scripts/build.sh --target trainer --target llm_rdzv --target rdzvd --target rdzvctl
   fi
+  train_tokenizer
   if ! unshare --net --uts true 2>/dev/null; then
     standalone "network and UTS namespaces cannot be made here (unprivileged container?)"
   else

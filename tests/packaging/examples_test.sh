@@ -2,8 +2,8 @@
 # Runs one sbatch script of examples/ in the test Slurm cluster (scripts/slurm/cluster.sh, the
 # slurm_cluster fixture) as the cluster's unprivileged user, on a tiny configuration, and checks what
 # it leaves behind. Skips (77) when the cluster, the trainer or the venv python is missing.
-#   examples_test.sh NAME        NAME: gpt2-from-scratch | finetune-hf-gpt2 | finetune-opt-offload |
-#                                      cpu-offload | elastic | pytorch-ddp
+#   examples_test.sh NAME        NAME: gpt2-from-scratch | finetune-hf-gpt2 | finetune-hub |
+#                                      finetune-opt-offload | cpu-offload | elastic | pytorch-ddp
 # Needs LLMRDZV_BUILD_DIR (the build holding bin/trainer) and LLMRDZV_PYTHON (the project venv).
 set -euo pipefail
 name=${1:?usage: examples_test.sh NAME}
@@ -118,6 +118,48 @@ PY
     cp /usr/share/doc/python3.11/html/_sources/tutorial/modules.rst.txt "$work/valid.txt"
     chown -R "$LLMRDZV_TEST_USER" "$work/base" "$work/valid.txt"
     submit MODEL="$work/base" TRAIN_FILE="$work/corpus" VALIDATION_FILE="$work/valid.txt" EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 2 --max_eval_samples 8 --threads 1"
+    expect 'eval_loss'
+    hf_model_loads
+    ;;
+  finetune-hub)
+    # The Hugging Face caches as a login node leaves them (hf download; a dataset's parquet files),
+    # laid out by hand from a tiny random GPT-2 and the corpus: a hub model name and a hub dataset
+    # name resolve offline inside the job, and transformers itself finds the same snapshot.
+    "$python" - "$work/hf" "$root/tests/trainer/tokenizer" "$work/corpus" <<'PY'
+import glob, json, os, sys, transformers, datasets
+sys.path.insert(0, sys.argv[2])
+from hf_tokenizer_oracle import bytes_to_unicode
+hub, commit = os.path.join(sys.argv[1], "hub"), "0123456789abcdef0123456789abcdef01234567"
+def snapshot(kind, name):
+    repo = os.path.join(hub, f"{kind}--" + name.replace("/", "--"))
+    os.makedirs(os.path.join(repo, "refs"))
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(commit)
+    return os.path.join(repo, "snapshots", commit)
+model = snapshot("models", "example-org/tiny-gpt2")
+config = transformers.GPT2Config(vocab_size=257, n_positions=64, n_embd=32, n_layer=1, n_head=2,
+                                 bos_token_id=256, eos_token_id=256)
+transformers.GPT2LMHeadModel(config).save_pretrained(model)
+chars = bytes_to_unicode()
+vocab = {chars[b]: b for b in range(256)}
+vocab["<|endoftext|>"] = 256
+with open(os.path.join(model, "vocab.json"), "w", encoding="utf-8") as f:
+    json.dump(vocab, f, ensure_ascii=False)
+with open(os.path.join(model, "merges.txt"), "w", encoding="utf-8") as f:
+    f.write("#version: 0.2\n")
+data = snapshot("datasets", "example-org/docs")
+lines = [l for p in sorted(glob.glob(os.path.join(sys.argv[3], "*.txt"))) for l in open(p, encoding="utf-8")]
+for split, rows in (("train", lines[: len(lines) * 9 // 10]), ("validation", lines[len(lines) * 9 // 10 :])):
+    os.makedirs(os.path.join(data, "plain"), exist_ok=True)
+    datasets.Dataset.from_dict({"text": rows}).to_parquet(os.path.join(data, "plain", f"{split}-00000-of-00001.parquet"))
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_CACHE"] = hub
+assert transformers.AutoConfig.from_pretrained("example-org/tiny-gpt2").n_embd == 32
+PY
+    chown -R "$LLMRDZV_TEST_USER" "$work/hf"
+    submit HF_HOME="$work/hf" MODEL=example-org/tiny-gpt2 DATASET=example-org/docs DATASET_CONFIG=plain \
+      EXTRA_ARGS="--max_steps 4 --block_size 32 --per_device_train_batch_size 2 --max_eval_samples 8 --eval_strategy no --threads 1"
+    expect 'models--example-org--tiny-gpt2/snapshots/0123456789abcdef0123456789abcdef01234567'
     expect 'eval_loss'
     hf_model_loads
     ;;

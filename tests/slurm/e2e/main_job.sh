@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's main job (scripts/main-job.sh) on the test cluster, shortened: srun --llm-rdzv
-# trains the embedded default (etc/trainer/default.yaml on the Python documentation) for a few
-# steps on 2 nodes, prints progress, eval perplexity and a sample, ends with the TensorBoard command
+# The README's main job (scripts/main-job.sh) on the test cluster, shortened: it trains a BPE
+# tokenizer on the Python documentation (trainer tokenizer), then srun --llm-rdzv trains the
+# embedded default (etc/trainer/default.yaml on the same text) on it for a few steps on 2 nodes,
+# prints progress, eval loss, perplexity, bits per byte and a sample, ends with the TensorBoard command
 # line for the event files it wrote, and leaves an HF model directory owned by root (the job's user
 # goes with the cluster), with the cluster left up.
 source "$(dirname "$0")/lib.sh"
@@ -11,9 +12,12 @@ root=$(cd "$e2e_dir/../../.." && pwd)
 out="$work/main-job"
 log=$("$root/scripts/main-job.sh" --prepared --max_steps 6 --output_dir "$out" -- \
   --max_eval_samples 64 --logging_steps 2 2>&1) || { echo "$log" >&2; fail "main-job.sh failed"; }
+expect_match "$log" 'a byte-level BPE tokenizer \(4096 tokens\) trained on the Python docs' "the tokenizer step"
+expect_match "$log" 'trainer tokenizer: 3839 merges, 4096 tokens' "a 4096-token vocabulary"
+expect_match "$log" "tokenizer: GPT-2 byte-level BPE from --tokenizer_name '$out-tokenizer'" "training on the trained tokenizer"
 expect_match "$log" 'srun -N2 -n2 --llm-rdzv trainer' "the job ran through srun"
 expect_match "$log" 'step 6/6 \| loss' "progress"
-expect_match "$log" 'eval_loss [0-9.]+, perplexity [0-9.]+' "eval perplexity"
+expect_match "$log" 'eval_loss [0-9.]+, perplexity [0-9.]+, [0-9.]+ bits per byte' "eval loss, perplexity and bits per byte"
 expect_match "$log" 'a sample from the trained model' "the sample"
 for f in config.json model.safetensors vocab.json merges.txt tokenizer.json tokenizer_config.json metrics.jsonl all_results.json; do
   [ -f "$out/$f" ] || fail "no $f in the model directory"

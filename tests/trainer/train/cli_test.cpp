@@ -268,7 +268,7 @@ TEST_CASE("the shipped configs in etc/trainer parse and validate", "[cli]") {
     CHECK(c.train.do_train);
     CHECK(c.train.train_file == "/usr/share/doc/python3.11/html/_sources");
   }
-  CHECK(parse({"--config", std::string(LLMRDZV_SOURCE_DIR) + "/etc/trainer/default.yaml"}).train.max_steps == 600);
+  CHECK(parse({"--config", std::string(LLMRDZV_SOURCE_DIR) + "/etc/trainer/default.yaml"}).train.max_steps == 300);
 }
 
 TEST_CASE("precision flags: --bf16/--tf32 default to auto, --fp16 excludes --bf16", "[cli][precision]") {

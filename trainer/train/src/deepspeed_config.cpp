@@ -185,19 +185,27 @@ class Walker {
     }
   }
 
-  void optimizer(const json::Value& block) {
-    const json::Object& members = object(block, "optimizer");
+  // The optimizer and scheduler blocks share one shape: {"type": NAME, "params": {...}}.
+  struct TypedBlock {
     std::string type;
     const json::Value* params = nullptr;
-    for (const auto& [name, value] : members) {
+  };
+  TypedBlock typed_block(const json::Value& block, const std::string& block_name) {
+    TypedBlock out;
+    for (const auto& [name, value] : object(block, block_name)) {
       if (name == "type") {
-        type = text(value, "optimizer.type");
+        out.type = text(value, block_name + ".type");
       } else if (name == "params") {
-        params = &value;
+        out.params = &value;
       } else {
-        unknown("optimizer." + name);
+        unknown(block_name + "." + name);
       }
     }
+    return out;
+  }
+
+  void optimizer(const json::Value& block) {
+    const auto [type, params] = typed_block(block, "optimizer");
     std::string lower;
     for (const char c : type) lower += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
     if (lower != "adam" && lower != "adamw") {
@@ -236,18 +244,7 @@ class Walker {
   }
 
   void scheduler(const json::Value& block) {
-    const json::Object& members = object(block, "scheduler");
-    std::string type;
-    const json::Value* params = nullptr;
-    for (const auto& [name, value] : members) {
-      if (name == "type") {
-        type = text(value, "scheduler.type");
-      } else if (name == "params") {
-        params = &value;
-      } else {
-        unknown("scheduler." + name);
-      }
-    }
+    const auto [type, params] = typed_block(block, "scheduler");
     DeepSpeedSchedule& schedule = out_.schedule;
     if (type == "WarmupLR") {
       schedule.type = DeepSpeedScheduler::warmup_lr;
