@@ -14,6 +14,7 @@
 #include "llmrdzv/datasets/dataset_files.hpp"
 #include "llmrdzv/datasets/text_rows.hpp"
 #include "llmrdzv/io/json.hpp"
+#include "scoped_environment.hpp"
 #include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -25,34 +26,9 @@ using llmrdzv::testing::ScratchDir;
 namespace {
 
 // The cache variables for one scope, restored after it.
-class CacheEnvironment {
- public:
-  explicit CacheEnvironment(const std::map<std::string, std::string>& values) {
-    for (const char* name : {"HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"}) {
-      const char* old = std::getenv(name);
-      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
-      const auto value = values.find(name);
-      if (value != values.end()) {
-        ::setenv(name, value->second.c_str(), 1);
-      } else {
-        ::unsetenv(name);
-      }
-    }
-  }
-  ~CacheEnvironment() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-  }
-  CacheEnvironment(const CacheEnvironment&) = delete;
-  CacheEnvironment& operator=(const CacheEnvironment&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+struct CacheEnvironment : llmrdzv::testing::ScopedEnvironment {
+  explicit CacheEnvironment(const std::map<std::string, std::string>& values)
+      : ScopedEnvironment({"HF_DATASETS_CACHE", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"}, values) {}
 };
 
 // Rows with what tokenisers meet: line breaks, non-ASCII text, an empty row, long and short rows.

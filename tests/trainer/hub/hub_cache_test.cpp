@@ -17,6 +17,7 @@
 
 #include "hub_layout.hpp"
 #include "llmrdzv/hub/hub_cache.hpp"
+#include "scoped_environment.hpp"
 #include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -31,34 +32,9 @@ namespace {
 
 // The variables that choose the hub cache, set for one scope (the oracle inherits them) and
 // restored after it.
-class CacheEnvironment {
- public:
-  explicit CacheEnvironment(const std::map<std::string, std::string>& values) {
-    for (const char* name : {"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME"}) {
-      const char* old = std::getenv(name);
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      const auto value = values.find(name);
-      if (value != values.end()) {
-        ::setenv(name, value->second.c_str(), 1);
-      } else {
-        ::unsetenv(name);
-      }
-    }
-  }
-  ~CacheEnvironment() {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-  }
-  CacheEnvironment(const CacheEnvironment&) = delete;
-  CacheEnvironment& operator=(const CacheEnvironment&) = delete;
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+struct CacheEnvironment : llmrdzv::testing::ScopedEnvironment {
+  explicit CacheEnvironment(const std::map<std::string, std::string>& values)
+      : ScopedEnvironment({"HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME"}, values) {}
 };
 
 // Tiny GPT-2 folders from transformers, one per width, made once per run: the width tells which
