@@ -125,7 +125,8 @@ PY
     # The Hugging Face caches as a login node leaves them (hf download; a dataset's parquet files),
     # laid out by hand from a tiny random GPT-2 and the corpus: a hub model name and a hub dataset
     # name resolve offline inside the job, and transformers itself finds the same snapshot.
-    "$python" - "$work/hf" "$root/tests/trainer/tokenizer" "$work/corpus" <<'PY'
+    # huggingface_hub reads HF_HUB_OFFLINE when it is imported: set before python starts.
+    HF_HUB_OFFLINE=1 HF_HUB_CACHE="$work/hf/hub" "$python" - "$work/hf" "$root/tests/trainer/tokenizer" "$work/corpus" <<'PY'
 import glob, json, os, sys, transformers, datasets
 sys.path.insert(0, sys.argv[2])
 from hf_tokenizer_oracle import bytes_to_unicode
@@ -152,8 +153,6 @@ lines = [l for p in sorted(glob.glob(os.path.join(sys.argv[3], "*.txt"))) for l 
 for split, rows in (("train", lines[: len(lines) * 9 // 10]), ("validation", lines[len(lines) * 9 // 10 :])):
     os.makedirs(os.path.join(data, "plain"), exist_ok=True)
     datasets.Dataset.from_dict({"text": rows}).to_parquet(os.path.join(data, "plain", f"{split}-00000-of-00001.parquet"))
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["HF_HUB_CACHE"] = hub
 assert transformers.AutoConfig.from_pretrained("example-org/tiny-gpt2").n_embd == 32
 PY
     chown -R "$LLMRDZV_TEST_USER" "$work/hf"

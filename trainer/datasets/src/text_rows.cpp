@@ -26,6 +26,11 @@ const Module& module() {
   std::call_once(once, [] {
     const char* override_path = std::getenv("LLMRDZV_ARROW_READER");
     loaded.path = override_path && *override_path ? override_path : LLMRDZV_ARROW_READER_PATH;
+    if (loaded.path.empty()) {
+      failure = "--dataset_name needs the trainer's Arrow reader module, which this build lacks (it was configured "
+                "without the pyarrow wheel); set LLMRDZV_ARROW_READER to one";
+      return;
+    }
     void* handle = ::dlopen(loaded.path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char* why = ::dlerror();
