@@ -823,7 +823,8 @@ TEST_CASE("bad input ends the trainer with a message naming it", "[train][errors
 
   const RunResult no_model = run_trainer({"generate", "--model", dir.file("nowhere"), "--prompt", "x"});
   CHECK(no_model.exit_code == 1);
-  CHECK_THAT(no_model.err, Catch::Contains("the model directory '" + dir.file("nowhere") + "' does not exist"));
+  CHECK_THAT(no_model.err, Catch::Contains("--model '" + dir.file("nowhere") + "' is not a directory (it does not exist), "
+                                           "nor a hub model name"));
 
   // A folder with a binary file: the text trains, and the user is told what was left out.
   dir.write("folder/notes.txt", word_salad());
