@@ -9,6 +9,7 @@
 #include "llmrdzv/common/token.hpp"
 #include "master_addr.hpp"
 #include "plugin_state.hpp"
+#include "port_check.hpp"
 #include "rdzvd_launch.hpp"
 #include "site_secret.hpp"
 #include "slurm_step.hpp"
@@ -36,14 +37,46 @@ std::string step_token(spank_t sp, const StepSettings& settings, const StepLayou
 // srun's random ports; drawn here where no srun started the step (the batch script, salloc's
 // interactive step: one node, so nobody else needs to be told). The script step's environment
 // may hold an earlier step's carrier (an sbatch from inside a job step): it never counts there.
+// There the draw is repeated while MASTER_PORT is taken (master_port_warning says by whom if it
+// stays so).
 StepPorts ports_of_step(spank_t sp, const StepSettings& settings, const StepLayout& layout) {
-  if (is_script_step(layout.step_id)) return draw_step_ports(settings.ports, settings.port_probes);
+  if (is_script_step(layout.step_id)) {
+    constexpr int kDraws = 16;
+    StepPorts ports = draw_step_ports(settings.ports, settings.port_probes);
+    for (int draw = 1; draw < kDraws && port_taken(ports.master); ++draw) {
+      ports = draw_step_ports(settings.ports, settings.port_probes);
+    }
+    return ports;
+  }
   const std::string carried = getenv_from_job(sp, kPortsCarrier);
   if (carried.empty()) {
     throw ArgError(std::string("the step has no ports from srun (") + kPortsCarrier +
                    " is missing): is the llm-rdzv plugin loaded where srun runs?");
   }
   return parse_ports_text(carried, settings.ports);
+}
+
+// On the first node, where rank 0's c10d TCPStore will listen, before any task starts: whether
+// somebody else holds MASTER_PORT, and if so the warning rank 0 gets, naming the holder. Not a
+// failure: rdzvd's clients (the trainer) never use the port, and another step's rdzvd or store
+// on a busy node may hold it; a c10d program's rank 0 then fails with EADDRINUSE, and srun -K
+// ends its other ranks instead of leaving them on the holder until their timeout (docs/security.md).
+std::string master_port_warning(const StepPorts& ports, const StepSettings& settings, const std::string& node) {
+  const auto holder = port_taken(ports.master);
+  if (!holder) return {};
+  return "MASTER_PORT " + std::to_string(ports.master) + " on " + node + " is taken by " + *holder +
+         " before the step's tasks started: a program that opens c10d's store there (init_process_group with "
+         "env://) fails with EADDRINUSE, rdzvd's clients such as the trainer do not use it; another program may "
+         "hold ports of the range " + std::to_string(settings.ports.lo) + "-" + std::to_string(settings.ports.hi) +
+         ": rerun the step (its ports are drawn anew), run c10d programs with srun -K, or give "
+         "--llm-rdzv=port=LO-HI a range of your own";
+}
+
+// A line on the task's stderr (init_task runs in the task's process, before its program).
+void tell_task(const std::string& text) {
+  const std::string line = text + "\n";
+  const ssize_t written = write(STDERR_FILENO, line.data(), line.size());
+  (void)written;  // nothing better to do if stderr is gone
 }
 
 // rdzvd reports its port over an inherited pipe (rdzvd_launch.hpp): root opens no file and no
@@ -82,12 +115,16 @@ void prepare_remote(spank_t sp) {
   const std::string rdzv_id = rendezvous_id(settings, layout.job_id, layout.step_id, layout.restarts);
   const JobUser user = job_user(sp);
   const std::string token = step_token(sp, settings, layout, rdzv_id, user.uid);
-  const std::string master = master_address(settings.addr, first_node(sp, layout));
+  const std::string first = first_node(sp, layout);
+  const std::string master = master_address(settings.addr, first);
   const StepPorts ports = ports_of_step(sp, settings, layout);
   s.env = step_env(settings, layout, ports, master, s.site.server.value_or(""), token);
-  if (settings.mode == Mode::step && layout.node_id == 0) {
-    start_step_daemon(settings, layout, ports, rdzv_id, token, user);
-  }
+  if (layout.node_id != 0) return;
+  if (settings.mode == Mode::step) start_step_daemon(settings, layout, ports, rdzv_id, token, user);
+  // In a range no wider than the probe window the step's own rdzvd walks onto MASTER_PORT once
+  // every other port is taken (step_env.hpp): that holder is no other user's.
+  if (s.daemon.pid > 0 && s.daemon.port == ports.master) return;
+  s.rank0_warning = master_port_warning(ports, settings, first);
 }
 
 int init_task(spank_t sp) {
@@ -105,9 +142,7 @@ int init_task(spank_t sp) {
     return 0;
   }
   if (!s.task_error.empty()) {
-    const std::string line = "llm-rdzv: " + s.task_error + "\n";
-    const ssize_t written = write(STDERR_FILENO, line.data(), line.size());
-    (void)written;  // the task fails either way
+    tell_task("llm-rdzv: " + s.task_error);
     return -1;
   }
   return guarded([&] {
@@ -122,6 +157,7 @@ int init_task(spank_t sp) {
     }
     spank_unsetenv(sp, kTokenCarrier);
     spank_unsetenv(sp, kPortsCarrier);
+    if (rank == 0 && !s.rank0_warning.empty()) tell_task("llm-rdzv: warning: " + s.rank0_warning);
     return 0;
   });
 }

@@ -24,6 +24,7 @@ struct PluginState {
   std::uint32_t local_tasks = 0;   // of this step on this node
   std::uint32_t tasks_exited = 0;  // of those
   std::string task_error;          // why this node's tasks must not run (slurmstepd-side failure)
+  std::string rank0_warning;       // what rank 0 is told on its stderr before it starts
 };
 
 PluginState& state();

@@ -19,6 +19,7 @@
 
 #include "call_gate.hpp"
 #include "core_host.hpp"
+#include "ipv4_listener.hpp"
 #include "logger.hpp"
 #include "metrics_http.hpp"
 #include "metrics_page.hpp"
@@ -40,9 +41,25 @@ HostPort parse_listen(const std::string& listen) {
 struct BoundServer {
   std::unique_ptr<RendezvousService> service;
   std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<Ipv4Listener> ipv4;  // for 0.0.0.0; last, so that it stops accepting first
   std::string address;
   int port = 0;
 };
+
+// gRPC's own listener, or for the IPv4 wildcard ours (ipv4_listener.hpp). False when `port` is taken.
+bool add_listener(grpc::ServerBuilder& builder, BoundServer& bound, const std::string& host, std::uint16_t port,
+                  CallGate& gate, std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor>& acceptor) {
+  if (host != "0.0.0.0") {
+    builder.AddListeningPort(bound.address, gate.credentials(), &bound.port);
+    return true;
+  }
+  bound.ipv4 = Ipv4Listener::bind_any(port);
+  if (!bound.ipv4) return false;
+  bound.port = bound.ipv4->port();
+  acceptor = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, gate.credentials());
+  return true;
+}
 
 BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGate& gate, Logger& log) {
   const HostPort listen = parse_listen(options.listen);
@@ -58,7 +75,11 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGa
     bound.service = std::make_unique<RendezvousService>(host, LLMRDZV_VERSION);
     bound.address = listen.host + ":" + std::to_string(port);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(bound.address, gate.credentials(), &bound.port);
+    std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor;
+    if (!add_listener(builder, bound, listen.host, port, gate, acceptor)) {
+      log.info("cannot listen on " + bound.address + " (in use), trying the next candidate");
+      continue;
+    }
     builder.RegisterService(bound.service.get());
     // Without this a second daemon could share a busy port and port probing would never move on.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -66,6 +87,7 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGa
     tune_server(builder);
     bound.server = builder.BuildAndStart();
     if (bound.server && bound.port > 0) {
+      if (bound.ipv4) bound.ipv4->start(std::move(acceptor));
       bound.service->set_listen_port(bound.port);
       gate.set_listen_port(bound.port);
       return bound;

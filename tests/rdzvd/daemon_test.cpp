@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -306,6 +307,31 @@ TEST_CASE("rdzvd walks the step-port probe sequence past a busy port", "[daemon]
   CHECK(on_sequence);
   CHECK(port != base);
   close(busy);
+}
+
+TEST_CASE("rdzvd --listen 0.0.0.0 serves IPv4 only, not the node's IPv6 addresses", "[daemon]") {
+  ScratchDir dir;
+  DaemonProcess rdzvd(step_args(dir, {"--listen", "0.0.0.0:0"}), dir.file("rdzvd.log"));
+  const int port = rdzvd.port(dir.file("port"));
+  v1::JoinResponse response;
+  REQUIRE(join(port, "daemon-test-token", &response).ok());  // over 127.0.0.1
+  CHECK(response.world_size() == 1);
+  const int v6 = socket(AF_INET6, SOCK_STREAM, 0);
+  if (v6 < 0) {
+    WARN("no IPv6 here: only the IPv4 side was checked");
+    return;
+  }
+  sockaddr_in6 loopback{};
+  loopback.sin6_family = AF_INET6;
+  loopback.sin6_addr = in6addr_loopback;
+  loopback.sin6_port = htons(std::uint16_t(port));
+  const int rc = connect(v6, reinterpret_cast<sockaddr*>(&loopback), sizeof loopback);
+  const int error = errno;
+  close(v6);
+  CHECK(rc != 0);
+  if (rc != 0 && error != ECONNREFUSED) WARN("[::1] is not reachable here (" << std::strerror(error) << ")");
+  rdzvd.signal(SIGTERM);
+  CHECK(rdzvd.wait(10s) == 0);
 }
 
 TEST_CASE("rdzvd exits 2 naming --metrics-listen when the metrics port is taken", "[daemon]") {

@@ -66,4 +66,32 @@ wait_for_job() {
   done
 }
 
+# Starts, as the cluster's attacker user in lr-node1's network namespace, an rdzv-impostor of
+# KIND on each PORT (raw: accepts connections, never answers; fake: answers OK to every call),
+# recording what reaches it in loot/KIND.PORT (its log in squat.PORT.out), and waits until each
+# listens. stop_squatters (also run on exit) ends them all.
+squatters=()
+start_squatters() {
+  local kind=$1 port impostor="$LLMRDZV_BUILD_DIR/bin/rdzv-impostor"
+  local attacker=${LLMRDZV_ATTACKER_USER:?the cluster has no attacker user: rerun scripts/slurm/cluster.sh up}
+  shift
+  require_file "$impostor"
+  [ -d loot ] || { mkdir loot && chown "$attacker" loot && chmod 700 loot; }
+  for port in "$@"; do
+    nsenter --net=/run/netns/lrdzv-n1 setpriv --reuid="$attacker" --regid="$attacker" --init-groups -- \
+      "$impostor" --kind "$kind" --listen "0.0.0.0:$port" --loot "loot/$kind.$port" > "squat.$port.out" 2>&1 &
+    squatters+=($!)
+  done
+  trap stop_squatters EXIT
+  for port in "$@"; do
+    for _ in $(seq 200); do grep -q '^listening' "squat.$port.out" 2>/dev/null && break; sleep 0.05; done
+    grep -q "^listening $port" "squat.$port.out" || { cat "squat.$port.out" >&2; fail "squatter on $port did not start"; }
+  done
+}
+stop_squatters() {
+  [ ${#squatters[@]} -eq 0 ] || kill "${squatters[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  squatters=()
+}
+
 finish() { rm -rf "$work"; echo "PASS($test_name)"; }

@@ -6,24 +6,8 @@
 # waiting out the 30 s connect timeout.
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
-impostor="$LLMRDZV_BUILD_DIR/bin/rdzv-impostor"
-require_file "$impostor"
-attacker=${LLMRDZV_ATTACKER_USER:?the cluster has no attacker user: rerun scripts/slurm/cluster.sh up}
-
 lo=20940 hi=20947
-mkdir loot && chown "$attacker" loot && chmod 700 loot
-impostors=()
-cleanup() { [ ${#impostors[@]} -eq 0 ] || kill "${impostors[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
-trap cleanup EXIT
-for port in $(seq $lo $hi); do
-  nsenter --net=/run/netns/lrdzv-n1 setpriv --reuid="$attacker" --regid="$attacker" --init-groups -- \
-    "$impostor" --kind raw --listen "0.0.0.0:$port" --loot "loot/raw.$port" > "squat.$port.out" 2>&1 &
-  impostors+=($!)
-done
-for port in $(seq $lo $hi); do
-  for _ in $(seq 200); do grep -q '^listening' "squat.$port.out" 2>/dev/null && break; sleep 0.05; done
-  grep -q "^listening $port" "squat.$port.out" || { cat "squat.$port.out" >&2; fail "squatter on $port did not start"; }
-done
+start_squatters raw $(seq $lo $hi)
 
 start=$SECONDS
 set +e
