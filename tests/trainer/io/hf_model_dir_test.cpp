@@ -317,11 +317,12 @@ TEST_CASE("bad HF directories and weight files are rejected naming the problem",
 
 // OPT, Llama, Mistral (a sliding window shorter than the batch's positions), Qwen2 (windowed and
 // full layers, q/k/v biases), Qwen3 (per-head q/k norms, head_dim apart), Phi-3 (fused
-// projections) and Gemma 2 (sandwich norms, soft-capping) on odd shapes made by
+// projections), Gemma 2 (sandwich norms, soft-capping) and Gemma 3 (per-head q/k norms, a local
+// rope base) on odd shapes made by
 // transformers itself: the same logits and loss, every parameter's gradient within 1e-5 (OPT's pad
 // row included: no gradient), then one SGD step on our side is saved and transformers computes our
 // logits from it.
-TEST_CASE("HF-made OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 models give HF's logits and gradients, and save back",
+TEST_CASE("HF-made OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 models give HF's logits and gradients, and save back",
           "[hf][python][families]") {
   struct Family {
     const char* variant;
@@ -332,7 +333,8 @@ TEST_CASE("HF-made OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 models g
                               Family{"llama", "llama", 1 + 2 * 9 + 1 + 1}, Family{"llama-mqa", "llama", 1 + 2 * 16 + 1},
                               Family{"llama3", "llama", 1 + 2 * 9 + 1 + 1}, Family{"mistral", "mistral", 1 + 2 * 9 + 1 + 1},
                               Family{"qwen2", "qwen2", 1 + 3 * (9 + 3) + 1}, Family{"qwen3", "qwen3", 1 + 2 * (9 + 4 + 2) + 1 + 1},
-                              Family{"phi3", "phi3", 1 + 2 * 6 + 1 + 1}, Family{"gemma2", "gemma2", 1 + 3 * 11 + 1}}) {
+                              Family{"phi3", "phi3", 1 + 2 * 6 + 1 + 1}, Family{"gemma2", "gemma2", 1 + 3 * 11 + 1},
+                              Family{"gemma3", "gemma3_text", 1 + 4 * 13 + 1}}) {
     DYNAMIC_SECTION(family.variant) {
       testing::ScratchDir dir;
       REQUIRE(run_python(std::string("make ") + dir.path().string() + " 21 " + family.variant) == 0);

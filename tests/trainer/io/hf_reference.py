@@ -34,6 +34,10 @@ make DIR SEED [VARIANT]
                                 scaled embeddings, GeGLU, head_dim 16 against hidden 48 / 4 heads,
                                 query_pre_attn_scalar 20, attention and final logits soft-capped at
                                 2 and 3 (small enough to bite), windows of 5 on layers 0 and 2.
+                  "gemma3"      Gemma3ForCausalLM (gemma3_text): Gemma 2's shape with (1 + weight)
+                                RMSNorms over each head of q and k, no soft-caps, windows of 5 on
+                                layers 0, 1 and 3, rope base 500 there and a linearly scaled (factor
+                                2) base 1e5 on the global layer 2.
 check DIR FILE    loads DIR with AutoModelForCausalLM.from_pretrained and compares its logits and
                   loss on FILE's input_ids/labels with FILE's logits/loss; exit 1 when they differ.
 """
@@ -42,7 +46,7 @@ import sys
 
 import torch
 from safetensors.torch import load_file, save_file
-from transformers import (AutoModelForCausalLM, Gemma2Config, GPT2Config, GPT2LMHeadModel, LlamaConfig, MistralConfig, OPTConfig,
+from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma3TextConfig, GPT2Config, GPT2LMHeadModel, LlamaConfig, MistralConfig, OPTConfig,
                           Phi3Config, Qwen2Config, Qwen3Config)
 
 TOLERANCE = 1e-5
@@ -96,6 +100,16 @@ CONFIGS = {
                                    max_position_embeddings=40, sliding_window=5, query_pre_attn_scalar=20,
                                    attn_logit_softcapping=2.0, final_logit_softcapping=3.0, pad_token_id=0,
                                    bos_token_id=2, eos_token_id=1),
+    "gemma3": lambda: Gemma3TextConfig(vocab_size=101, hidden_size=48, intermediate_size=80, num_hidden_layers=4,
+                                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                       max_position_embeddings=40, sliding_window=5, query_pre_attn_scalar=20,
+                                       layer_types=["sliding_attention", "sliding_attention", "full_attention",
+                                                    "sliding_attention"],
+                                       rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                           "rope_theta": 100000.0},
+                                                        "sliding_attention": {"rope_type": "default",
+                                                                              "rope_theta": 500.0}},
+                                       pad_token_id=0, bos_token_id=2, eos_token_id=1),
 }
 
 

@@ -73,9 +73,9 @@ TEST_CASE("config.json errors name the file and the key", "[config]") {
   const Case cases[] = {
       {"{\"n_embd\": 64,", "cfg.json: not valid JSON: at byte 14"},
       {"[]", "cfg.json: expected a JSON object, got array"},
-      {R"({"n_layer": 2, "n_embd": 64})", "no model_type (gpt2, opt, llama, mistral, qwen2, qwen3, phi3 and gemma2)"},
+      {R"({"n_layer": 2, "n_embd": 64})", "no model_type (gpt2, opt, llama, mistral, qwen2, qwen3, phi3, gemma2 and gemma3_text)"},
       {R"({"model_type": 2})", "model_type must be a string"},
-      {R"({"model_type": "bert"})", "model_type \"bert\" is not supported (gpt2, opt, llama, mistral, qwen2, qwen3, phi3 and gemma2 are)"},
+      {R"({"model_type": "bert"})", "model_type \"bert\" is not supported (gpt2, opt, llama, mistral, qwen2, qwen3, phi3, gemma2 and gemma3_text are)"},
       {R"({"model_type": "gpt2", "n_embd": "768"})", "cfg.json: n_embd must be an integer, got string"},
       {R"({"model_type": "gpt2", "n_embd": 76.8})", "n_embd must be an integer, got number"},
       {R"({"model_type": "gpt2", "resid_pdrop": "high"})", "resid_pdrop must be a number, got string"},
@@ -145,14 +145,15 @@ TEST_CASE("config presets have HF's shapes", "[config]") {
   CHECK_THROWS_WITH(model::preset("gpt3"), Catch::Contains("unknown model preset \"gpt3\""));
 }
 
-TEST_CASE("OPT, Llama, Mistral, Qwen, Phi-3 and Gemma 2 presets count the parameters transformers builds", "[config][families]") {
+TEST_CASE("OPT, Llama, Mistral, Qwen, Phi-3 and Gemma presets count the parameters transformers builds", "[config][families]") {
   // sum(p.numel() for p in AutoModelForCausalLM.from_config(...).parameters()), transformers 5.23.
   const std::pair<const char*, double> counts[] = {{"opt-125m", 125239296.0},     {"opt-350m", 331196416.0},
                                                    {"smollm-135m", 134515008.0},   {"tinyllama-1.1b", 1100048384.0},
                                                    {"llama-2-7b", 6738415616.0},   {"mistral-7b", 7241732096.0},
                                                    {"qwen2.5-0.5b", 494032768.0},  {"qwen2.5-7b", 7615616512.0},
                                                    {"qwen3-0.6b", 596049920.0},    {"qwen3-8b", 8190735360.0},
-                                                   {"phi-3-mini", 3821079552.0},   {"gemma-2-2b", 2614341888.0}};
+                                                   {"phi-3-mini", 3821079552.0},   {"gemma-2-2b", 2614341888.0},
+                                                   {"gemma-3-1b", 999885952.0}};
   for (const auto& [name, expected] : counts) {
     INFO(name);
     const model::ModelConfig c = model::preset(name);
@@ -190,6 +191,43 @@ TEST_CASE("Mistral and Qwen configs round trip with their windows and layer type
                     Catch::Contains("unknown key \"attention_bias\" for model_type mistral"));
   const model::ModelConfig qwen3 = model::preset("qwen3-0.6b");
   CHECK(model::config_from_json(model::config_to_json(qwen3), "q.json").as<model::Qwen3Config>().head_size() == 128);
+}
+
+TEST_CASE("Gemma 3 reads the hub's older config form and writes transformers 5's", "[config][families]") {
+  // google/gemma-3-1b-pt's keys, shrunk, with a linear rope scaling as the larger Gemma 3 models have.
+  const model::ModelConfig hub = model::config_from_json(
+      R"({"model_type": "gemma3_text", "num_hidden_layers": 7, "hidden_size": 64, "head_dim": 16,
+          "num_attention_heads": 4, "num_key_value_heads": 1, "intermediate_size": 96, "vocab_size": 300,
+          "sliding_window": 512, "sliding_window_pattern": 6, "rope_theta": 1000000, "rope_local_base_freq": 10000,
+          "rope_scaling": {"rope_type": "linear", "factor": 8.0}, "attn_logit_softcapping": null,
+          "final_logit_softcapping": null, "cache_implementation": "hybrid"})",
+      "gemma3.json");
+  const auto& c = hub.as<model::Gemma3TextConfig>();
+  CHECK(c.rope_type == "linear");
+  CHECK(c.rope_factor == 8.0);
+  CHECK(c.local_rope_theta == 10000.0);
+  CHECK(c.local_rope_type == "default");
+  CHECK(c.resolved_layer_types() == std::vector<std::string>{"sliding_attention", "sliding_attention", "sliding_attention",
+                                                              "sliding_attention", "sliding_attention", "full_attention",
+                                                              "sliding_attention"});
+  const std::string text = model::config_to_json(hub);
+  CHECK_THAT(text, Catch::Contains("\"Gemma3ForCausalLM\"") && Catch::Contains(R"("full_attention": {
+      "rope_theta": 1e+06,
+      "rope_type": "linear",
+      "factor": 8.0
+    })") && Catch::Contains(R"("sliding_attention": {
+      "rope_theta": 10000.0,
+      "rope_type": "default"
+    })"));
+  CHECK_THAT(text, !Catch::Contains("rope_local_base_freq") && !Catch::Contains("sliding_window_pattern"));
+  const model::ModelConfig back = model::config_from_json(text, "gemma3-back.json");
+  CHECK(model::config_to_json(back) == text);
+  CHECK(back.as<model::Gemma3TextConfig>().resolved_layer_types() == c.resolved_layer_types());
+  model::ModelConfig preset = model::preset("gemma-3-1b");
+  model::apply_overrides(preset, "rope_local_base_freq=500,sliding_window_pattern=2,num_hidden_layers=2");
+  CHECK(preset.as<model::Gemma3TextConfig>().local_rope_theta == 500.0);
+  CHECK(preset.as<model::Gemma3TextConfig>().resolved_layer_types() ==
+        std::vector<std::string>{"sliding_attention", "full_attention"});
 }
 
 TEST_CASE("a fresh config takes the tokenizer's vocabulary, EOS, and BOS where it has one", "[config][families]") {
@@ -302,7 +340,14 @@ TEST_CASE("OPT and Llama config errors name the key", "[config][families]") {
       {R"({"model_type": "qwen3", "num_hidden_layers": 3, "layer_types": ["full_attention"]})",
        "layer_types has 1 entries for 3 layers"},
       {R"({"model_type": "qwen2", "rope_scaling": {"type": "yarn", "factor": 4.0}})", "rope type \"yarn\" is not supported"},
-      {R"({"model_type": "gemma3_text"})", "model_type \"gemma3_text\" is not supported"},
+      {R"({"model_type": "gemma3_text", "rope_parameters": {"rope_type": "default", "rope_theta": 10000}})",
+       "rope_parameters must be an object of full_attention and sliding_attention settings"},
+      {R"({"model_type": "gemma3_text", "rope_parameters": {"sliding_attention": {"rope_type": "yarn", "factor": 2}}})",
+       "rope type \"yarn\" of the sliding layers is not supported (default and linear are)"},
+      {R"({"model_type": "gemma3_text", "rope_parameters": {"full_attention": {"rope_type": "dynamic", "factor": 2}}})",
+       "rope type \"dynamic\" is not supported"},
+      {R"({"model_type": "gemma3_text", "sliding_window_pattern": 0})", "sliding_window_pattern must be >= 1"},
+      {R"({"model_type": "gemma3_text", "use_bidirectional_attention": true})", "use_bidirectional_attention is not supported"},
       {R"({"model_type": "gemma2", "use_bidirectional_attention": true})", "use_bidirectional_attention is not supported"},
       {R"({"model_type": "gemma2", "final_logit_softcapping": "high"})", "final_logit_softcapping must be a number or null"},
       {R"({"model_type": "phi3", "rope_parameters": {"rope_type": "longrope", "short_factor": [1], "long_factor": [1]}})",

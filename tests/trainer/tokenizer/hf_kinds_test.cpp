@@ -1,8 +1,8 @@
 // The tokenizer kinds beyond GPT-2's against HF (transformers' AutoTokenizer on files its makers'
 // way of saving produced, built at test time from a vocabulary trained on the test text): OPT's
 // GPT-2 BPE with a BOS (tokenizer.json, and vocab.json + merges.txt + tokenizer_config.json as the
-// hub ships it), Llama 3's byte-level BPE, and Llama 2's SentencePiece-style BPE in each form it
-// is shipped in. Ids with the BOS (HF's tokenizer(text)), EOS, BOS, vocabulary size,
+// hub ships it), Llama 3's and Qwen2's byte-level BPE, Llama 2's SentencePiece-style BPE in each
+// form it is shipped in, and Gemma's. Ids with the BOS (HF's tokenizer(text)), EOS, BOS, vocabulary size,
 // and the exported files loaded by HF again.
 #include <catch2/catch.hpp>
 
@@ -117,6 +117,34 @@ TEST_CASE("Llama 3's byte-level BPE encodes as HF does", "[tokenizer][hf][tokeni
   CHECK(ours.encode("123456").size() == 2);
   const std::string text = "It'S \xff\t(x)\r\n\r\n <|eot_id|>";
   CHECK(ours.decode(ours.encode(text)) == text);
+}
+
+// Qwen2's (and Qwen3's): NFC first, so precomposed and combining spellings encode alike; single
+// digits; a non-special added token split out of the raw text.
+TEST_CASE("Qwen2's byte-level BPE with NFC encodes as HF does", "[tokenizer][hf][tokenizer_json][qwen2]") {
+  ScratchDir scratch("tok-hf-qwen2");
+  const Tokenizer ours = check_kind(scratch, "qwen2", 13);
+  CHECK(ours.kind() == Tokenizer::Kind::qwen2_bpe);
+  CHECK(ours.cut_rule() == llmrdzv::tokenizer::CutRule::llama3);
+  CHECK_FALSE(ours.bos_id());
+  CHECK(ours.token_text(ours.eos_id()) == "<|endoftext|>");
+  CHECK(ours.encode("caf\xC3\xA9") == ours.encode("cafe\xCC\x81"));  // U+00E9 and e + U+0301
+  CHECK(ours.encode("123456").size() == 6);
+  CHECK(ours.encode("a<tool_call>b").size() == 3);
+  CHECK(ours.encode("x<|im_start|>y").size() == 3);
+  const std::string text = "It'S \xff\t(x)\r\n <|im_end|>";
+  CHECK(ours.decode(ours.encode(text)) == text);
+}
+
+// Gemma's: SentencePiece-style with spaces as "▁" and none before the text.
+TEST_CASE("Gemma's SentencePiece-style BPE encodes as HF does", "[tokenizer][hf][tokenizer_json][gemma]") {
+  ScratchDir scratch("tok-hf-gemma");
+  const Tokenizer ours = check_kind(scratch, "gemma", 14);
+  CHECK(ours.kind() == Tokenizer::Kind::sentencepiece_bpe);
+  CHECK(ours.token_text(ours.eos_id()) == "<eos>");
+  CHECK(ours.cut_rule() == llmrdzv::tokenizer::CutRule::before_spaces);
+  CHECK(ours.encode("a<h1>b<start_of_turn>").size() == 4);
+  CHECK(ours.decode(ours.encode("a b\xff")) == "a b\xff");  // no "▁" before the text
 }
 
 TEST_CASE("Llama 2's SentencePiece-style BPE as transformers 5 saves it encodes as HF does",

@@ -63,6 +63,7 @@ def encode_bytes(tokenizer, byte_ids, data, with_bos):
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
                   r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
 
 
 def save_config(dest, **config):
@@ -147,6 +148,28 @@ def make_llama3(dest, lines, vocab_size):
     PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=specials[0], eos_token=specials[1]).save_pretrained(dest)
 
 
+def make_qwen2(dest, lines, vocab_size):
+    """Qwen2 and Qwen3: NFC, their split pattern (Llama 3's with single digits) then ByteLevel
+    without regex, trained that way; special tokens past the vocabulary and a non-special added
+    token matched in the raw text ("<tool_call>", as Qwen2.5's has), saved through Qwen2Tokenizer
+    as their hub repositories have it (tokenizer_class Qwen2Tokenizer)."""
+    from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import Qwen2Tokenizer
+
+    trained = Tokenizer(models.BPE())
+    trained.normalizer = normalizers.NFC()
+    trained.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    trained.train_from_iterator(lines, trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2,
+                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    model = json.loads(trained.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    tok = Qwen2Tokenizer(vocab=dict(model["vocab"]), merges=merges, extra_special_tokens=["<|im_start|>", "<|im_end|>"])
+    tok.add_tokens([AddedToken("<tool_call>", special=False, normalized=False)])
+    tok.save_pretrained(dest)
+
+
 def sentencepiece_bpe(lines, vocab_size):
     """A Llama 2-like vocabulary: <unk> <s> </s>, the 256 "<0xNN>" byte tokens, then pieces that
     start at "▁" (trained on words split before each "▁", as SentencePiece splits them)."""
@@ -193,6 +216,20 @@ def make_llama2_legacy(dest, lines, vocab_size, config_class):
     save_config(dest, **config)
 
 
+def make_gemma(dest, lines, vocab_size):
+    """Gemma (2 and 3): SentencePiece-style BPE with byte fallback whose normalizer turns spaces
+    into "▁" and puts none before the text, "<bos> $A", special tokens past the vocabulary and a
+    non-special added token matched in the raw text, saved through GemmaTokenizer as Google's hub
+    repositories have it (tokenizer_class GemmaTokenizer)."""
+    from tokenizers import AddedToken
+    from transformers import GemmaTokenizer
+
+    vocab, merges = sentencepiece_bpe(lines, vocab_size)
+    tok = GemmaTokenizer(vocab=vocab, merges=merges, extra_special_tokens=["<start_of_turn>", "<end_of_turn>"])
+    tok.add_tokens([AddedToken("<h1>", special=False, normalized=False)])
+    tok.save_pretrained(dest)
+
+
 def make(kind, dest, lines, vocab_size):
     if kind == "opt":
         make_opt(dest, lines, vocab_size)
@@ -200,6 +237,10 @@ def make(kind, dest, lines, vocab_size):
         write_opt_raw(dest, lines, vocab_size, hub_form=kind == "opt-hub-raw")
     elif kind == "llama3":
         make_llama3(dest, lines, vocab_size)
+    elif kind == "qwen2":
+        make_qwen2(dest, lines, vocab_size)
+    elif kind == "gemma":
+        make_gemma(dest, lines, vocab_size)
     elif kind in ("llama2", "llama2-always"):
         make_llama2(dest, lines, vocab_size, legacy=kind == "llama2-always")
     elif kind == "llama2-legacy":

@@ -37,6 +37,8 @@ const std::vector<std::string>& hard_cases() {
       "\u0E20\u0E32\u0E29\u0E32\u0E44\u0E17\u0E22",
       "\U0001F44D\U0001F3FD family \U0001F468\u200D\U0001F469\u200D\U0001F467 flags \U0001F1E9\U0001F1EA \U0001F600\U0001F600",
       "e\u0301 cafe\u0301 Z\u0324\u0354\u0367\u0311a\u0308\u0356",
+      // What NFC changes: Hangul jamo, marks out of canonical order, singletons, exclusions.
+      "\u1100\u1161\u11A8 \uAC00\u11A8 a\u0301\u0323 a\u0323\u0301 \u212B\u2126\uF900 \u0958 \u1E9B\u0323 \u0344",
       "a\u00A0b\u2003c\u3000d\u2028e\u0085f\u1680g",
       "x\u00A0\u00A0y \u00A0z",
       "zero\u200Bwidth \u200B space",

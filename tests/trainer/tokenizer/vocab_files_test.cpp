@@ -136,7 +136,7 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   const auto refused = [&](std::pair<std::string, std::string> change, const std::string& named) {
     INFO(change.second);
     CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {change})),
-               Contains("t/tokenizer.json: " + named) && Contains("this trainer reads GPT-2 and Llama 3 byte-level BPE"));
+               Contains("t/tokenizer.json: " + named) && Contains("this trainer reads GPT-2, Llama 3 and Qwen2 byte-level BPE"));
   };
   const std::string text_only = "[{\"Sequence\": {\"id\": \"A\", \"type_id\": 0}}]";
   const std::string byte_level_pre = "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}";
@@ -145,13 +145,22 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
            "\"}, \"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
            "\"trim_offsets\": true, \"use_regex\": false}]}";
   };
-  refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"}, "normalizer NFC: only Llama 2's");
+  refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFKC\"}"}, "normalizer NFKC: only NFC, Llama 2's");
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"},
+                                                        {"\"pre_tokenizer\": {\"type\": \"ByteLevel\"",
+                                                         "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", "
+                                                         "\"split\": false, \"prepend_scheme\": \"first\""}})),
+             Contains("normalizer NFC: NFC goes with byte-level BPE"));
+  // Under NFC, an added token HF would look for in the normalized text.
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"},
+                                                        {"\"normalized\": false, \"special\": true", "\"normalized\": true, \"special\": true"}})),
+             Contains("a special token matched in the normalized text"));
   refused({"\"normalizer\": null", "\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Prepend\", \"prepend\": \"_\"}, "
                                    "{\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, \"content\": \"_\"}]}"},
-          "normalizer Sequence: only Llama 2's");
+          "normalizer Sequence: only NFC, Llama 2's");
   refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Whitespace\""}, "pre_tokenizer Whitespace");
   refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Sequence\""}, "pre_tokenizer Sequence: expected Llama 3's");
-  refused({byte_level_pre, llama3_split("\\\\s+")}, "pre_tokenizer.pretokenizers[0].pattern \"\\s+\": only Llama 3's split pattern");
+  refused({byte_level_pre, llama3_split("\\\\s+")}, "pre_tokenizer.pretokenizers[0].pattern \"\\s+\": only Llama 3's and Qwen2's split patterns");
   refused({byte_level_pre, llama3_split("\\\\p{L}+")}, "pre_tokenizer.pretokenizers[0].pattern \"\\p{L}+\"");
   refused({"\"pre_tokenizer\": {\"type\": \"ByteLevel\"", "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"\\u2581\", \"split\": true"},
           "pre_tokenizer.split = true");
@@ -181,7 +190,12 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
   refused({"\"added_tokens\": [{", "\"added_tokens\": [], \"x\": [{"}, "added_tokens: no tokenizer_config.json eos_token");
   refused({"\"lstrip\": false", "\"lstrip\": true"}, "added_tokens[0] \"<|endoftext|>\".lstrip = true");
   refused({"\"rstrip\": false", "\"rstrip\": true"}, "added_tokens[0] \"<|endoftext|>\".rstrip = true");
-  refused({"\"special\": true", "\"special\": false"}, "added_tokens[0] \"<|endoftext|>\".special = false");
+  // A non-special added token HF matches in the raw text ("normalized": false) is split out like a
+  // special one; under a normalizer, one matched in the normalized text is refused.
+  CHECK(json_error(scratch, tokenizer_json(scratch, {{"\"special\": true", "\"special\": false"}})) == "no error");
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}"},
+                                                        {"\"normalized\": false, \"special\": true", "\"normalized\": true, \"special\": false"}})),
+             Contains("added_tokens[0] \"<|endoftext|>\".normalized = true: a non-special added token matched after normalization"));
   // tokenizer_config.json next to it, as transformers reads it.
   const auto config_error = [&](const std::string& config, const std::string& text) {
     scratch.write("t/tokenizer_config.json", config);

@@ -1,4 +1,4 @@
-// OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 through the real trainer, as GPT-2 goes:
+// OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 through the real trainer, as GPT-2 goes:
 // trained from a preset shrunk by --config_overrides; 2 ranks with optimizer offload and gradient checkpointing give the 1-rank
 // losses; a resumed run repeats the uninterrupted one exactly (dropout on); a saved model is
 // fine-tuned, transformers' AutoModelForCausalLM computes our logits and loss from the result,
@@ -64,6 +64,13 @@ const Family kGemma2{"gemma2", "gemma-2-2b",
                      "num_hidden_layers=3,hidden_size=48,num_attention_heads=4,num_key_value_heads=2,head_dim=16,"
                      "intermediate_size=80,max_position_embeddings=32,sliding_window=5,query_pre_attn_scalar=16"};
 
+// Gemma 3 with a local layer pattern of 3 (layers 0, 1 and 3 windowed, 2 global) and a local rope
+// base apart from the global one.
+const Family kGemma3{"gemma3_text", "gemma-3-1b",
+                     "num_hidden_layers=4,hidden_size=48,num_attention_heads=4,num_key_value_heads=2,head_dim=16,"
+                     "intermediate_size=80,max_position_embeddings=32,sliding_window=5,query_pre_attn_scalar=16,"
+                     "sliding_window_pattern=3,rope_local_base_freq=100"};
+
 std::string corpus() {
   return trainer_test::word_corpus({"rotary", "norm", "gate", "heads", "group", "learned", "offset", "project"}, 5, 900, 9);
 }
@@ -86,9 +93,9 @@ std::vector<std::string> with(std::vector<std::string> args, std::initializer_li
 
 }  // namespace
 
-TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 train on 1 rank, and on 2 with optimizer offload and checkpointing, with the same losses",
+TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 train on 1 rank, and on 2 with optimizer offload and checkpointing, with the same losses",
           "[train][families][distributed]") {
-  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2}) {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3}) {
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-ranks");
       dir.write("corpus.txt", corpus());
@@ -113,8 +120,8 @@ TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 train on 1 rank,
   }
 }
 
-TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 runs resumed from a checkpoint repeat the uninterrupted run exactly", "[train][families][resume]") {
-  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2}) {
+TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 runs resumed from a checkpoint repeat the uninterrupted run exactly", "[train][families][resume]") {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3}) {
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-resume");
       dir.write("corpus.txt", corpus());
@@ -132,8 +139,8 @@ TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 runs resumed fro
   }
 }
 
-TEST_CASE("a saved OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3 and Gemma 2 fine-tune, load in transformers with our loss, and generate", "[train][families][python]") {
-  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2}) {
+TEST_CASE("a saved OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 fine-tune, load in transformers with our loss, and generate", "[train][families][python]") {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3}) {
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-finetune");
       dir.write("corpus.txt", corpus());

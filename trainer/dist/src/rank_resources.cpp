@@ -25,14 +25,6 @@ int threads_per_rank(int available_cpus, int node_cpus, int local_world_size) {
   return std::max(1, node_cpus / std::max(1, local_world_size));
 }
 
-int node_cpus() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
-int available_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return node_cpus();
-}
 
 std::string describe_cuda_binding(int device, int visible_devices) {
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");

@@ -216,7 +216,7 @@ Resolved resolve(const std::string& name, const std::string& revision, const Cac
       if (fs::is_directory(folder, ec)) damage += "; " + quoted(folder) + ": " + lookup.problem;
       continue;
     }
-    std::string description = std::string(option) + " " + name + ": hub cache " + quoted(folder);
+    std::string description = "hub cache " + quoted(folder);
     if (repo_id != name) description += " (" + name + " is now " + repo_id + " on the hub, and was downloaded under that name)";
     description += ", revision " + revision + (is_commit(revision) ? "" : " = commit " + lookup.commit) + ", snapshot " +
                    quoted(*lookup.snapshot);

@@ -193,6 +193,16 @@ Config with_overrides(Config config, std::span<const ConfigKey<Config>> keys, st
   return config;
 }
 
+// --config_overrides for every family: the overridden copy is validated (the family's validate,
+// found by argument-dependent lookup) before it replaces `config`, so a refused override changes
+// nothing.
+template <typename Config>
+void apply_checked_overrides(Config& config, std::span<const ConfigKey<Config>> keys, std::string_view overrides) {
+  Config updated = with_overrides<Config>(config, keys, overrides, Config::kModelType);
+  validate(updated, "--config_overrides");
+  config = updated;
+}
+
 // A size (layers, widths, heads, positions, vocabulary): at least 1, and at most 2^31-1, so that
 // no product of two sizes overflows the int64 arithmetic that shapes tensors.
 inline void require_size(std::string_view origin, std::string_view name, std::int64_t v) {

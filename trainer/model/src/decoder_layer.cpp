@@ -148,7 +148,7 @@ DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<const DecoderRecipe> recipe, 
   if (r.placement == NormPlacement::post) mlp_norm_ = make_norm(*this, r, n.mlp_norm, h);
   if (r.placement == NormPlacement::sandwich) mlp_out_norm_ = make_norm(*this, r, n.mlp_out_norm, h);
   residual_dropout_ = register_module("residual_dropout", torch::nn::Dropout(r.residual_dropout));
-  if (!r.learned_positions) inv_freq_ = rope_inverse_frequencies(r.rope, r.head_dim);
+  if (!r.learned_positions) inv_freq_ = rope_inverse_frequencies(choice_.rope.value_or(r.rope), r.head_dim);
 }
 
 DecoderLayerImpl::Heads DecoderLayerImpl::heads(const torch::Tensor& x, std::int64_t past) {

@@ -18,6 +18,7 @@ Qwen2Config qwen2_from_json(const json::Value& doc, std::string_view origin);
 Qwen3Config qwen3_from_json(const json::Value& doc, std::string_view origin);
 Phi3Config phi3_from_json(const json::Value& doc, std::string_view origin);
 Gemma2Config gemma2_from_json(const json::Value& doc, std::string_view origin);
+Gemma3TextConfig gemma3_text_from_json(const json::Value& doc, std::string_view origin);
 
 // architectures, model_type and the family's keys.
 void write_json(const Gpt2Config& config, json::Object& doc);
@@ -28,6 +29,7 @@ void write_json(const Qwen2Config& config, json::Object& doc);
 void write_json(const Qwen3Config& config, json::Object& doc);
 void write_json(const Phi3Config& config, json::Object& doc);
 void write_json(const Gemma2Config& config, json::Object& doc);
+void write_json(const Gemma3TextConfig& config, json::Object& doc);
 
 std::optional<Gpt2Config> gpt2_preset(std::string_view name);
 std::optional<OptConfig> opt_preset(std::string_view name);
@@ -37,5 +39,6 @@ std::optional<Qwen2Config> qwen2_preset(std::string_view name);
 std::optional<Qwen3Config> qwen3_preset(std::string_view name);
 std::optional<Phi3Config> phi3_preset(std::string_view name);
 std::optional<Gemma2Config> gemma2_preset(std::string_view name);
+std::optional<Gemma3TextConfig> gemma3_text_preset(std::string_view name);
 
 }  // namespace llmrdzv::model::detail

@@ -7,24 +7,12 @@
 
 #include "family_recipes.hpp"
 #include "families.hpp"
-#include "llama_keys.hpp"
+#include "gemma_keys.hpp"
 
 namespace llmrdzv::model {
 namespace {
 
-// Gemma2Config names the activation hidden_activation (a hidden_act key is not Gemma 2's).
-std::vector<detail::ConfigKey<Gemma2Config>> gemma2_keys() {
-  auto keys = detail::llama_keys<Gemma2Config>({{"attention_bias", &Gemma2Config::attention_bias},
-                                                {"attn_logit_softcapping", &Gemma2Config::attn_logit_softcapping},
-                                                {"final_logit_softcapping", &Gemma2Config::final_logit_softcapping},
-                                                {"hidden_activation", &Gemma2Config::hidden_act},
-                                                {"query_pre_attn_scalar", &Gemma2Config::query_pre_attn_scalar},
-                                                {"sliding_window", &Gemma2Config::sliding_window}});
-  std::erase_if(keys, [](const auto& key) { return key.name == "hidden_act"; });
-  return keys;
-}
-
-const std::vector<detail::ConfigKey<Gemma2Config>> kKeys = gemma2_keys();
+const std::vector<detail::ConfigKey<Gemma2Config>> kKeys = detail::gemma_keys<Gemma2Config>({});
 
 }  // namespace
 
@@ -56,16 +44,10 @@ double parameter_count(const Gemma2Config& c) {
          static_cast<double>(c.num_hidden_layers) * 2.0 * static_cast<double>(c.hidden_size);
 }
 
-std::string describe_size(const Gemma2Config& c) {
-  return "num_hidden_layers=" + std::to_string(c.num_hidden_layers) + ", hidden_size=" + std::to_string(c.hidden_size) +
-         ", head_dim=" + std::to_string(c.head_size()) + ", intermediate_size=" + std::to_string(c.intermediate_size) +
-         ", vocab_size=" + std::to_string(c.vocab_size) + detail::imply_parameters(parameter_count(c));
-}
+std::string describe_size(const Gemma2Config& c) { return detail::llama_size_text(c, true); }
 
 void apply_overrides(Gemma2Config& config, std::string_view overrides) {
-  Gemma2Config updated = detail::with_overrides<Gemma2Config>(config, kKeys, overrides, Gemma2Config::kModelType);
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<Gemma2Config>(config, kKeys, overrides);
 }
 
 namespace detail {
@@ -75,9 +57,7 @@ Gemma2Config gemma2_from_json(const json::Value& doc, std::string_view origin) {
   read_keys<Gemma2Config>(config, kKeys, doc, origin);
   read_llama_rope(config, doc, origin);
   read_layer_types(config.layer_types, doc, origin);
-  if (const json::Value* both = doc.find("use_bidirectional_attention"); both && both->is_bool() && both->as_bool()) {
-    config_fail(origin, "use_bidirectional_attention is not supported (a causal LM attends to earlier positions only)");
-  }
+  refuse_bidirectional_attention(doc, origin);
   return config;
 }
 

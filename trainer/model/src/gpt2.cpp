@@ -29,7 +29,7 @@ DecoderRecipe decoder_recipe(const Gpt2Config& c) {
   for (std::int64_t i = 0; i < c.n_layer; ++i) {
     double scale = c.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(c.head_dim())) : 1.0;
     if (c.scale_attn_by_inverse_layer_idx) scale /= static_cast<double>(i + 1);
-    r.layers.push_back({.attention_scale = scale, .sliding_window = std::nullopt});
+    r.layers.push_back({.attention_scale = scale, .sliding_window = std::nullopt, .rope = std::nullopt});
   }
   r.mlp = MlpKind::plain;
   r.activation = c.activation_function;

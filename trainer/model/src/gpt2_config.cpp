@@ -76,9 +76,7 @@ std::string describe_size(const Gpt2Config& c) {
 }
 
 void apply_overrides(Gpt2Config& config, std::string_view overrides) {
-  Gpt2Config updated = detail::with_overrides<Gpt2Config>(config, kKeys, overrides, "gpt2");
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<Gpt2Config>(config, kKeys, overrides);
 }
 
 namespace detail {

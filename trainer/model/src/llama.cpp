@@ -32,7 +32,7 @@ DecoderRecipe decoder_recipe(const LlamaConfig& c) {
             .high_freq_factor = c.rope_high_freq_factor,
             .original_max_positions = c.rope_original_max_position_embeddings};
   r.layers.assign(static_cast<std::size_t>(c.num_hidden_layers),
-                  {.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_size())), .sliding_window = std::nullopt});
+                  {.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_size())), .sliding_window = std::nullopt, .rope = std::nullopt});
   r.mlp = MlpKind::gated;
   r.activation = c.hidden_act;
   r.mlp_bias = c.mlp_bias;

@@ -71,24 +71,14 @@ double parameter_count(const LlamaConfig& c) {
          (c.tie_word_embeddings ? 0 : v * h);
 }
 
-std::string describe_size(const LlamaConfig& c) {
-  return "num_hidden_layers=" + std::to_string(c.num_hidden_layers) + ", hidden_size=" + std::to_string(c.hidden_size) +
-         ", intermediate_size=" + std::to_string(c.intermediate_size) + ", vocab_size=" + std::to_string(c.vocab_size) +
-         detail::imply_parameters(parameter_count(c));
-}
+std::string describe_size(const LlamaConfig& c) { return detail::llama_size_text(c, false); }
 
 void apply_overrides(LlamaConfig& config, std::string_view overrides) {
-  LlamaConfig updated = detail::with_overrides<LlamaConfig>(config, kKeys, overrides, "llama");
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<LlamaConfig>(config, kKeys, overrides);
 }
 
 namespace detail {
-namespace {
 
-// rope_parameters {"rope_type", "rope_theta", "factor", and llama3's "low_freq_factor",
-// "high_freq_factor", "original_max_position_embeddings"}, or the older rope_scaling {"type" or
-// "rope_type", ...}. llama3 needs all of its keys, as transformers does.
 void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view origin, std::string_view key) {
   if (rope.is_null()) return;
   if (!rope.is_object()) detail::config_fail(origin, std::string(key) + " must be an object or null");
@@ -123,8 +113,6 @@ void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view or
   }
   config.rope_original_max_position_embeddings = original->as_integer();
 }
-
-}  // namespace
 
 LlamaConfig llama_from_json(const json::Value& doc, std::string_view origin) {
   LlamaConfig config;

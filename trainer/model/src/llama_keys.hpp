@@ -40,6 +40,12 @@ std::vector<ConfigKey<Config>> llama_keys(std::initializer_list<ConfigKey<Config
   return keys;
 }
 
+// One rotary object of config.json, named `key` in errors: rope_parameters {"rope_type",
+// "rope_theta", "factor", and llama3's "low_freq_factor", "high_freq_factor",
+// "original_max_position_embeddings"}, or the older rope_scaling {"type" or "rope_type", ...}; null
+// changes nothing. llama3 needs all of its keys, as transformers does.
+void read_rope(LlamaConfig& config, const json::Value& rope, std::string_view origin, std::string_view key);
+
 // rope_scaling / rope_parameters and pretraining_tp from config.json (types checked, llama3's keys
 // required); the table's keys are read by read_keys.
 void read_llama_rope(LlamaConfig& config, const json::Value& doc, std::string_view origin);
@@ -56,6 +62,16 @@ void read_layer_types(std::vector<std::string>& types, const json::Value& doc, s
 void validate_layer_types(const std::vector<std::string>& types, std::int64_t layers, std::string_view origin);
 json::Value layer_types_json(const std::vector<std::string>& types);
 inline constexpr std::string_view kFullAttention = "full_attention", kSlidingAttention = "sliding_attention";
+
+// describe_size of the Llama-built families: layers, widths (head_dim where the family sets its
+// own), vocabulary and the parameters they imply.
+template <typename Config>
+std::string llama_size_text(const Config& c, bool with_head_dim) {
+  return "num_hidden_layers=" + std::to_string(c.num_hidden_layers) + ", hidden_size=" + std::to_string(c.hidden_size) +
+         (with_head_dim ? ", head_dim=" + std::to_string(c.head_size()) : std::string()) +
+         ", intermediate_size=" + std::to_string(c.intermediate_size) + ", vocab_size=" + std::to_string(c.vocab_size) +
+         imply_parameters(parameter_count(c));
+}
 
 // rope_parameters from the config (rope_theta, rope_type and the type's factors).
 json::Value rope_parameters_json(const LlamaConfig& config);

@@ -18,9 +18,7 @@ void validate(const MistralConfig& c, std::string_view origin) {
 }
 
 void apply_overrides(MistralConfig& config, std::string_view overrides) {
-  MistralConfig updated = detail::with_overrides<MistralConfig>(config, kKeys, overrides, MistralConfig::kModelType);
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<MistralConfig>(config, kKeys, overrides);
 }
 
 namespace detail {

@@ -28,7 +28,7 @@ struct Overloaded : Ts... {
   using Ts::operator()...;
 };
 
-constexpr std::string_view kFamilies = "gpt2, opt, llama, mistral, qwen2, qwen3, phi3 and gemma2";
+constexpr std::string_view kFamilies = "gpt2, opt, llama, mistral, qwen2, qwen3, phi3, gemma2 and gemma3_text";
 
 }  // namespace
 
@@ -107,6 +107,7 @@ ModelConfig config_from_json(std::string_view text, std::string_view origin) {
   else if (type == "qwen3") config = detail::qwen3_from_json(doc, origin);
   else if (type == "phi3") config = detail::phi3_from_json(doc, origin);
   else if (type == "gemma2") config = detail::gemma2_from_json(doc, origin);
+  else if (type == "gemma3_text") config = detail::gemma3_text_from_json(doc, origin);
   else detail::config_fail(origin, "model_type \"" + type + "\" is not supported (" + std::string(kFamilies) + " are)");
   validate(config, origin);
   return config;
@@ -142,10 +143,11 @@ ModelConfig preset(std::string_view name) {
   if (auto c = detail::qwen3_preset(name)) return *c;
   if (auto c = detail::phi3_preset(name)) return *c;
   if (auto c = detail::gemma2_preset(name)) return *c;
+  if (auto c = detail::gemma3_text_preset(name)) return *c;
   throw ConfigError("unknown model preset \"" + std::string(name) +
                     "\" (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, "
                     "smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, "
-                    "qwen3-8b, phi-3-mini, gemma-2-2b)");
+                    "qwen3-8b, phi-3-mini, gemma-2-2b, gemma-3-1b)");
 }
 
 }  // namespace llmrdzv::model

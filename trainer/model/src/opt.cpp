@@ -33,7 +33,7 @@ DecoderRecipe decoder_recipe(const OptConfig& c) {
   r.attention_dropout = c.attention_dropout;
   r.residual_dropout = c.dropout;
   r.layers.assign(static_cast<std::size_t>(c.num_hidden_layers),
-                  {.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim())), .sliding_window = std::nullopt});
+                  {.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim())), .sliding_window = std::nullopt, .rope = std::nullopt});
   r.mlp = MlpKind::plain;
   r.activation = c.activation_function;
   r.mlp_bias = c.enable_bias;

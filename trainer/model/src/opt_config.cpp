@@ -85,9 +85,7 @@ std::string describe_size(const OptConfig& c) {
 }
 
 void apply_overrides(OptConfig& config, std::string_view overrides) {
-  OptConfig updated = detail::with_overrides<OptConfig>(config, kKeys, overrides, "opt");
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<OptConfig>(config, kKeys, overrides);
 }
 
 namespace detail {

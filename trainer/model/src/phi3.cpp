@@ -37,9 +37,7 @@ void validate(const Phi3Config& c, std::string_view origin) {
 }
 
 void apply_overrides(Phi3Config& config, std::string_view overrides) {
-  Phi3Config updated = detail::with_overrides<Phi3Config>(config, kKeys, overrides, Phi3Config::kModelType);
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<Phi3Config>(config, kKeys, overrides);
 }
 
 namespace detail {

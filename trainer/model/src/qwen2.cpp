@@ -42,16 +42,10 @@ double parameter_count(const Qwen2Config& c) {
   return parameter_count(static_cast<const LlamaConfig&>(c)) + static_cast<double>(c.num_hidden_layers) * biases;
 }
 
-std::string describe_size(const Qwen2Config& c) {
-  return "num_hidden_layers=" + std::to_string(c.num_hidden_layers) + ", hidden_size=" + std::to_string(c.hidden_size) +
-         ", intermediate_size=" + std::to_string(c.intermediate_size) + ", vocab_size=" + std::to_string(c.vocab_size) +
-         detail::imply_parameters(parameter_count(c));
-}
+std::string describe_size(const Qwen2Config& c) { return detail::llama_size_text(c, false); }
 
 void apply_overrides(Qwen2Config& config, std::string_view overrides) {
-  Qwen2Config updated = detail::with_overrides<Qwen2Config>(config, kKeys, overrides, Qwen2Config::kModelType);
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<Qwen2Config>(config, kKeys, overrides);
 }
 
 namespace detail {

@@ -23,16 +23,10 @@ double parameter_count(const Qwen3Config& c) {
          static_cast<double>(c.num_hidden_layers) * 2.0 * static_cast<double>(c.head_size());
 }
 
-std::string describe_size(const Qwen3Config& c) {
-  return "num_hidden_layers=" + std::to_string(c.num_hidden_layers) + ", hidden_size=" + std::to_string(c.hidden_size) +
-         ", head_dim=" + std::to_string(c.head_size()) + ", intermediate_size=" + std::to_string(c.intermediate_size) +
-         ", vocab_size=" + std::to_string(c.vocab_size) + detail::imply_parameters(parameter_count(c));
-}
+std::string describe_size(const Qwen3Config& c) { return detail::llama_size_text(c, true); }
 
 void apply_overrides(Qwen3Config& config, std::string_view overrides) {
-  Qwen3Config updated = detail::with_overrides<Qwen3Config>(config, kKeys, overrides, Qwen3Config::kModelType);
-  validate(updated, "--config_overrides");
-  config = updated;
+  detail::apply_checked_overrides<Qwen3Config>(config, kKeys, overrides);
 }
 
 namespace detail {

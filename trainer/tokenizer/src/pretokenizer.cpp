@@ -161,10 +161,11 @@ std::size_t PieceScanner::llama3_piece_end(std::size_t start, std::size_t end) c
       decode_at(text_, start + first.len, end).cls == CodePointClass::kLetter) {
     return run_of(text_, start + first.len, end, CodePointClass::kLetter);
   }
-  // \p{N}{1,3}
+  // \p{N}{1,3} (Qwen2: \p{N})
   if (first.cls == CodePointClass::kNumber) {
+    const int digits = pattern_ == SplitPattern::qwen2 ? 1 : 3;
     std::size_t pos = start;
-    for (int n = 0; n < 3 && pos < end; ++n) {
+    for (int n = 0; n < digits && pos < end; ++n) {
       const Decoded d = decode_at(text_, pos, end);
       if (d.cls != CodePointClass::kNumber) break;
       pos += d.len;

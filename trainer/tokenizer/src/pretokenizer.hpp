@@ -6,6 +6,8 @@
 //  - Llama 3 (Split with this regex, Isolated, then ByteLevel without its own regex):
 //      (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 //    ((?i) is Unicode case folding: besides the upper-case letters, U+017F (long s) matches 's').
+//  - Qwen2 and Qwen3 (the same Split and ByteLevel): Llama 3's pattern with single digits, \p{N}
+//    for \p{N}{1,3}.
 // Bytes that are not part of well-formed UTF-8 come out as one-byte pieces and cut the text around
 // them (see tokenizer.hpp for why).
 #pragma once
@@ -15,11 +17,16 @@
 
 namespace llmrdzv::tokenizer {
 
-enum class SplitPattern { gpt2, llama3 };
+enum class SplitPattern { gpt2, llama3, qwen2 };
 
 // Llama 3's pattern as tokenizer.json spells it (the JSON string's value): the only Split regex read.
 inline constexpr std::string_view kLlama3Pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+// Qwen2's pattern as tokenizer.json spells it.
+inline constexpr std::string_view kQwen2Pattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 class PieceScanner {

@@ -12,6 +12,7 @@
 #include "tokenizer_config.hpp"
 #include "tokenizer_json.hpp"
 #include "tokenizer_model.hpp"
+#include "unicode_nfc.hpp"
 #include "vocab_files.hpp"
 
 namespace llmrdzv::tokenizer {
@@ -191,7 +192,9 @@ void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, 
       pos += len;
     }
   };
-  const SplitPattern pattern = model.kind == Kind::llama3_bpe ? SplitPattern::llama3 : SplitPattern::gpt2;
+  const SplitPattern pattern = model.kind == Kind::llama3_bpe  ? SplitPattern::llama3
+                               : model.kind == Kind::qwen2_bpe ? SplitPattern::qwen2
+                                                               : SplitPattern::gpt2;
   std::size_t pos = 0;
   while (true) {
     const SpecialTokenFinder::Match special = model.specials.find(text, pos);
@@ -203,7 +206,8 @@ void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, 
       const bool continues = pos == 0 ? part == Part::continuation : model.prefix == SpacePrefix::first;
       if (!segment.empty()) sentencepiece_segment(segment, continues);
     } else {
-      PieceScanner scanner(segment, pattern);
+      const std::string normalized = model.nfc ? nfc(segment) : std::string();
+      PieceScanner scanner(model.nfc ? std::string_view(normalized) : segment, pattern);
       for (std::string_view piece; scanner.next(piece);) byte_level_piece(piece);
     }
     if (special.pos == std::string_view::npos) return;

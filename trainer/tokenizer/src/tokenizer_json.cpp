@@ -6,6 +6,7 @@
 
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "pretokenizer.hpp"
+#include "tokenizer_model.hpp"
 
 namespace llmrdzv::tokenizer {
 namespace {
@@ -17,9 +18,7 @@ class Reader {
   explicit Reader(const std::filesystem::path& path) : file_(path.string()) {}
 
   [[noreturn]] void refuse(const std::string& component, const std::string& why) const {
-    throw TokenizerError(file_ + ": " + component + ": " + why +
-                         " (this trainer reads GPT-2 and Llama 3 byte-level BPE and Llama 2 SentencePiece-style BPE tokenizers; give "
-                         "--tokenizer_name a directory with a supported tokenizer)");
+    refuse_unsupported(file_ + ": " + component, why);
   }
 
   // The member `key` of `object` at `where`, or nullptr when absent or JSON null.
@@ -53,12 +52,22 @@ class Reader {
     }
   }
 
-  // The normalizer: none, or (SentencePiece-style, as older exports of Llama 2 write it)
-  // Sequence[Prepend("▁"), Replace(" " -> "▁")].
+  // The normalizer: none, NFC (Qwen2's, before a byte-level split), or SentencePiece-style:
+  // Sequence[Prepend("▁"), Replace(" " -> "▁")] (older exports of Llama 2) or Replace(" " -> "▁")
+  // alone (Gemma's: no "▁" before the text).
   void read_normalizer(const json::Value& root, TokenizerJson& out) const {
     const json::Value* normalizer = member(root, "(top level)", "normalizer");
     if (!normalizer) return;
     const std::string type = type_of(*normalizer, "normalizer");
+    if (type == "NFC") {
+      out.nfc = true;
+      return;
+    }
+    if (type == "Replace" && is_space_to_metaspace(*normalizer)) {
+      out.kind = JsonKind::sentencepiece_bpe;
+      out.prefix = SpacePrefix::never;
+      return;
+    }
     const json::Value* parts = type == "Sequence" ? member(*normalizer, "normalizer", "normalizers") : nullptr;
     const bool legacy = parts && parts->is_array() && parts->as_array().size() == 2 &&
                         type_of(parts->as_array()[0], "normalizer.normalizers[0]") == "Prepend" &&
@@ -66,19 +75,28 @@ class Reader {
                         type_of(parts->as_array()[1], "normalizer.normalizers[1]") == "Replace" &&
                         is_space_to_metaspace(parts->as_array()[1]);
     if (!legacy) {
-      refuse("normalizer " + type, "only Llama 2's Sequence[Prepend(\"\u2581\"), Replace(\" \", \"\u2581\")] is supported; other "
-                                   "normalizers change the text before encoding");
+      refuse("normalizer " + type, "only NFC, Llama 2's Sequence[Prepend(\"\u2581\"), Replace(\" \", \"\u2581\")] and Gemma's "
+                                   "Replace(\" \", \"\u2581\") are supported; other normalizers change the text before encoding");
     }
     out.kind = JsonKind::sentencepiece_bpe;
     out.prefix = SpacePrefix::legacy;
   }
 
-  // GPT-2's ByteLevel; Llama 3's Sequence[Split(its pattern), ByteLevel without regex]; Metaspace
-  // (SentencePiece-style, as transformers 5 writes Llama 2's); none after the legacy normalizer.
+  // GPT-2's ByteLevel; Llama 3's or Qwen2's Sequence[Split(its pattern), ByteLevel without regex];
+  // Metaspace (SentencePiece-style, as transformers 5 writes Llama 2's); none after the legacy
+  // normalizer; none or a Split at " " (which finds none: they are "▁" by then) after Gemma's.
   void read_pre_tokenizer(const json::Value& root, TokenizerJson& out) const {
     const json::Value* pre = member(root, "(top level)", "pre_tokenizer");
     if (out.kind == JsonKind::sentencepiece_bpe) {
-      if (pre) refuse("pre_tokenizer " + type_of(*pre, "pre_tokenizer"), "Llama 2's normalizer comes without a pre-tokenizer");
+      if (!pre) return;
+      const std::string type = type_of(*pre, "pre_tokenizer");
+      if (out.prefix == SpacePrefix::legacy) refuse("pre_tokenizer " + type, "Llama 2's normalizer comes without a pre-tokenizer");
+      const json::Value* pattern = type == "Split" ? member(*pre, "pre_tokenizer", "pattern") : nullptr;
+      const json::Value* literal = pattern ? member(*pattern, "pre_tokenizer.pattern", "String") : nullptr;
+      if (!literal || !literal->is_string() || literal->as_string() != " ") {
+        refuse("pre_tokenizer " + type, "after Gemma's normalizer only a Split at \" \" (Gemma's) is supported");
+      }
+      require_flag(*pre, "pre_tokenizer", "invert", false, false, "an inverted split");
       return;
     }
     if (!pre) refuse("pre_tokenizer", "missing: byte-level BPE needs GPT-2's or Llama 3's split pattern");
@@ -89,17 +107,20 @@ class Reader {
     } else if (type == "Sequence") {
       const json::Value* parts = member(*pre, "pre_tokenizer", "pretokenizers");
       if (!parts || !parts->is_array() || parts->as_array().size() != 2) {
-        refuse("pre_tokenizer Sequence", "expected Llama 3's two pre-tokenizers, Split and ByteLevel");
+        refuse("pre_tokenizer Sequence", "expected Llama 3's or Qwen2's two pre-tokenizers, Split and ByteLevel");
       }
-      read_llama3_split(parts->as_array()[0], "pre_tokenizer.pretokenizers[0]");
+      out.kind = read_split(parts->as_array()[0], "pre_tokenizer.pretokenizers[0]");
       const std::string second = type_of(parts->as_array()[1], "pre_tokenizer.pretokenizers[1]");
-      if (second != "ByteLevel") refuse("pre_tokenizer.pretokenizers[1] " + second, "expected ByteLevel after Llama 3's Split");
+      if (second != "ByteLevel") refuse("pre_tokenizer.pretokenizers[1] " + second, "expected ByteLevel after the Split");
       require_byte_level(parts->as_array()[1], "pre_tokenizer.pretokenizers[1]", false);
-      out.kind = JsonKind::llama3_bpe;
     } else if (type == "Metaspace") {
       read_metaspace(*pre, out);
     } else {
-      refuse("pre_tokenizer " + type, "only GPT-2's ByteLevel, Llama 3's Sequence[Split, ByteLevel] and Metaspace are supported");
+      refuse("pre_tokenizer " + type,
+             "only GPT-2's ByteLevel, Llama 3's and Qwen2's Sequence[Split, ByteLevel] and Metaspace are supported");
+    }
+    if (out.nfc && out.kind == JsonKind::sentencepiece_bpe) {
+      refuse("normalizer NFC", "NFC goes with byte-level BPE (Qwen2's) here, not with SentencePiece-style BPE");
     }
   }
 
@@ -170,9 +191,11 @@ class Reader {
     out.merges = resolve_merges(spellings, out.tokens);
   }
 
-  // added_tokens: special tokens that strip nothing (HF splits them out of any text first), each
-  // at its own vocabulary entry or past the vocabulary, extending it without gaps.
-  void read_added_tokens(const json::Value& root, TokenizerJson& out) const {
+  // added_tokens that strip nothing, special or matched in the raw text (HF splits them out of any
+  // text first), each at its own vocabulary entry or past the vocabulary, extending it without gaps.
+  // `normalized_text`: the tokenizer has a normalizer, so that a token HF matches in the
+  // normalized text would be found elsewhere than in the raw text.
+  void read_added_tokens(const json::Value& root, TokenizerJson& out, bool normalized_text) const {
     const json::Value* added = member(root, "(top level)", "added_tokens");
     if (!added) return;
     if (!added->is_array()) refuse("added_tokens", "expected an array");
@@ -182,12 +205,18 @@ class Reader {
       const std::string content = string_member(token, where, "content");
       const std::string named = where + " \"" + content + "\"";
       if (content.empty()) refuse(named, "an empty token");
-      require_flag(token, named, "special", true, false, "a non-special added token (matched after normalization)");
+      // HF matches a token in the raw text unless it is "normalized" (by default the non-special
+      // ones): then in the normalizer's output, which is the raw text only where there is none.
+      const json::Value* special = member(token, named, "special");
+      if (special && !special->is_bool()) refuse(named + ".special", "expected true or false");
+      const bool is_special = special && special->as_bool();
+      if (normalized_text) {
+        require_flag(token, named, "normalized", false, !is_special,
+                     is_special ? "a special token matched in the normalized text"
+                                : "a non-special added token matched after normalization");
+      }
       for (const char* f : {"lstrip", "rstrip", "single_word"}) {
         require_flag(token, named, f, false, false, std::string(f) + " (whitespace around the token absorbed or required)");
-      }
-      if (out.prefix == SpacePrefix::legacy) {
-        require_flag(token, named, "normalized", false, true, "a special token matched in the normalized text");
       }
       const json::Value* id = member(token, where, "id");
       if (!id || !id->is_integer() || id->as_integer() < 0) refuse(where + ".id", "expected a whole number");
@@ -215,18 +244,20 @@ class Reader {
                  gpt2_regex ? "byte-level without GPT-2's split pattern" : "GPT-2's split pattern after Llama 3's");
   }
 
-  void read_llama3_split(const json::Value& split, const std::string& where) const {
+  // Llama 3's or Qwen2's Split: which of the two kinds it makes.
+  JsonKind read_split(const json::Value& split, const std::string& where) const {
     const std::string type = type_of(split, where);
-    if (type != "Split") refuse(where + " " + type, "expected Llama 3's Split");
+    if (type != "Split") refuse(where + " " + type, "expected Llama 3's or Qwen2's Split");
     const json::Value* pattern = member(split, where, "pattern");
     const json::Value* regex = pattern ? member(*pattern, where + ".pattern", "Regex") : nullptr;
-    if (!regex || !regex->is_string()) refuse(where + ".pattern", "expected {\"Regex\": Llama 3's pattern}");
-    if (regex->as_string() != kLlama3Pattern) {
-      refuse(where + ".pattern \"" + regex->as_string() + "\"", "only Llama 3's split pattern is supported");
+    if (!regex || !regex->is_string()) refuse(where + ".pattern", "expected {\"Regex\": Llama 3's or Qwen2's pattern}");
+    if (regex->as_string() != kLlama3Pattern && regex->as_string() != kQwen2Pattern) {
+      refuse(where + ".pattern \"" + regex->as_string() + "\"", "only Llama 3's and Qwen2's split patterns are supported");
     }
     const std::string behavior = string_member(split, where, "behavior");
     if (behavior != "Isolated") refuse(where + ".behavior " + behavior, "only Isolated (every match a pre-token) is supported");
     require_flag(split, where, "invert", false, false, "an inverted split");
+    return regex->as_string() == kQwen2Pattern ? JsonKind::qwen2_bpe : JsonKind::llama3_bpe;
   }
 
   void read_metaspace(const json::Value& pre, TokenizerJson& out) const {
@@ -297,7 +328,8 @@ TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::
   reader.read_post_processor(root, result);
   reader.check_decoder(root, result);
   reader.read_model(root, result);
-  reader.read_added_tokens(root, result);
+  const json::Value* normalizer = root.find("normalizer");
+  reader.read_added_tokens(root, result, normalizer && !normalizer->is_null());
   if (result.bos) {
     const SpecialToken& bos = *result.bos;
     const auto it = std::find_if(result.added.begin(), result.added.end(), [&](const SpecialToken& t) { return t.content == bos.content; });

@@ -17,7 +17,7 @@
 
 namespace llmrdzv::tokenizer {
 
-enum class JsonKind { gpt2_bpe, llama3_bpe, sentencepiece_bpe };
+enum class JsonKind { gpt2_bpe, llama3_bpe, qwen2_bpe, sentencepiece_bpe };
 
 // How SentencePiece-style BPE puts "▁" before a text (spaces are "▁" throughout):
 // legacy = the normalizer Prepend("▁"): before every text between special tokens;
@@ -29,13 +29,14 @@ struct TokenizerJson {
   JsonKind kind = JsonKind::gpt2_bpe;
   std::vector<std::string> tokens;     // by id (model.vocab)
   std::vector<MergeRule> merges;       // rank order (model.merges)
-  std::vector<SpecialToken> added;     // added_tokens (all special); ids past the vocabulary extend it
+  std::vector<SpecialToken> added;     // added_tokens (split out of the raw text); ids past the vocabulary extend it
   std::optional<SpecialToken> bos;     // what the post-processor puts before every text
   bool ignore_merges = false;          // a pre-token found in the vocabulary is one token
   SpacePrefix prefix = SpacePrefix::never;  // SentencePiece-style only
   std::optional<std::string> unk;      // SentencePiece-style: for characters without a token
   bool fuse_unk = false;
   bool byte_fallback = false;          // SentencePiece-style: "<0xNN>" tokens for such characters
+  bool nfc = false;                    // the NFC normalizer (Qwen2's): byte-level kinds only
 };
 
 // Throws TokenizerError naming the file and the component.

@@ -2,7 +2,8 @@
 // AutoTokenizer combines them: the config names the EOS, may switch the BOS on or off (it then
 // replaces the file's post-processor), and its tokenizer_class may rebuild the tokenizer from the
 // file's vocabulary (GPT2Tokenizer: GPT-2's pre-tokenizer; LlamaTokenizer: Metaspace with the
-// prefix its `legacy` and `add_prefix_space` choose). A combination that would encode otherwise
+// prefix its `legacy` and `add_prefix_space` choose; GemmaTokenizer: spaces as "▁", no prefix;
+// Qwen2Tokenizer: NFC and Qwen2's split). A combination that would encode otherwise
 // than this trainer is refused naming the file and key.
 #include <algorithm>
 
@@ -77,6 +78,23 @@ class Combiner {
       json.fuse_unk = json.byte_fallback = true;
       json.unk.reset();
       json.ignore_merges = false;
+    } else if (cls == "GemmaTokenizer") {
+      // GemmaTokenizer.__init__: BPE(fuse_unk=True, byte_fallback=True), Replace(" " -> "▁"), a
+      // Split at " " that finds none.
+      if (json.kind != JsonKind::sentencepiece_bpe || json.prefix != SpacePrefix::never) {
+        refuse_unsupported(named, "transformers rebuilds Gemma's normalizer over this tokenizer.json's vocabulary, which has "
+                                  "another pipeline");
+      }
+      json.fuse_unk = json.byte_fallback = true;
+      json.ignore_merges = false;
+    } else if (cls == "Qwen2Tokenizer") {
+      // Qwen2Tokenizer.__init__: BPE (ignore_merges off), NFC, Split(Qwen2's pattern), ByteLevel.
+      if (json.kind != JsonKind::qwen2_bpe || !json.nfc) {
+        refuse_unsupported(named, "transformers rebuilds Qwen2's NFC and split pattern over this tokenizer.json's vocabulary, "
+                                  "which has another pipeline");
+      }
+      if (config.add_prefix_space.value_or(false)) refuse_unsupported(config_path_ + ": add_prefix_space = true", "adding a space before the text is not supported");
+      json.ignore_merges = false;
     }
   }
 
@@ -89,6 +107,7 @@ Tokenizer::Kind kind_of(JsonKind kind) {
   switch (kind) {
     case JsonKind::gpt2_bpe: return Tokenizer::Kind::gpt2_bpe;
     case JsonKind::llama3_bpe: return Tokenizer::Kind::llama3_bpe;
+    case JsonKind::qwen2_bpe: return Tokenizer::Kind::qwen2_bpe;
     case JsonKind::sentencepiece_bpe: return Tokenizer::Kind::sentencepiece_bpe;
   }
   return Tokenizer::Kind::gpt2_bpe;
@@ -106,6 +125,7 @@ std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesyst
 
   auto model = std::make_shared<Tokenizer::Model>();
   model->kind = kind_of(json.kind);
+  model->nfc = json.nfc;
   model->tokens = std::move(json.tokens);
   model->merges = std::move(json.merges);
   model->ignore_merges = json.ignore_merges;

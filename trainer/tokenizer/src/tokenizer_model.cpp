@@ -18,6 +18,7 @@ const char* kind_name(Tokenizer::Kind kind) {
     case Tokenizer::Kind::bytes: return "bytes";
     case Tokenizer::Kind::gpt2_bpe: return "gpt2_bpe";
     case Tokenizer::Kind::llama3_bpe: return "llama3_bpe";
+    case Tokenizer::Kind::qwen2_bpe: return "qwen2_bpe";
     case Tokenizer::Kind::sentencepiece_bpe: return "sentencepiece_bpe";
   }
   return "?";
@@ -41,6 +42,7 @@ std::string fingerprint_of(const Tokenizer::Model& model) {
     sha.update("prefix ").update_u64(static_cast<std::uint64_t>(model.prefix));
     sha.update("unk ").update_u64(model.unk ? *model.unk : kNoToken).update_u64(model.fuse_unk);
     for (const TokenId id : model.byte_ids) sha.update_u64(id);
+    if (model.nfc) sha.update("nfc ");
   }
   return sha.hex_digest();
 }
@@ -105,7 +107,11 @@ std::shared_ptr<const Tokenizer::Model> finish_model(std::shared_ptr<Tokenizer::
     finish_sentencepiece(*model, byte_fallback);
   } else {
     finish_byte_level(*model, source);
-    model->cut_rule = model->kind == Tokenizer::Kind::llama3_bpe ? CutRule::llama3 : CutRule::gpt2;
+    // Qwen2's pattern splits at the same places as Llama 3's; and NFC never joins across them: the
+    // character after a cut follows '\r', '\n' or starts with ' ', none of which composes.
+    model->cut_rule = model->kind == Tokenizer::Kind::llama3_bpe || model->kind == Tokenizer::Kind::qwen2_bpe
+                          ? CutRule::llama3
+                          : CutRule::gpt2;
   }
   for (const SpecialToken& t : model->specials.tokens()) model->token_bytes[t.id] = t.content;
   std::vector<BpeMerges::Merge> table;
@@ -117,7 +123,7 @@ std::shared_ptr<const Tokenizer::Model> finish_model(std::shared_ptr<Tokenizer::
 }
 
 void refuse_unsupported(const std::string& what, const std::string& why) {
-  throw TokenizerError(what + ": " + why + " (this trainer reads GPT-2 and Llama 3 byte-level BPE and Llama 2 "
+  throw TokenizerError(what + ": " + why + " (this trainer reads GPT-2, Llama 3 and Qwen2 byte-level BPE and Llama 2 "
                        "SentencePiece-style BPE tokenizers; give --tokenizer_name a directory with a supported tokenizer)");
 }
 

@@ -35,6 +35,7 @@ struct Tokenizer::Model {
   TokenId eos = 0;
   std::optional<TokenId> bos;
   bool ignore_merges = false;
+  bool nfc = false;  // byte-level: NFC before the split (Qwen2's normalizer)
   SpacePrefix prefix = SpacePrefix::never;  // SentencePiece-style only, as are the next three
   std::optional<TokenId> unk;
   bool fuse_unk = false;

@@ -19,8 +19,8 @@ const OptionSpec<T> kTrainTable[] = {
     {"model_name_or_path", &T::model_name_or_path, "HF model directory (config.json + model.safetensors) to start from, or a hub name (gpt2, org/name) found offline in the hub cache as transformers finds it with HF_HUB_OFFLINE=1 (a local directory of that name wins; the run log names the snapshot); empty = a fresh model"},
     {"model_revision", &T::model_revision, "the hub revision (branch, tag or 40-hex commit) of hub names given to --model_name_or_path, --tokenizer_name and --config_name"},
     {"revision", &T::model_revision, "another name of --model_revision (give one of the two)"},
-    {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt, llama, mistral, qwen2, qwen3, phi3 or gemma2), a hub name in the hub cache, or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b, phi-3-mini, gemma-2-2b), for a fresh model; empty = GPT-2's defaults"},
-    {"model_type", &T::model_type, "run_clm.py's family of a fresh model without --config_name (gpt2, opt, llama, mistral, qwen2, qwen3, phi3, gemma2): the defaults of transformers' config class for it, as --config_overrides then changes them; with --config_name or --model_name_or_path it must name their model_type"},
+    {"config_name", &T::config_name, "config.json (or a directory holding one; model_type gpt2, opt, llama, mistral, qwen2, qwen3, phi3, gemma2 or gemma3_text), a hub name in the hub cache, or a preset name (gpt2, gpt2-medium, gpt2-large, gpt2-xl, opt-125m, opt-350m, opt-1.3b, opt-2.7b, opt-6.7b, smollm-135m, tinyllama-1.1b, llama-2-7b, llama-2-13b, mistral-7b, qwen2.5-0.5b, qwen2.5-7b, qwen3-0.6b, qwen3-8b, phi-3-mini, gemma-2-2b, gemma-3-1b), for a fresh model; empty = GPT-2's defaults"},
+    {"model_type", &T::model_type, "run_clm.py's family of a fresh model without --config_name (gpt2, opt, llama, mistral, qwen2, qwen3, phi3, gemma2, gemma3_text): the defaults of transformers' config class for it, as --config_overrides then changes them; with --config_name or --model_name_or_path it must name their model_type"},
     {"config_overrides", &T::config_overrides, "comma-separated key=value pairs applied to the model config, e.g. n_embd=256,n_layer=4"},
     {"tokenizer_name", &T::tokenizer_name, "hub name (in the hub cache) or directory with vocab.json + merges.txt, or tokenizer.json as transformers 5 saves it (byte-level BPE as GPT-2, OPT and Llama 3 ship it, or Llama 2's SentencePiece-style BPE); empty = the model directory's (refused if it has none, only another tokenizer format, or a tokenizer.json of another kind of tokenizer, naming the component); a fresh model: the byte-level tokenizer"},
     {"use_fast_tokenizer", &T::use_fast_tokenizer, "accepted for run_clm.py command lines: this trainer has one tokenizer implementation, whose ids equal the fast (tokenizers) one's; false is noted in the log"},
@@ -117,7 +117,7 @@ const OptionSpec<K> kTokenizerTable[] = {
     {"min_frequency", &K::min_frequency, "stop merging when the most frequent pair occurs fewer times than this"},
     {"special_tokens", &K::special_tokens, "special tokens, separated by whitespace, at ids 0, 1, ...; the first ends documents (EOS, as GPT-2's <|endoftext|>)"},
     {"output_dir", &K::output_dir, "where tokenizer.json, tokenizer_config.json, vocab.json, merges.txt and special_tokens_map.json go (for --tokenizer_name)"},
-    {"threads", &K::threads, "threads that count words; 0 = one per core"},
+    {"threads", &K::threads, "threads that count words; 0 = one per CPU this process may use (a Slurm job's CPU set)"},
 };
 
 // Options of run_clm.py, TrainingArguments and the launchers this trainer replaces that have no

@@ -25,6 +25,7 @@ std::string kind_name(tokenizer::Tokenizer::Kind kind) {
     case tokenizer::Tokenizer::Kind::bytes: return "the byte-level tokenizer";
     case tokenizer::Tokenizer::Kind::gpt2_bpe: return "GPT-2 byte-level BPE";
     case tokenizer::Tokenizer::Kind::llama3_bpe: return "Llama-3 byte-level BPE";
+    case tokenizer::Tokenizer::Kind::qwen2_bpe: return "Qwen2 byte-level BPE (NFC)";
     case tokenizer::Tokenizer::Kind::sentencepiece_bpe: return "SentencePiece-style BPE (Llama 2)";
   }
   return "an unknown tokenizer";
@@ -55,7 +56,7 @@ std::string locate(const std::string& name, std::string_view option, NamedThing 
   const hub::CacheDir cache = hub::model_cache_dir(hub.cache_dir);
   try {
     hub::Resolved resolved = hub::resolve(name, hub.revision, cache, option, required);
-    if (resolved.from_cache) log.push_back(std::move(resolved.description));
+    if (resolved.from_cache) log.push_back(std::string(option) + " " + name + ": " + resolved.description);
     return resolved.dir.string();
   } catch (const hub::HubError& e) {
     // --config_name gpt2-medium without that model in the cache: the preset of that name.

@@ -16,6 +16,7 @@
 
 #include "llmrdzv/data/corpus.hpp"
 #include "llmrdzv/io/utf8.hpp"
+#include "llmrdzv/kernel_support/cpu_count.hpp"
 #include "llmrdzv/tokenizer/bpe_training.hpp"
 #include "llmrdzv/train/cli.hpp"
 #include "llmrdzv/train/progress.hpp"
@@ -175,8 +176,7 @@ TokenizerTrainingResult train_tokenizer(const TokenizerOptions& options, std::FI
   for (const data::SourceFile& f : sources.files) file_bytes += f.size;
   const std::size_t files = sources.files.size();
   data::DocumentReader reader(std::move(sources), {});
-  const unsigned threads = options.threads > 0 ? static_cast<unsigned>(options.threads)
-                                                : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads = static_cast<unsigned>(options.threads > 0 ? options.threads : kernel_support::available_cpus());
   WordCounting counting(threads);
   StageLine line(progress);
 

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "llmrdzv/kernel_support/cpu_count.hpp"
+
 namespace llmrdzv::dist {
 
 // The CUDA device index for the rank with `local_rank` when the process sees `visible_devices`
@@ -24,8 +26,8 @@ int threads_per_rank(int available_cpus, int node_cpus, int local_world_size);
 
 // CPUs this process may run on (its affinity mask, which Slurm's task binding narrows), and
 // the CPUs of the machine.
-int available_cpus();
-int node_cpus();
+using kernel_support::available_cpus;
+using kernel_support::node_cpus;
 
 // "cuda:1 (CUDA_VISIBLE_DEVICES=2,3)" style description of the binding for the log.
 std::string describe_cuda_binding(int device, int visible_devices);

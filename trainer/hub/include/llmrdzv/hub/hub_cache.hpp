@@ -49,7 +49,7 @@ using RequiredFile = std::vector<std::string_view>;
 struct Resolved {
   std::filesystem::path dir;  // the local directory or the snapshot folder
   bool from_cache = false;
-  std::string description;    // for the run log: which cache folder, revision and commit (empty for a local directory)
+  std::string description;    // for the run log: "hub cache FOLDER, revision ..., snapshot ..." (empty for a local directory)
 };
 
 // `name` for option `option` ("--model_name_or_path"): a local directory of that name, else the

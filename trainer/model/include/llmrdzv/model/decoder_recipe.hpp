@@ -1,6 +1,6 @@
 // A decoder-only transformer as a small set of choices (norm kind and placement, attention
 // options, MLP kind, positions, embedding scale, head tying) and the Hugging Face names of its
-// weights. Every family (GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3) is one function from its
+// weights. Every family (GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and 3) is one function from its
 // config.json to a recipe (family_recipes.hpp); decoder_lm.hpp is the one implementation of every
 // choice. Torch-free.
 #pragma once
@@ -45,6 +45,7 @@ struct RopeChoice {
 struct LayerChoice {
   double attention_scale = 1.0;               // the softmax's scale of q.k
   std::optional<std::int64_t> sliding_window;  // each position attends to itself and window - 1 before it
+  std::optional<RopeChoice> rope;              // this layer's own rotary settings (Gemma 3's local layers)
 };
 
 // HF's names of the weights. Paths are dotted, relative to the model (model level) or to one layer

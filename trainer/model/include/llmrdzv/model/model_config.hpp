@@ -13,6 +13,7 @@
 
 #include "llmrdzv/model/config_error.hpp"
 #include "llmrdzv/model/gemma2_config.hpp"
+#include "llmrdzv/model/gemma3_config.hpp"
 #include "llmrdzv/model/gpt2_config.hpp"
 #include "llmrdzv/model/llama_config.hpp"
 #include "llmrdzv/model/mistral_config.hpp"
@@ -33,8 +34,9 @@ class ModelConfig {
   ModelConfig(Qwen3Config config) : family_(std::move(config)) {}
   ModelConfig(Phi3Config config) : family_(std::move(config)) {}
   ModelConfig(Gemma2Config config) : family_(std::move(config)) {}
+  ModelConfig(Gemma3TextConfig config) : family_(std::move(config)) {}
 
-  // "gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "phi3" or "gemma2": config.json's model_type.
+  // "gpt2", "opt", "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2" or "gemma3_text": config.json's model_type.
   std::string_view model_type() const;
   template <typename Family>
   bool is() const {
@@ -71,7 +73,7 @@ class ModelConfig {
 
  private:
   std::variant<Gpt2Config, OptConfig, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Phi3Config,
-               Gemma2Config>
+               Gemma2Config, Gemma3TextConfig>
       family_;
 };
 

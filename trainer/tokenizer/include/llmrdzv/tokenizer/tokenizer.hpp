@@ -5,6 +5,8 @@
 //    (also OPT-style, with a BOS before every text);
 //  - llama3_bpe: Llama 3's byte-level BPE from tokenizer.json (its split pattern; a pre-token that
 //    is itself in the vocabulary is one token, ignore_merges);
+//  - qwen2_bpe: Qwen2's (and Qwen3's) byte-level BPE from tokenizer.json: NFC, then Llama 3's
+//    pattern with single digits;
 //  - sentencepiece_bpe: Llama 2's SentencePiece-style BPE from tokenizer.json (spaces as "▁", a
 //    "▁" before the text, "<0xNN>" byte tokens for characters outside the vocabulary).
 // tokenizer.json and vocab.json + merges.txt are read with the tokenizer_config.json next to them,
@@ -14,6 +16,7 @@
 // Encoding rules (all of them HF's, except the last, which HF cannot express):
 //  - Special added tokens ("<|endoftext|>"; "<s>", "</s>"; Llama 3's "<|...|>") anywhere in the
 //    text are their ids, the leftmost and then longest first; the text between is encoded on its own.
+//  - qwen2_bpe first puts each text between special tokens in NFC (unicode_nfc.hpp).
 //  - Byte-level kinds cut the text into pieces by their pattern (pretokenizer.hpp; Unicode 14
 //    letter/number/White_Space classes), each piece's bytes go through GPT-2's byte-to-unicode
 //    map, and BPE merges them by rank (lowest rank first, leftmost on ties).
@@ -57,7 +60,7 @@ inline constexpr std::string_view kEndOfText = "<|endoftext|>";
 
 class Tokenizer {
  public:
-  enum class Kind { bytes, gpt2_bpe, llama3_bpe, sentencepiece_bpe };
+  enum class Kind { bytes, gpt2_bpe, llama3_bpe, qwen2_bpe, sentencepiece_bpe };
   // A chunk of a longer text: the start, or a continuation (sentencepiece_bpe puts no "▁" before it).
   enum class Part { start, continuation };
 
