@@ -1,6 +1,7 @@
 // OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 through the real trainer, as GPT-2 goes:
 // trained from a preset shrunk by --config_overrides; 2 ranks with optimizer offload and gradient checkpointing give the 1-rank
-// losses; a resumed run repeats the uninterrupted one exactly (dropout on); a saved model is
+// losses; bf16 and fp16 runs on the CPU follow fp32 within 3% per step; a resumed run repeats the
+// uninterrupted one exactly (dropout on); a saved model is
 // fine-tuned, transformers' AutoModelForCausalLM computes our logits and loss from the result,
 // and generate runs on it.
 #include <ATen/ops/randint.h>
@@ -22,6 +23,7 @@
 
 using llmrdzv::testing::read_file;
 using llmrdzv::testing::ScratchDir;
+using trainer_test::expect_close;
 using trainer_test::expect_ok;
 using trainer_test::metric_series;
 using trainer_test::run_trainer;
@@ -115,6 +117,28 @@ TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 train o
       for (std::size_t step = 0; step < got.size(); ++step) {
         INFO(family.name << " step " << step + 1 << ": " << got[step] << " vs 1 rank " << reference[step]);
         CHECK(std::abs(got[step] - reference[step]) <= 1e-5 * std::abs(reference[step]));
+      }
+    }
+  }
+}
+
+TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 train in bf16 and fp16 on the CPU following fp32",
+          "[train][families][precision]") {
+  for (const Family& family : {kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3}) {
+    DYNAMIC_SECTION(family.name) {
+      ScratchDir dir("family-precision");
+      dir.write("corpus.txt", corpus());
+      const std::string no_dropout = family.name == std::string("opt") ? ",dropout=0.0" : "";
+      expect_ok(run_trainer(with(run_args(dir, family, dir.file("fp32"), no_dropout), {"--use_cpu"})));
+      const auto reference = metric_series(dir.file("fp32/metrics.jsonl"), "loss");
+      REQUIRE(reference.size() == 12);
+      for (const char* precision : {"--bf16", "--fp16"}) {
+        INFO(family.name << " " << precision);
+        const std::string out = dir.file(precision + 2);
+        const RunResult run = run_trainer(with(run_args(dir, family, out, no_dropout), {"--use_cpu", precision}));
+        expect_ok(run);
+        CHECK_THAT(run.out, Catch::Contains(std::string("training on cpu in ") + (precision + 2)));
+        expect_close(metric_series(out + "/metrics.jsonl", "loss"), reference, 0.03);
       }
     }
   }
