@@ -77,7 +77,7 @@ CORPUS = "/usr/share/doc/python3.11/html/_sources"
 # name -> family (our preset of it, HF's config class), config.json keys (the same names on both
 # sides), block, batch and micro-batches per optimizer step (1 where not given). "default" is etc/trainer/default.yaml's model, "gpt2" HF's gpt2 (124M),
 # "opt-125m" facebook/opt-125m's shape, "smollm-135m" a Llama of that size (HuggingFaceTB's
-# SmolLM-135M: 30 layers, 9 heads on 3 key/value heads).
+# SmolLM-135M: 30 layers, 9 heads on 3 key/value heads); Qwen2.5 and Gemma 3 below.
 def _gpt2(pdrop, **shape):
     return dict(shape, resid_pdrop=pdrop, embd_pdrop=pdrop, attn_pdrop=pdrop)
 
@@ -111,6 +111,17 @@ SHAPES = {
                         config=dict(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3,
                                     hidden_size=576, intermediate_size=1536, max_position_embeddings=2048,
                                     vocab_size=49152, tie_word_embeddings=True)),
+    # Qwen/Qwen2.5-0.5B's shape (24 layers, 14 heads on 2 key/value heads, q/k/v biases, a tied
+    # 151936-token head), and a Gemma 3 of about GPT-2's size: (1 + weight) norms around attention
+    # and MLP, q/k norms, 4 heads of 256 on one key/value head, GeGLU, five local layers to one global.
+    "qwen2.5-0.5b": dict(family="qwen2", preset="qwen2.5-0.5b", block=128, batch=4,
+                         config=dict(num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                                     hidden_size=896, intermediate_size=4864, max_position_embeddings=32768,
+                                     vocab_size=151936, tie_word_embeddings=True)),
+    "gemma3-150m": dict(family="gemma3_text", preset="gemma-3-1b", block=128, batch=4,
+                        config=dict(num_hidden_layers=12, num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+                                    hidden_size=768, intermediate_size=3072, max_position_embeddings=2048,
+                                    vocab_size=32000, sliding_window=512, tie_word_embeddings=True)),
 }
 LEARNING_RATE = 3e-4
 
@@ -291,13 +302,15 @@ def ours(trainer, shape, steps, threads, workdir, activation, extra):
 
 
 # The config key of each family's activation (--activation).
-ACTIVATION_KEY = {"gpt2": "activation_function", "opt": "activation_function", "llama": "hidden_act"}
+ACTIVATION_KEY = {"gpt2": "activation_function", "opt": "activation_function", "llama": "hidden_act",
+                  "qwen2": "hidden_act", "gemma3_text": "hidden_activation"}
 
 
 def hf_config(shape, activation):
     import transformers
 
-    config_class = {"gpt2": transformers.GPT2Config, "opt": transformers.OPTConfig, "llama": transformers.LlamaConfig}
+    config_class = {"gpt2": transformers.GPT2Config, "opt": transformers.OPTConfig, "llama": transformers.LlamaConfig,
+                    "qwen2": transformers.Qwen2Config, "gemma3_text": transformers.Gemma3TextConfig}
     extra = {ACTIVATION_KEY[shape["family"]]: activation} if activation else {}
     # Our trainer's fresh model takes the byte tokenizer's EOS (256) as BOS and EOS.
     return config_class[shape["family"]](**shape["config"], bos_token_id=256, eos_token_id=256, **extra)
