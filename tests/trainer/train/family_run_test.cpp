@@ -93,6 +93,19 @@ std::vector<std::string> with(std::vector<std::string> args, std::initializer_li
   return args;
 }
 
+// OPT's dropout off, so that two runs compare step by step (the other families train without).
+std::string without_dropout(const Family& family) { return family.name == std::string("opt") ? ",dropout=0.0" : ""; }
+
+// The losses of a 1-rank fp32 run of `family` into dir/out with `extra` arguments, checked to have
+// run all 12 steps.
+std::vector<double> reference_losses(const ScratchDir& dir, const Family& family, const std::string& out,
+                                     std::initializer_list<std::string> extra = {}) {
+  expect_ok(run_trainer(with(run_args(dir, family, dir.file(out), without_dropout(family)), extra)));
+  const auto losses = metric_series(dir.file(out + "/metrics.jsonl"), "loss");
+  REQUIRE(losses.size() == 12);
+  return losses;
+}
+
 }  // namespace
 
 TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 train on 1 rank, and on 2 with optimizer offload and checkpointing, with the same losses",
@@ -101,16 +114,13 @@ TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 train o
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-ranks");
       dir.write("corpus.txt", corpus());
-      const std::string no_dropout = family.name == std::string("opt") ? ",dropout=0.0" : "";
-      const RunResult single = run_trainer(run_args(dir, family, dir.file("one"), no_dropout));
-      expect_ok(single);
-      const auto reference = metric_series(dir.file("one/metrics.jsonl"), "loss");
-      REQUIRE(reference.size() == 12);
+      const auto reference = reference_losses(dir, family, "one");
       CHECK(reference.back() < reference.front() - 0.2);  // it learns (post-LN OPT slowly: 5.55 -> 5.22)
       CHECK_THAT(read_file(dir.file("one/config.json")), Catch::Contains(std::string("\"model_type\": \"") + family.name + "\""));
 
       // Per-device batch 2 on 2 ranks: the same global batch.
-      const RunResult two = run_trainer(with(run_args(dir, family, dir.file("two"), no_dropout, 2), {"--nproc", "2", "--offload", "optimizer", "--gradient_checkpointing", "true"}));
+      const RunResult two = run_trainer(with(run_args(dir, family, dir.file("two"), without_dropout(family), 2),
+                                             {"--nproc", "2", "--offload", "optimizer", "--gradient_checkpointing", "true"}));
       expect_ok(two);
       const auto got = metric_series(dir.file("two/metrics.jsonl"), "loss");
       REQUIRE(got.size() == reference.size());
@@ -128,14 +138,11 @@ TEST_CASE("OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 train i
     DYNAMIC_SECTION(family.name) {
       ScratchDir dir("family-precision");
       dir.write("corpus.txt", corpus());
-      const std::string no_dropout = family.name == std::string("opt") ? ",dropout=0.0" : "";
-      expect_ok(run_trainer(with(run_args(dir, family, dir.file("fp32"), no_dropout), {"--use_cpu"})));
-      const auto reference = metric_series(dir.file("fp32/metrics.jsonl"), "loss");
-      REQUIRE(reference.size() == 12);
+      const auto reference = reference_losses(dir, family, "fp32", {"--use_cpu"});
       for (const char* precision : {"--bf16", "--fp16"}) {
         INFO(family.name << " " << precision);
         const std::string out = dir.file(precision + 2);
-        const RunResult run = run_trainer(with(run_args(dir, family, out, no_dropout), {"--use_cpu", precision}));
+        const RunResult run = run_trainer(with(run_args(dir, family, out, without_dropout(family)), {"--use_cpu", precision}));
         expect_ok(run);
         CHECK_THAT(run.out, Catch::Contains(std::string("training on cpu in ") + (precision + 2)));
         expect_close(metric_series(out + "/metrics.jsonl", "loss"), reference, 0.03);
