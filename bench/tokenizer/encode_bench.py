@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Encode throughput of our tokenizer against Hugging Face's tokenizers (Rust) and tiktoken, one
-thread each, on the same text, for a GPT-2, a Llama 3 and a Llama 2 tokenizer.json, measured side
-by side in one run. Prints a table and, as its last line, one JSON object.
+thread each, on the same text, for a GPT-2, a Llama 3, a Llama 2, a Qwen2 (NFC) and a Gemma
+tokenizer.json, measured side by side in one run. Prints a table and, as its last line, one JSON
+object.
 
 The tokenizers are made in the run by the tokenizer tests' oracle (hf_tokenizer_oracle.py: GPT-2
-with --resave, so that it is a tokenizer.json; --make llama3; --make llama2), trained on every other
+with --resave, so that it is a tokenizer.json; --make llama3, llama2, qwen2, gemma), trained on every other
 file of the corpus (the Python 3.11 documentation); the text encoded is the other files, one
 document each (MB = 10^6 bytes of UTF-8).
 
@@ -49,6 +50,8 @@ KINDS = {
     "gpt2": ([], 50257),
     "llama3": (["--make", "llama3"], 128000),
     "llama2": (["--make", "llama2"], 32000),
+    "qwen2": (["--make", "qwen2"], 151643),
+    "gemma": (["--make", "gemma"], 256000),
 }
 # GPT-2's split pattern (ByteLevel's regex), as tiktoken's gpt2 encoding has it; Llama 3's is the oracle's.
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
