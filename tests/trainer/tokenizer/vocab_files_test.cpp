@@ -209,6 +209,15 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
              Contains("t/tokenizer_config.json: tokenizer_class GPT2Tokenizer: transformers rebuilds GPT-2's pre-tokenizer"));
   CHECK_THAT(config_error("{\"tokenizer_class\": \"LlamaTokenizerFast\"}", tokenizer_json(scratch)),
              Contains("tokenizer_class LlamaTokenizerFast: transformers rebuilds a SentencePiece-style tokenizer"));
+  CHECK_THAT(config_error("{\"tokenizer_class\": \"Qwen2Tokenizer\"}", tokenizer_json(scratch)),
+             Contains("tokenizer_class Qwen2Tokenizer: transformers rebuilds Qwen2's NFC and split pattern"));
+  CHECK_THAT(config_error("{\"tokenizer_class\": \"GemmaTokenizerFast\"}", tokenizer_json(scratch)),
+             Contains("tokenizer_class GemmaTokenizerFast: transformers rebuilds Gemma's normalizer"));
+  // Gemma's normalizer with a pre-tokenizer other than its Split at " ".
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch, {{"\"normalizer\": null",
+                                                         "\"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"String\": \" \"}, "
+                                                         "\"content\": \"\\u2581\"}"}})),
+             Contains("pre_tokenizer ByteLevel: after Gemma's normalizer only a Split at \" \""));
   CHECK_THAT(config_error("{\"add_eos_token\": true}", tokenizer_json(scratch)), Contains("add_eos_token = true: an EOS appended"));
   CHECK_THAT(config_error("{\"eos_token\": \"<eos>\"}", tokenizer_json(scratch)), Contains("eos_token \"<eos>\": not in the vocabulary"));
   CHECK_THAT(config_error("{\"add_bos_token\": true}", tokenizer_json(scratch)), Contains("add_bos_token = true: without a bos_token"));

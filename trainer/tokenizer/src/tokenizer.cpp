@@ -206,8 +206,9 @@ void Tokenizer::encode_append(std::string_view text, std::vector<TokenId>& out, 
       const bool continues = pos == 0 ? part == Part::continuation : model.prefix == SpacePrefix::first;
       if (!segment.empty()) sentencepiece_segment(segment, continues);
     } else {
-      const std::string normalized = model.nfc ? nfc(segment) : std::string();
-      PieceScanner scanner(model.nfc ? std::string_view(normalized) : segment, pattern);
+      const bool normalize = model.nfc && !is_nfc_quick(segment);
+      const std::string normalized = normalize ? nfc(segment) : std::string();
+      PieceScanner scanner(normalize ? std::string_view(normalized) : segment, pattern);
       for (std::string_view piece; scanner.next(piece);) byte_level_piece(piece);
     }
     if (special.pos == std::string_view::npos) return;

@@ -63,7 +63,7 @@ class Reader {
       out.nfc = true;
       return;
     }
-    if (type == "Replace" && is_space_to_metaspace(*normalizer)) {
+    if (type == "Replace" && is_space_to_metaspace(*normalizer, "normalizer")) {
       out.kind = JsonKind::sentencepiece_bpe;
       out.prefix = SpacePrefix::never;
       return;
@@ -73,7 +73,7 @@ class Reader {
                         type_of(parts->as_array()[0], "normalizer.normalizers[0]") == "Prepend" &&
                         string_member(parts->as_array()[0], "normalizer.normalizers[0]", "prepend") == kSpacePiece &&
                         type_of(parts->as_array()[1], "normalizer.normalizers[1]") == "Replace" &&
-                        is_space_to_metaspace(parts->as_array()[1]);
+                        is_space_to_metaspace(parts->as_array()[1], "normalizer.normalizers[1]");
     if (!legacy) {
       refuse("normalizer " + type, "only NFC, Llama 2's Sequence[Prepend(\"\u2581\"), Replace(\" \", \"\u2581\")] and Gemma's "
                                    "Replace(\" \", \"\u2581\") are supported; other normalizers change the text before encoding");
@@ -231,11 +231,12 @@ class Reader {
     return value && value->as_bool();
   }
 
-  bool is_space_to_metaspace(const json::Value& replace) const {
-    const json::Value* pattern = member(replace, "normalizer.normalizers[1]", "pattern");
-    const json::Value* literal = pattern ? member(*pattern, "normalizer.normalizers[1].pattern", "String") : nullptr;
+  // A Replace(" " -> "▁") at `where`.
+  bool is_space_to_metaspace(const json::Value& replace, const std::string& where) const {
+    const json::Value* pattern = member(replace, where, "pattern");
+    const json::Value* literal = pattern ? member(*pattern, where + ".pattern", "String") : nullptr;
     return literal && literal->is_string() && literal->as_string() == " " &&
-           string_member(replace, "normalizer.normalizers[1]", "content") == kSpacePiece;
+           string_member(replace, where, "content") == kSpacePiece;
   }
 
   void require_byte_level(const json::Value& pre, const std::string& where, bool gpt2_regex) const {
