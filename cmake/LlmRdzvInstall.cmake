@@ -86,13 +86,21 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/admin-guide.md DESTINATION ${CMAKE_INST
 # package bundles: the real binary lives in libexec without a build-machine RUNPATH, and
 # bin/trainer is a wrapper that finds the site's torch wheel of the same version (see trainer(1)).
 if(TARGET trainer)
-  set(LLMRDZV_TRAINER_LIBEXEC ${CMAKE_INSTALL_FULL_LIBEXECDIR}/llm-rdzv/trainer)
+  set(LLMRDZV_TRAINER_LIBEXEC_DIR ${CMAKE_INSTALL_FULL_LIBEXECDIR}/llm-rdzv)
+  set(LLMRDZV_TRAINER_LIBEXEC ${LLMRDZV_TRAINER_LIBEXEC_DIR}/trainer)
   set(LLMRDZV_TRAINER_CONF ${LLMRDZV_CONF_DIR}/trainer.conf)
   file(RELATIVE_PATH LLMRDZV_TRAINER_FROM_BINDIR ${CMAKE_INSTALL_FULL_BINDIR} ${LLMRDZV_TRAINER_LIBEXEC})
   install(TARGETS trainer RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/llm-rdzv COMPONENT trainer)
   # The link's -rpath to the build venv's nvidia/*/lib would survive CMake's own RPATH rewrite.
   install(CODE "file(RPATH_SET FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBEXECDIR}/llm-rdzv/trainer\" NEW_RPATH \"\")"
           COMPONENT trainer)
+  # --dataset_name's Arrow reader: beside the binary, without the build venv's rpath either; the
+  # wrapper puts the site environment's pyarrow libraries on the search path.
+  if(TARGET llmrdzv_arrow_reader)
+    install(TARGETS llmrdzv_arrow_reader LIBRARY DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/llm-rdzv COMPONENT trainer)
+    install(CODE "file(RPATH_SET FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBEXECDIR}/llm-rdzv/llmrdzv_arrow_reader.so\" NEW_RPATH \"\")"
+            COMPONENT trainer)
+  endif()
   configure_file(${LLMRDZV_PACKAGING_DIR}/scripts/trainer-wrapper.in ${CMAKE_BINARY_DIR}/packaging/trainer @ONLY)
   install(PROGRAMS ${CMAKE_BINARY_DIR}/packaging/trainer DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT trainer)
   configure_file(${LLMRDZV_PACKAGING_DIR}/scripts/trainer.conf.in ${CMAKE_BINARY_DIR}/packaging/trainer.conf @ONLY)

@@ -4,7 +4,8 @@
 # depends on (no LibTorch inside, no RUNPATH into the build machine's venv), install it on this
 # machine, and as a site admin would: an unconfigured `trainer` stops with a message naming
 # /etc/llm-rdzv/trainer.conf; with torch_site= pointing at the venv that holds the pinned wheel,
-# `trainer --help` works, a tiny CPU training run writes an HF model directory, `trainer generate`
+# `trainer --help` works, a tiny CPU training run writes an HF model directory, a --dataset_name
+# run reads a save_to_disk dataset through the packaged Arrow module, `trainer generate`
 # samples from it, and `--nproc 2` runs two ranks through the rdzvd of the llm-rdzv package
 # (unpacked, not installed); a torch of another version is refused. Then purge and check nothing
 # is left. Needs root (dpkg -i).
@@ -47,13 +48,16 @@ trap cleanup EXIT
 contents=$(dpkg-deb -c "$deb" | awk '{ print $NF }')
 for f in ./usr/bin/trainer ./usr/libexec/llm-rdzv/trainer ./etc/llm-rdzv/trainer.conf \
          ./usr/share/man/man1/trainer.1.gz ./usr/share/doc/llm-rdzv-trainer/copyright \
-         ./usr/share/llm-rdzv/trainer/default.yaml; do
+         ./usr/share/llm-rdzv/trainer/default.yaml ./usr/libexec/llm-rdzv/llmrdzv_arrow_reader.so; do
   check "$deb holds $f" grep -qxF "$f" <<<"$contents"
 done
-check "$deb bundles a shared library" bash -c '! grep -q "\.so" <<<"$1"' _ "$contents"
+check "$deb bundles a shared library besides its Arrow module" \
+  bash -c '! grep -v "llmrdzv_arrow_reader\.so$" <<<"$1" | grep -q "\.so"' _ "$contents"
 dpkg-deb -x "$deb" "$work/unpacked"
 dynamic=$(readelf -d "$work/unpacked/usr/libexec/llm-rdzv/trainer")
 check "the installed trainer binary has a RUNPATH/RPATH" bash -c '! grep -qE "\((RUNPATH|RPATH)\)" <<<"$1"' _ "$dynamic"
+module=$(readelf -d "$work/unpacked/usr/libexec/llm-rdzv/llmrdzv_arrow_reader.so")
+check "the Arrow module has a RUNPATH/RPATH" bash -c '! grep -qE "\((RUNPATH|RPATH)\)" <<<"$1"' _ "$module"
 check "the trainer binary does not need libtorch_cuda.so (no CUDA LibTorch)" grep -q 'libtorch_cuda\.so' <<<"$dynamic"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
@@ -94,6 +98,14 @@ expect 0 "train_loss" -- bash -c 'cd / && env -u LLM_RDZV_TORCH_SITE "$@"' _ "${
 for f in config.json model.safetensors all_results.json metrics.jsonl; do
   check "the run left no $f in its output_dir" test -s "$work/run1/$f"
 done
+# --dataset_name through the packaged Arrow module and the venv's pyarrow libraries.
+"$venv/bin/python" -c "import datasets, sys; datasets.DatasetDict({'train': datasets.Dataset.from_dict({'text': ['row %d of the tiny dataset' % i for i in range(200)]})}).save_to_disk(sys.argv[1])" \
+  "$work/saved" >/dev/null 2>&1 || die "the datasets library could not write $work/saved"
+dataset_run=("${run[@]}")
+dataset_run[2]=--dataset_name
+dataset_run[3]="$work/saved"
+expect 0 "read with Apache Arrow" -- bash -c 'cd / && env -u LLM_RDZV_TORCH_SITE "$@"' _ "${dataset_run[@]}" \
+  --output_dir "$work/run-dataset"
 expect 0 "" -- bash -c 'cd / && trainer generate --model "$1" --prompt "the quick" --max_new_tokens 8 --threads 1' \
   _ "$work/run1"
 

@@ -3,8 +3,9 @@
 # tests/packaging/CMakeLists.txt to run ./fake-trainer beside it and to expect torch 9.9.9+test:
 # it refuses a missing setting, a directory without torch and a torch of another version, each with
 # a message naming the problem; with the right one (a site-packages directory, or a venv holding one)
-# it runs the binary with torch/lib and every nvidia/*/lib on LD_LIBRARY_PATH, passing the arguments
-# through; LLM_RDZV_TORCH_SITE beats the file.
+# it runs the binary with torch/lib and every nvidia/*/lib (and pyarrow, where the environment has
+# it) on LD_LIBRARY_PATH and LLMRDZV_ARROW_READER naming the Arrow module beside the binary (unless
+# set), passing the arguments through; LLM_RDZV_TORCH_SITE beats the file.
 #   trainer_wrapper_test.sh DIR   (DIR holds the configured `trainer`; its config file is DIR/trainer.conf)
 set -euo pipefail
 dir=${1:?usage: trainer_wrapper_test.sh DIR}
@@ -16,6 +17,7 @@ source "$(dirname "$0")/expect.sh"
 cat >"$dir/fake-trainer" <<'FAKE'
 #!/bin/sh
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+echo "LLMRDZV_ARROW_READER=$LLMRDZV_ARROW_READER"
 echo "args=$*"
 FAKE
 chmod +x "$dir/fake-trainer"
@@ -35,6 +37,13 @@ expect 1 "$work/old has torch 1.0.0 but this trainer was built against 9.9.9+tes
 expect 0 "LD_LIBRARY_PATH=$work/good/torch/lib:$work/good/nvidia/cu13/lib:$work/good/nvidia/nccl/lib:/keep" -- \
   env LLM_RDZV_TORCH_SITE="$work/good" LD_LIBRARY_PATH=/keep "$wrapper" --config "a b.yaml"
 expect 0 "args=--config a b.yaml" -- env LLM_RDZV_TORCH_SITE="$work/good" "$wrapper" --config "a b.yaml"
+expect 0 "LLMRDZV_ARROW_READER=$dir/llmrdzv_arrow_reader.so" -- env -u LLMRDZV_ARROW_READER LLM_RDZV_TORCH_SITE="$work/good" "$wrapper"
+expect 0 "LLMRDZV_ARROW_READER=/mine.so" -- env LLMRDZV_ARROW_READER=/mine.so LLM_RDZV_TORCH_SITE="$work/good" "$wrapper"
+# The environment's pyarrow wheel: its libarrow and libparquet for --dataset_name.
+mkdir -p "$work/good/pyarrow"
+expect 0 "LD_LIBRARY_PATH=$work/good/torch/lib:$work/good/nvidia/cu13/lib:$work/good/nvidia/nccl/lib:$work/good/pyarrow:/keep" -- \
+  env LLM_RDZV_TORCH_SITE="$work/good" LD_LIBRARY_PATH=/keep "$wrapper"
+rmdir "$work/good/pyarrow"
 printf '# comment\ntorch_site = %s\n' "$work/good" >"$dir/trainer.conf"
 expect 0 "LD_LIBRARY_PATH=$work/good/torch/lib" -- env -u LLM_RDZV_TORCH_SITE "$wrapper"
 expect 1 "$work/old has torch 1.0.0" -- env LLM_RDZV_TORCH_SITE="$work/old" "$wrapper"

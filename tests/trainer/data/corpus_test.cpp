@@ -1,8 +1,11 @@
-// Corpus listing (folders, hidden and binary files), .jsonl documents and their errors, the
-// validation split, chunk cutting and source fingerprints.
+// Corpus listing (folders, hidden and binary files), .jsonl documents and their errors, text
+// files read a document per line (--keep_linebreaks false, against the datasets library's text
+// builder), the validation split, chunk cutting and source fingerprints.
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -121,6 +124,46 @@ TEST_CASE(".jsonl lines give the text member of each object, and blank lines are
   REQUIRE(sources.files.size() == 1);
   CHECK(sources.files[0].jsonl);
   CHECK(texts(read_all(sources)) == std::vector<std::string>{"hello\nworld", "caf\xc3\xa9 \xf0\x9f\x98\x80", "last"});
+}
+
+TEST_CASE("a text file read a document per line: its lines without their breaks, as datasets' text builder reads them") {
+  ScratchDir dir("corpus");
+  // "\n", "\r\n" and lone "\r" breaks, empty lines, spaces kept, no break at the end.
+  const auto file = dir.write("lines.txt", std::string("first line\n\nsecond \r\nthird\rfourth\r\r\n  indented\t\n") +
+                                               "caf\xc3\xa9 \xe4\xb8\xad\n\n\nlast without a break");
+  SourceList sources = list_sources(file);
+  REQUIRE(sources.files.size() == 1);
+  CHECK(texts(read_all(sources)).size() == 1);  // whole by default
+  sources.files[0].lines = true;
+  const std::vector<std::string> ours = texts(read_all(sources));
+  CHECK(ours == std::vector<std::string>{"first line", "second ", "third", "fourth", "  indented\t", "caf\xc3\xa9 \xe4\xb8\xad",
+                                         "last without a break"});
+  // The oracle: load_dataset("text", keep_linebreaks=False), run_clm.py's reader, its rows hex
+  // encoded a line each; its empty rows are the empty documents this reader drops.
+  const std::string rows = dir.file("rows.hex");
+  const std::string command = "HF_DATASETS_OFFLINE=1 " + std::string(LLMRDZV_TEST_PYTHON) +
+                              " -c \"import sys, datasets; d = datasets.load_dataset('text', data_files=sys.argv[1], "
+                              "keep_linebreaks=False, split='train', cache_dir=sys.argv[3]); "
+                              "open(sys.argv[2], 'w').write(''.join(r.encode().hex() + chr(10) for r in d['text']))\" " +
+                              file + " " + rows + " " + dir.file("hf-cache") + " > " + dir.file("oracle.log") + " 2>&1";
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::vector<std::string> theirs;
+  std::ifstream in(rows);
+  for (std::string hex; std::getline(in, hex);) {
+    std::string row;
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2) row += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    if (!row.empty()) theirs.push_back(row);
+  }
+  CHECK(ours == theirs);
+  // Lines count as documents for the validation split, and the fingerprint tells the two readings apart.
+  CHECK(texts(read_all(sources, {DocumentSelection::Part::validation, 50})).size() == 3);
+  CHECK(source_fingerprint(sources, {}) != source_fingerprint(list_sources(file), {}));
+  DocumentReader reader(sources, {});
+  DocumentReader::Chunk chunk;
+  for (int i = 0; i < 3; ++i) REQUIRE(reader.next(chunk));
+  CHECK(chunk.text == "third");
+  CHECK(reader.position().jsonl_line == 4);  // the reader's line, counted at "\n"s
 }
 
 TEST_CASE("bad .jsonl lines are errors naming file and line") {

@@ -56,7 +56,14 @@ TEST_CASE("chunked stream encoding equals HF's encoding of each whole document, 
   // space), where NFC (Qwen2's normalizer) must not join across the cut.
   std::string marks;
   for (int i = 0; i < 80; ++i) marks += "cafe\xcc\x81 na\xcc\x88ive\n\xcc\x81x a\xcc\x81\xcc\xa3 \xcc\x81 e\xcc\x81\n";
-  const std::vector<std::string> docs = {corpus_text(2, 400), corpus_text(3, 50), "short doc", ragged, marks};
+  // Chat tokens with spaces beside them, which Phi-3's take along (rstrip after "<|end|>" and the
+  // others, lstrip before the placeholders): a chunk cut in those spaces would keep them.
+  std::string chat;
+  for (int i = 0; i < 60; ++i) {
+    chat += "<|user|> question " + std::to_string(i) + "<|end|> <|assistant|> answer with words <|placeholder2|> and" +
+            (i % 2 ? " <|placeholder1|> more\n" : "<|end|>\n");
+  }
+  const std::vector<std::string> docs = {corpus_text(2, 400), corpus_text(3, 50), "short doc", ragged, marks, chat};
   // The vocabulary learns those whitespace runs, so a wrong cut would change the ids, not only the pieces.
   const auto train_corpus = dir.write("train-vocab.txt", corpus_text(1, 3000) + ragged + ragged);
   dir.write("docs/0.txt", docs[0]);
@@ -64,11 +71,13 @@ TEST_CASE("chunked stream encoding equals HF's encoding of each whole document, 
   dir.write("docs/2.txt", docs[2]);
   dir.write("docs/3.txt", docs[3]);
   dir.write("docs/4.txt", docs[4]);
+  dir.write("docs/5.txt", docs[5]);
   // GPT-2 (vocab.json + merges.txt), and tokenizer.json kinds with their own cut rules: Llama 3's
   // pattern, Qwen2's (NFC first), Llama 2's SentencePiece-style BPE (no "▁" before a continuation
-  // chunk) in both of its forms, and Gemma's (no "▁" before any text); all but GPT-2's, Qwen2's
-  // and Gemma's put a BOS before every document.
-  for (const std::string kind : {"", "llama3", "qwen2", "llama2", "llama2-legacy", "gemma"}) {
+  // chunk) in both of its forms, Gemma's (no "▁" before any text) and Phi-3's (Llama 2's with
+  // whitespace-absorbing chat tokens); all but GPT-2's, Qwen2's and Gemma's put a BOS before every
+  // document.
+  for (const std::string kind : {"", "llama3", "qwen2", "llama2", "llama2-legacy", "gemma", "phi3"}) {
     SECTION(kind.empty() ? "gpt2" : kind) {
       const auto vocab = dir / ("vocab-" + kind);
       const auto oracle = llmrdzv::test::hf_encode(vocab, docs, llmrdzv::test::OracleTraining{train_corpus, 600, true, true, kind}, true);

@@ -1,7 +1,8 @@
 // The blocks the trainer trains on for --dataset_name equal run_clm.py's: run_clm_oracle.py runs
 // run_clm's tokenize_function and group_texts maps (datasets.map, batched, 1000 rows a batch) over
 // a save_to_disk dataset made here, with a GPT-2-style tokenizer and one whose template puts a BOS
-// before every row, both trained by the tokenizers library on the rows.
+// before every row, both trained by the tokenizers library on the rows; in one process and with
+// num_proc=3, whose shards (867, 867 and 866 rows) move the batches' dropped remainders.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -66,13 +67,15 @@ TEST_CASE("dataset rows become run_clm.py's group_texts blocks", "[datasets][ora
   REQUIRE(rows.size() == 2600);
   for (const char* name : {"gpt2", "bos"}) {
     const auto tokenizer = llmrdzv::tokenizer::Tokenizer::from_directory(dir.file(std::string("tokenizer-") + name));
-    const auto expected = read_blocks(dir.file(std::string("blocks-") + name + ".txt"));
-    REQUIRE(expected.size() > 100);
-    for (const unsigned threads : {1u, 3u}) {
-      INFO(name << " tokenizer, " << threads << " threads");
+    std::vector<std::vector<std::vector<TokenId>>> by_workers;
+    for (const unsigned workers : {1u, 3u}) {
+      INFO(name << " tokenizer, " << workers << " workers");
+      const auto expected = read_blocks(dir.file(std::string("blocks-") + name + "-" + std::to_string(workers) + ".txt"));
+      REQUIRE(expected.size() > 100);
+      by_workers.push_back(expected);
       std::vector<TokenId> ids;
       const auto report = llmrdzv::data::group_rows(
-          rows.size(), [&](std::uint64_t i) { return rows.row(i); }, tokenizer, {kBlock, threads},
+          rows.size(), [&](std::uint64_t i) { return rows.row(i); }, tokenizer, {kBlock, workers},
           [&](std::span<const TokenId> batch) { ids.insert(ids.end(), batch.begin(), batch.end()); });
       CHECK(report.batches == 3);
       REQUIRE(report.blocks == expected.size());
@@ -83,5 +86,23 @@ TEST_CASE("dataset rows become run_clm.py's group_texts blocks", "[datasets][ora
                                      ids.begin() + static_cast<std::ptrdiff_t>((b + 1) * kBlock)) == expected[b]);
       }
     }
+    // The shards change which tokens are dropped: the two runs differ, or the test shows nothing.
+    CHECK(by_workers[0] != by_workers[1]);
   }
+}
+
+TEST_CASE("run_clm's map shards are datasets' contiguous shards", "[datasets][run_clm]") {
+  using llmrdzv::data::map_shards;
+  const auto ranges = [](std::uint64_t rows, unsigned workers) {
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+    for (const auto& r : map_shards(rows, workers)) out.emplace_back(r.first, r.count);
+    return out;
+  };
+  using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  CHECK(ranges(2600, 3) == Ranges{{0, 867}, {867, 867}, {1734, 866}});
+  CHECK(ranges(2600, 0) == Ranges{{0, 2600}});
+  CHECK(ranges(2600, 1) == Ranges{{0, 2600}});
+  CHECK(ranges(10, 4) == Ranges{{0, 3}, {3, 3}, {6, 2}, {8, 2}});
+  CHECK(ranges(2, 5) == Ranges{{0, 1}, {1, 1}});  // num_proc lowered to the row count
+  CHECK(ranges(0, 3) == Ranges{{0, 0}});
 }

@@ -5,7 +5,9 @@
       DIR/tokenizer-gpt2 (byte-level BPE trained on the rows, GPT-2 style: no BOS) and
       DIR/tokenizer-bos (the same with a "<s> $A" template: a BOS before every row);
       then for each tokenizer, run_clm.py's tokenize_function and group_texts maps (batched=True)
-      over the train split, written to DIR/blocks-<tokenizer>.txt, one block of ids a line.
+      over the train split, in one process and with num_proc=3 as --preprocessing_num_workers 3
+      makes run_clm.py map, written to DIR/blocks-<tokenizer>-<num_proc>.txt, one block of ids a
+      line.
 """
 import os
 import sys
@@ -36,7 +38,7 @@ def make_tokenizers(rows, out):
     bos.save_pretrained(os.path.join(out, "tokenizer-bos"))
 
 
-def run_clm_blocks(dataset, tokenizer, block_size):
+def run_clm_blocks(dataset, tokenizer, block_size, num_proc=None):
     def tokenize_function(examples):
         return tokenizer(examples["text"])
 
@@ -48,9 +50,11 @@ def run_clm_blocks(dataset, tokenizer, block_size):
         result["labels"] = result["input_ids"].copy()
         return result
 
-    tokenized = dataset.map(tokenize_function, batched=True, remove_columns=dataset.column_names,
-                            load_from_cache_file=False)
-    grouped = tokenized.map(group_texts, batched=True, load_from_cache_file=False)
+    # In memory: datasets shards a map like an earlier run's cache files when it finds any (the
+    # one-process run's would make num_proc=3 map in one shard), and run_clm.py's first run has none.
+    tokenized = dataset.map(tokenize_function, batched=True, num_proc=num_proc, remove_columns=dataset.column_names,
+                            keep_in_memory=True)
+    grouped = tokenized.map(group_texts, batched=True, num_proc=num_proc, keep_in_memory=True)
     return grouped["input_ids"]
 
 
@@ -61,9 +65,10 @@ def main():
     make_tokenizers(train["text"], out)
     for name in ("gpt2", "bos"):
         tokenizer = transformers.AutoTokenizer.from_pretrained(os.path.join(out, f"tokenizer-{name}"))
-        with open(os.path.join(out, f"blocks-{name}.txt"), "w") as f:
-            for block in run_clm_blocks(train, tokenizer, block_size):
-                f.write(" ".join(map(str, block)) + "\n")
+        for num_proc in (None, 3):
+            with open(os.path.join(out, f"blocks-{name}-{num_proc or 1}.txt"), "w") as f:
+                for block in run_clm_blocks(train, tokenizer, block_size, num_proc):
+                    f.write(" ".join(map(str, block)) + "\n")
 
 
 if __name__ == "__main__":

@@ -183,3 +183,92 @@ TEST_CASE("Llama 2's SentencePiece-style BPE in the normalizer form encodes as H
     }
   }
 }
+
+// Phi-3's: Llama 2's kind, whose chat tokens take the whitespace after them along (rstrip), and
+// two tokens that take the whitespace before them (lstrip), against HF on chat-shaped texts; read
+// alone (LlamaTokenizer's rebuild) and in a model directory of Phi-3 or Mistral (as it is).
+TEST_CASE("Phi-3's SentencePiece-style BPE with whitespace-absorbing chat tokens encodes as HF does",
+          "[tokenizer][hf][tokenizer_json][phi3]") {
+  ScratchDir scratch("tok-hf-phi3");
+  const Tokenizer ours = check_kind(scratch, "phi3", 15);
+  CHECK(ours.kind() == Tokenizer::Kind::sentencepiece_bpe);
+  REQUIRE(ours.bos_id());  // the file's "<s> $A", whatever add_bos_token says (transformers 5 drops it)
+  CHECK(ours.token_text(*ours.bos_id()) == "<s>");
+  CHECK(ours.token_text(ours.eos_id()) == "<|endoftext|>");
+  const std::vector<std::string> chats = {
+      "<|user|>\nHow are you?<|end|>\n<|assistant|>\n  Fine, thanks.<|end|>\n<|endoftext|>",
+      "<|user|> \t\n  spaces after<|end|>   <|assistant|>x",
+      "a <|placeholder1|> b",
+      "a  \n <|placeholder2|>  b",
+      "<|placeholder2|><|placeholder2|> <|placeholder1|>",
+      "<|end|>",
+      " <|end|> ",
+      "<|assistant|>\xe3\x80\x80wide space\xc2\xa0<|placeholder2|>",
+      "<|end|><|placeholder2|>",
+      "text <|end|> <|placeholder2|> text",
+      "<|endoftext|> after the EOS, which keeps it",
+  };
+  const OracleResult theirs = hf_encode(scratch / "phi3", chats, std::nullopt, true);
+  REQUIRE(theirs.ids.size() == chats.size());
+  for (std::size_t i = 0; i < chats.size(); ++i) {
+    INFO("chat " << i << ": \"" << chats[i] << "\"");
+    CHECK(ours.encode_document(chats[i]) == theirs.ids[i]);
+  }
+  // The spaces the tokens absorb are gone: the texts differ and their ids do not.
+  CHECK(ours.encode("<|end|>   x") == ours.encode("<|end|>x"));
+  CHECK(ours.encode("x \n<|placeholder2|>") == ours.encode("x<|placeholder2|>"));
+  // A reader's chunks are never cut in whitespace a token absorbs.
+  const llmrdzv::tokenizer::CutPlaces places = ours.cut_places();
+  CHECK(places.rstrip.size() == 4);
+  CHECK(places.lstrip.size() == 2);
+  const std::string text = "one two<|end|> three four";
+  CHECK(llmrdzv::tokenizer::last_safe_cut(text, places) == 20);                                     // " four"
+  CHECK(llmrdzv::tokenizer::last_safe_cut(std::string_view(text).substr(0, 20), places) == 3);      // not " three"
+  CHECK(llmrdzv::tokenizer::last_safe_cut("a b <|placeholder2|>", places) == 1);
+
+  // Next to a config.json whose model_type is phi3 or mistral (a model directory: the hub's, or
+  // one this trainer exports), AutoTokenizer reads tokenizer.json as it is, whatever
+  // tokenizer_class says: Llama 2's normalizer then puts a "▁" before every text between added
+  // tokens. Read there, the ids are HF's again; and the rebuilt (Metaspace) tokenizer.json that
+  // save() writes for the LlamaTokenizer reading keeps its ids in such a directory.
+  std::vector<std::string> texts = chats;
+  for (const std::string& c : parity_cases(16)) texts.push_back(c);
+  for (const std::string model_type : {"phi3", "mistral"}) {
+    INFO("model_type " << model_type);
+    const auto as_hub = scratch / ("hub-" + model_type);
+    std::filesystem::copy(scratch / "phi3", as_hub, std::filesystem::copy_options::recursive);
+    scratch.write("hub-" + model_type + "/config.json", "{\"model_type\": \"" + model_type + "\"}");
+    const Tokenizer as_is = Tokenizer::from_directory(as_hub);
+    CHECK(as_is.encode("<|end|>x") != ours.encode("<|end|>x"));  // "▁x" here, "x" rebuilt
+    const OracleResult hub = hf_encode(as_hub, texts, std::nullopt, true);
+    REQUIRE(hub.ids.size() == texts.size());
+    const auto exported = scratch / ("exported-" + model_type);
+    ours.save(exported);
+    scratch.write("exported-" + model_type + "/config.json", "{\"model_type\": \"" + model_type + "\"}");
+    const OracleResult reread = hf_encode(exported, texts, std::nullopt, true);
+    REQUIRE(reread.ids.size() == texts.size());
+    const Tokenizer ours_again = Tokenizer::from_directory(exported);
+    // The as-is reading exported into a Llama directory (whose model type imposes no class): it
+    // names no rebuilding class any more, so HF reads it as it is there too.
+    const auto as_llama = scratch / ("as-is-in-llama-" + model_type);
+    as_is.save(as_llama);
+    scratch.write("as-is-in-llama-" + model_type + "/config.json", "{\"model_type\": \"llama\"}");
+    const OracleResult in_llama = hf_encode(as_llama, texts, std::nullopt, true);
+    REQUIRE(in_llama.ids.size() == texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+      INFO("text " << i << ": \"" << texts[i] << "\"");
+      CHECK(as_is.encode_document(texts[i]) == hub.ids[i]);
+      CHECK(ours.encode_document(texts[i]) == reread.ids[i]);
+      CHECK(ours_again.encode_document(texts[i]) == reread.ids[i]);
+      CHECK(as_is.encode_document(texts[i]) == in_llama.ids[i]);
+    }
+  }
+  // A class that rebuilds a byte-level pipeline over this SentencePiece-style vocabulary is refused.
+  for (const std::string cls : {"Qwen2Tokenizer", "GPT2Tokenizer"}) {
+    const auto dir = scratch / ("as-" + cls);
+    std::filesystem::copy(scratch / "phi3", dir, std::filesystem::copy_options::recursive);
+    scratch.write("as-" + cls + "/tokenizer_config.json", "{\"tokenizer_class\": \"" + cls + "\", \"eos_token\": \"</s>\"}");
+    CHECK_THROWS_WITH(Tokenizer::from_directory(dir), Catch::Contains("tokenizer_class " + cls) &&
+                                                          Catch::Contains("which is SentencePiece-style"));
+  }
+}

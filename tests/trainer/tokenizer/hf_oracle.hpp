@@ -16,7 +16,7 @@ struct OracleTraining {
   bool with_eos = true;
   bool keep_newlines = false;  // train on the corpus as one text: merges of line breaks too
   // Empty: GPT-2's vocab.json + merges.txt. Else a tokenizer.json + tokenizer_config.json of this
-  // kind (hf_tokenizer_oracle.py's make_*): "opt", "llama3", "qwen2", "gemma", "llama2" (transformers 5's Metaspace
+  // kind (hf_tokenizer_oracle.py's make_*): "opt", "llama3", "qwen2", "gemma", "phi3", "llama2" (transformers 5's Metaspace
   // form), "llama2-always" (the same with legacy), "llama2-legacy" (the normalizer form, read as it
   // is) and "llama2-hub" (the normalizer form with LlamaTokenizer's config, as Meta ships it); or
   // vocab.json + merges.txt + tokenizer_config.json: "opt-raw" (make_opt's files before transformers

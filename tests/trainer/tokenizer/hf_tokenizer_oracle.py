@@ -230,6 +230,31 @@ def make_gemma(dest, lines, vocab_size):
     tok.save_pretrained(dest)
 
 
+def make_phi3(dest, lines, vocab_size):
+    """Phi-3 as microsoft/Phi-3-mini-4k-instruct ships it: Llama 2's normalizer form read through
+    LlamaTokenizer (legacy false; add_bos_token false, which transformers 5 drops beside the file's
+    "<s> $A"), "<|endoftext|>" the EOS past the vocabulary, and
+    chat tokens after it that take the whitespace after them along (rstrip: "<|assistant|>",
+    "<|end|>", "<|user|>"), listed in tokenizer_config.json's added_tokens_decoder too; plus two
+    that take the whitespace before them (lstrip), which Phi-3 has none of."""
+    from tokenizers import AddedToken, Tokenizer
+
+    make_llama2_legacy(dest, lines, vocab_size, "LlamaTokenizer")
+    path = os.path.join(dest, "tokenizer.json")
+    tok = Tokenizer.from_file(path)
+    added = [("<|endoftext|>", False, False), ("<|assistant|>", False, True), ("<|end|>", False, True),
+             ("<|user|>", False, True), ("<|placeholder1|>", True, True), ("<|placeholder2|>", True, False)]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False, lstrip=l, rstrip=r) for t, l, r in added])
+    tok.save(path)
+    decoder = {}  # every added token, as the hub's file lists them (LlamaTokenizer re-adds these)
+    for t, l, r in [("<unk>", False, False), ("<s>", False, False), ("</s>", False, False)] + added:
+        decoder[str(tok.token_to_id(t))] = dict(content=t, lstrip=l, normalized=False, rstrip=r, single_word=False,
+                                                special=True)
+    save_config(dest, tokenizer_class="LlamaTokenizer", bos_token="<s>", eos_token="<|endoftext|>", unk_token="<unk>",
+                pad_token="<|endoftext|>", add_bos_token=False, add_eos_token=False, legacy=False,
+                added_tokens_decoder=decoder)
+
+
 def make(kind, dest, lines, vocab_size):
     if kind == "opt":
         make_opt(dest, lines, vocab_size)
@@ -241,6 +266,8 @@ def make(kind, dest, lines, vocab_size):
         make_qwen2(dest, lines, vocab_size)
     elif kind == "gemma":
         make_gemma(dest, lines, vocab_size)
+    elif kind == "phi3":
+        make_phi3(dest, lines, vocab_size)
     elif kind in ("llama2", "llama2-always"):
         make_llama2(dest, lines, vocab_size, legacy=kind == "llama2-always")
     elif kind == "llama2-legacy":

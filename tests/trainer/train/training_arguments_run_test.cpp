@@ -268,3 +268,19 @@ TEST_CASE("evaluations report bits per byte of the predicted text beside the los
     CHECK(text.substr(at, line_end - at).find("bits_per_byte\"") != std::string::npos);  // eval_bits_per_byte in the results
   }
 }
+
+TEST_CASE("with keep_linebreaks false a text file's lines are its documents, their breaks dropped", "[train][keep_linebreaks]") {
+  ScratchDir dir("keep-linebreaks");
+  dir.write("train.txt", training_text());
+  // Seven lines of 8 bytes: whole, 63 bytes and the document's EOS (4 blocks of 16, as above);
+  // a line a document, 7 x (8 bytes + EOS) = 63 tokens: 3 blocks whose 45 predicted tokens hold
+  // 5 EOS (positions 8, 17, 26, 35, 44), so 40 bytes of text.
+  dir.write("valid.txt", "module_a\nmodule_b\r\nmodule_c\rmodule_d\nmodule_e\nmodule_f\nmodule_g\n");
+  const std::string out = dir.file("run");
+  const RunResult run = run_trainer(with(base_args(dir, out), {"--do_eval", "--max_steps", "2", "--keep_linebreaks", "False"}));
+  expect_ok(run);
+  CHECK_THAT(run.err, Catch::Contains("valid.txt: --keep_linebreaks false: 1 text file(s) read a document per line"));
+  const json::Value results = json::parse(read_file(out + "/all_results.json"));
+  const double loss = results.find("eval_loss")->as_double();
+  CHECK(results.find("eval_bits_per_byte")->as_double() == Approx(loss * 45 / (40 * std::log(2.0))).epsilon(1e-12));
+}

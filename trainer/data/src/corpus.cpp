@@ -170,7 +170,7 @@ std::string source_fingerprint(const SourceList& sources, const DocumentSelectio
   for (const SourceFile& file : sources.files) {
     const std::string path = file.path.string();
     hash.update_u64(path.size()).update(path).update_u64(file.size);
-    hash.update_u64(static_cast<std::uint64_t>(file.mtime_ns)).update_u64(file.jsonl ? 1 : 0);
+    hash.update_u64(static_cast<std::uint64_t>(file.mtime_ns)).update_u64(file.jsonl ? 1 : (file.lines ? 2 : 0));
   }
   const unsigned percentage = selection.part == DocumentSelection::Part::all ? 0 : selection.validation_percentage;
   hash.update_u64(static_cast<std::uint64_t>(selection.part)).update_u64(percentage);
@@ -181,12 +181,12 @@ struct DocumentReader::State {
   SourceList sources;
   DocumentSelection selection;
   std::size_t chunk_bytes;
-  tokenizer::CutRule cut_rule;
+  tokenizer::CutPlaces cut_places;
 
   std::size_t file_index = 0;  // the next file to open
   std::ifstream file;
   bool file_open = false;
-  std::uint64_t line_number = 0;  // .jsonl
+  std::uint64_t line_number = 0;  // .jsonl, or a plain file read a document per line
   std::uint64_t document_index = 0;  // over non-empty documents
 
   // The current plain-file document: buffer holds [consumed, size) unread-by-caller text.
@@ -194,7 +194,9 @@ struct DocumentReader::State {
   bool document_started = false;
   std::string buffer;
   std::size_t consumed = 0;
-  std::string line;  // the current .jsonl line's text member
+  std::string line;  // the current .jsonl line's text member, or the current line of a plain file
+  std::string raw_line;  // a plain file's line up to "\n", cut at lone "\r"s from raw_from on
+  std::size_t raw_from = std::string::npos;
 
   const SourceFile& current() const { return sources.files[file_index - 1]; }
 
@@ -221,6 +223,7 @@ struct DocumentReader::State {
     if (!file) throw DataError(next.path.string() + ": cannot open: " + std::strerror(errno));
     file_open = true;
     line_number = 0;
+    raw_from = std::string::npos;
     return true;
   }
 
@@ -246,6 +249,24 @@ struct DocumentReader::State {
     }
     if (file.bad()) fail_read();
     return false;
+  }
+
+  // The next line of a plain file read a document per line into `line`, its break dropped: a
+  // getline() line ends at "\n", and a "\r" in it ends a line too ("\r\n" leaves an empty one,
+  // which is dropped as every empty document is); false at the end of the file.
+  bool next_text_line() {
+    if (raw_from == std::string::npos) {
+      if (!std::getline(file, raw_line)) {
+        if (file.bad()) fail_read();
+        return false;
+      }
+      ++line_number;
+      raw_from = 0;
+    }
+    const std::size_t end = raw_line.find('\r', raw_from);
+    line.assign(raw_line, raw_from, end == std::string::npos ? std::string::npos : end - raw_from);
+    raw_from = end == std::string::npos ? std::string::npos : end + 1;
+    return true;
   }
 
   std::string parse_jsonl_line(std::string_view raw) const {
@@ -275,8 +296,8 @@ struct DocumentReader::State {
         return true;
       }
       if (!file_open && !open_next_file()) return false;
-      if (current().jsonl) {
-        if (!next_jsonl_document()) {
+      if (current().jsonl || current().lines) {
+        if (!(current().jsonl ? next_jsonl_document() : next_text_line())) {
           file_open = false;
           continue;
         }
@@ -312,7 +333,7 @@ struct DocumentReader::State {
           return;
         }
       }
-      std::size_t cut = tokenizer::last_safe_cut(buffer, cut_rule);
+      std::size_t cut = tokenizer::last_safe_cut(buffer, cut_places);
       if (cut == 0 && buffer.size() >= chunk_bytes * kForcedCutChunks) cut = tokenizer::last_character_boundary(buffer);
       if (cut > 0) {
         chunk.text = std::string_view(buffer).substr(0, cut);
@@ -326,7 +347,7 @@ struct DocumentReader::State {
 };
 
 DocumentReader::DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes,
-                               tokenizer::CutRule cut_rule)
+                               tokenizer::CutPlaces cut_places)
     : state_(std::make_unique<State>()) {
   if (selection.part != DocumentSelection::Part::all &&
       (selection.validation_percentage < 1 || selection.validation_percentage > 99)) {
@@ -336,7 +357,7 @@ DocumentReader::DocumentReader(SourceList sources, DocumentSelection selection, 
   state_->sources = std::move(sources);
   state_->selection = selection;
   state_->chunk_bytes = std::max<std::size_t>(chunk_bytes, 64);
-  state_->cut_rule = cut_rule;
+  state_->cut_places = std::move(cut_places);
 }
 
 DocumentReader::~DocumentReader() = default;
@@ -348,7 +369,7 @@ bool DocumentReader::next(Chunk& chunk) { return state_->next(chunk); }
 DocumentReader::Position DocumentReader::position() const {
   if (state_->file_index == 0) return {};
   const SourceFile& file = state_->current();
-  return {file.path, file.jsonl ? state_->line_number : 0};
+  return {file.path, file.jsonl || file.lines ? state_->line_number : 0};
 }
 
 }  // namespace llmrdzv::data

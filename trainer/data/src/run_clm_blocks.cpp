@@ -10,16 +10,28 @@
 
 namespace llmrdzv::data {
 
+std::vector<RowRange> map_shards(std::uint64_t rows, unsigned workers) {
+  const std::uint64_t shards = std::max<std::uint64_t>(1, std::min<std::uint64_t>(workers, rows));
+  // Dataset.shard(num_shards, index, contiguous=True): div rows each, the first `mod` one more.
+  const std::uint64_t div = rows / shards;
+  const std::uint64_t mod = rows % shards;
+  std::vector<RowRange> out;
+  for (std::uint64_t i = 0; i < shards; ++i) out.push_back({div * i + std::min(i, mod), div + (i < mod ? 1 : 0)});
+  return out;
+}
+
 GroupingReport group_rows(std::uint64_t rows, const std::function<std::string_view(std::uint64_t)>& row,
                           const tokenizer::Tokenizer& tokenizer, const RunClmGrouping& grouping,
                           const TokenStore::TokenSink& sink) {
   if (grouping.block_size == 0) throw DataError("run_clm grouping: block_size must be at least 1");
-  const unsigned threads = std::clamp(grouping.threads, 1u, 64u);
+  const unsigned threads = std::clamp(grouping.workers, 1u, 64u);
   GroupingReport report;
   std::vector<std::vector<tokenizer::TokenId>> encoded(kMapBatchRows);
   std::vector<tokenizer::TokenId> batch;
-  for (std::uint64_t first = 0; first < rows; first += kMapBatchRows) {
-      const std::uint64_t count = std::min(kMapBatchRows, rows - first);
+  for (const RowRange& shard : map_shards(rows, grouping.workers)) {
+    for (std::uint64_t done = 0; done < shard.count; done += kMapBatchRows) {
+      const std::uint64_t first = shard.first + done;
+      const std::uint64_t count = std::min(kMapBatchRows, shard.count - done);
       // tokenizer(rows): the rows of a batch are independent, so threads share them.
       std::vector<std::exception_ptr> failures(threads);
       const auto encode_from = [&](unsigned t) {
@@ -44,6 +56,7 @@ GroupingReport group_rows(std::uint64_t rows, const std::function<std::string_vi
       if (kept == 0) ++report.short_batches;
       report.blocks += kept / grouping.block_size;
       if (kept > 0) sink(std::span<const tokenizer::TokenId>(batch.data(), kept));
+    }
   }
   return report;
 }

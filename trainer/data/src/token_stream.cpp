@@ -5,7 +5,7 @@ namespace llmrdzv::data {
 
 DocumentTokenStream::DocumentTokenStream(SourceList sources, DocumentSelection selection,
                                          tokenizer::Tokenizer tokenizer, std::size_t chunk_bytes)
-    : reader_(std::move(sources), selection, chunk_bytes, tokenizer.cut_rule()), tokenizer_(std::move(tokenizer)) {}
+    : reader_(std::move(sources), selection, chunk_bytes, tokenizer.cut_places()), tokenizer_(std::move(tokenizer)) {}
 
 bool DocumentTokenStream::next(std::vector<tokenizer::TokenId>& out) {
   DocumentReader::Chunk chunk;

@@ -35,7 +35,9 @@ const Module& module() {
     if (!handle) {
       const char* why = ::dlerror();
       failure = "--dataset_name needs the trainer's Arrow reader module '" + loaded.path +
-                "' (Apache Arrow C++ from the pyarrow wheel, built with the trainer): " + (why ? why : "dlopen failed");
+                "' (Apache Arrow C++ from the pyarrow wheel, built with the trainer): " + (why ? why : "dlopen failed") +
+                " (an installed trainer takes " LLMRDZV_ARROW_SONAME " from the pyarrow==" LLMRDZV_PYARROW_VERSION
+                " wheel in its torch_site environment: see trainer(1))";
       return;
     }
     loaded.read = reinterpret_cast<decltype(&llmrdzv_read_text_column)>(::dlsym(handle, kReadTextColumnSymbol));

@@ -2,6 +2,7 @@
 #include "llmrdzv/tokenizer/safe_cut.hpp"
 
 #include "unicode_class.hpp"
+#include "whitespace_run.hpp"
 #include "llmrdzv/io/utf8.hpp"
 
 namespace llmrdzv::tokenizer {
@@ -62,6 +63,25 @@ std::size_t last_safe_cut(std::string_view text, CutRule rule) {
     }
   }
   return 0;
+}
+
+std::size_t last_safe_cut(std::string_view text, const CutPlaces& places) {
+  std::size_t p = last_safe_cut(text, places.rule);
+  if (places.lstrip.empty() && places.rstrip.empty()) return p;
+  const auto absorbed = [&](std::size_t at) {
+    const std::string_view before = text.substr(0, whitespace_run_start(text, at));
+    const std::string_view after = text.substr(whitespace_run_end(text, at));
+    for (const std::string& token : places.rstrip) {
+      if (before.ends_with(token)) return true;
+    }
+    for (const std::string& token : places.lstrip) {
+      if (after.starts_with(token)) return true;
+    }
+    return false;
+  };
+  // An earlier place: the rule's last one in the text before this one.
+  while (p > 0 && absorbed(p)) p = last_safe_cut(text.substr(0, p), places.rule);
+  return p;
 }
 
 std::size_t last_character_boundary(std::string_view text) {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "whitespace_run.hpp"
+
 namespace llmrdzv::tokenizer {
 
 SpecialTokenFinder::SpecialTokenFinder(std::vector<SpecialToken> tokens) : tokens_(std::move(tokens)) {
@@ -21,7 +23,10 @@ SpecialTokenFinder::Match SpecialTokenFinder::find(std::string_view text, std::s
        pos = text.find_first_of(first_bytes_, pos + 1)) {
     const std::string_view rest = text.substr(pos);
     for (const SpecialToken& t : tokens_) {
-      if (rest.starts_with(t.content)) return {pos, t.content.size(), t.id};
+      if (!rest.starts_with(t.content)) continue;
+      const std::size_t start = t.lstrip ? whitespace_run_start(text, pos, from) : pos;
+      const std::size_t stop = t.rstrip ? whitespace_run_end(text, pos + t.content.size()) : pos + t.content.size();
+      return {start, stop - start, t.id};
     }
   }
   return {};

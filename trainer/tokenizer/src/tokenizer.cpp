@@ -245,6 +245,15 @@ Tokenizer::Kind Tokenizer::kind() const { return model_->kind; }
 TokenId Tokenizer::eos_id() const { return model_->eos; }
 std::optional<TokenId> Tokenizer::bos_id() const { return model_->bos; }
 CutRule Tokenizer::cut_rule() const { return model_->cut_rule; }
+
+CutPlaces Tokenizer::cut_places() const {
+  CutPlaces places(model_->cut_rule);
+  for (const SpecialToken& token : model_->specials.tokens()) {
+    if (token.lstrip) places.lstrip.push_back(token.content);
+    if (token.rstrip) places.rstrip.push_back(token.content);
+  }
+  return places;
+}
 std::size_t Tokenizer::vocab_size() const { return model_->tokens.size(); }
 const std::string& Tokenizer::fingerprint() const { return model_->fingerprint; }
 

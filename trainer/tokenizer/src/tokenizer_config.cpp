@@ -72,6 +72,19 @@ std::optional<TokenizerConfig> read_tokenizer_config(const std::filesystem::path
   return config;
 }
 
+std::string as_is_tokenizer_config(const TokenizerConfig& config) {
+  json::Value root = json::parse(config.text);  // read_tokenizer_config has read it already
+  bool set = false;
+  for (auto& [key, value] : root.as_object()) {
+    if (key == "tokenizer_class") {
+      value = "PreTrainedTokenizerFast";
+      set = true;
+    }
+  }
+  if (!set) root.as_object().emplace_back("tokenizer_class", "PreTrainedTokenizerFast");
+  return json::write(root, 2) + "\n";
+}
+
 std::string minimal_tokenizer_config(const std::string& eos, const std::optional<std::string>& bos) {
   json::Object config{{"tokenizer_class", "PreTrainedTokenizerFast"}, {"eos_token", eos}};
   if (bos) config.emplace_back("bos_token", *bos);

@@ -48,4 +48,9 @@ std::optional<TokenizerConfig> read_tokenizer_config(const std::filesystem::path
 // (PreTrainedTokenizerFast) and knows its EOS and BOS.
 std::string minimal_tokenizer_config(const std::string& eos, const std::optional<std::string>& bos);
 
+// `config` (a tokenizer_config.json's text) with tokenizer_class PreTrainedTokenizerFast: what a
+// tokenizer read as its tokenizer.json is, whatever class its directory named, keeps being read
+// so in a directory whose config.json names another model type.
+std::string as_is_tokenizer_config(const TokenizerConfig& config);
+
 }  // namespace llmrdzv::tokenizer

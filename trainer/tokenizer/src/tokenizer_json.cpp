@@ -191,8 +191,9 @@ class Reader {
     out.merges = resolve_merges(spellings, out.tokens);
   }
 
-  // added_tokens that strip nothing, special or matched in the raw text (HF splits them out of any
-  // text first), each at its own vocabulary entry or past the vocabulary, extending it without gaps.
+  // added_tokens, special or matched in the raw text (HF splits them out of any text first, with
+  // the whitespace before an lstrip one and after an rstrip one), each at its own vocabulary entry
+  // or past the vocabulary, extending it without gaps.
   // `normalized_text`: the tokenizer has a normalizer, so that a token HF matches in the
   // normalized text would be found elsewhere than in the raw text.
   void read_added_tokens(const json::Value& root, TokenizerJson& out, bool normalized_text) const {
@@ -215,12 +216,11 @@ class Reader {
                      is_special ? "a special token matched in the normalized text"
                                 : "a non-special added token matched after normalization");
       }
-      for (const char* f : {"lstrip", "rstrip", "single_word"}) {
-        require_flag(token, named, f, false, false, std::string(f) + " (whitespace around the token absorbed or required)");
-      }
+      require_flag(token, named, "single_word", false, false, "single_word (the token matched only between non-word characters)");
       const json::Value* id = member(token, where, "id");
       if (!id || !id->is_integer() || id->as_integer() < 0) refuse(where + ".id", "expected a whole number");
-      out.added.push_back({content, static_cast<std::uint32_t>(id->as_integer())});
+      out.added.push_back({content, static_cast<std::uint32_t>(id->as_integer()), flag(token, named, "lstrip"),
+                           flag(token, named, "rstrip")});
     }
   }
 
@@ -375,6 +375,52 @@ std::string tokenizer_json_text(const std::vector<std::string>& tokens, const st
                              {"merges", std::move(merge_list)}}},
   };
   return json::write(document) + "\n";
+}
+
+}  // namespace llmrdzv::tokenizer
+
+namespace llmrdzv::tokenizer {
+namespace {
+
+// object[key] = value, replacing the member or adding it at the end.
+void set_member(json::Object& object, const std::string& key, json::Value value) {
+  for (auto& [name, member] : object) {
+    if (name == key) {
+      member = std::move(value);
+      return;
+    }
+  }
+  object.emplace_back(key, std::move(value));
+}
+
+}  // namespace
+
+std::string llama_rebuilt_json(const std::filesystem::path& path, const std::string& text, SpacePrefix prefix) {
+  json::Value root = json::parse(text);  // read_tokenizer_json has read it already
+  json::Value* model = nullptr;
+  if (root.is_object()) {
+    for (auto& [name, member] : root.as_object()) {
+      if (name == "model") model = &member;
+    }
+  }
+  if (!model || !model->is_object()) throw TokenizerError(path.string() + ": model: expected an object");
+  set_member(model->as_object(), "fuse_unk", true);
+  set_member(model->as_object(), "byte_fallback", true);
+  set_member(model->as_object(), "unk_token", nullptr);
+  set_member(model->as_object(), "ignore_merges", false);
+  const std::string scheme = prefix == SpacePrefix::never ? "never" : prefix == SpacePrefix::always ? "always" : "first";
+  set_member(root.as_object(), "normalizer", nullptr);
+  set_member(root.as_object(), "pre_tokenizer",
+             json::Object{{"type", "Metaspace"}, {"replacement", std::string(kSpacePiece)}, {"prepend_scheme", scheme},
+                          {"split", false}});
+  json::Array decoders{json::Object{{"type", "Replace"}, {"pattern", json::Object{{"String", std::string(kSpacePiece)}}},
+                                    {"content", " "}},
+                       json::Object{{"type", "ByteFallback"}}, json::Object{{"type", "Fuse"}}};
+  if (prefix != SpacePrefix::never) {
+    decoders.emplace_back(json::Object{{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  }
+  set_member(root.as_object(), "decoder", json::Object{{"type", "Sequence"}, {"decoders", std::move(decoders)}});
+  return json::write(root) + "\n";
 }
 
 }  // namespace llmrdzv::tokenizer

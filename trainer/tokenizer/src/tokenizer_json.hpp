@@ -42,6 +42,12 @@ struct TokenizerJson {
 // Throws TokenizerError naming the file and the component.
 TokenizerJson read_tokenizer_json(const std::filesystem::path& path, const std::string& text);
 
+// The tokenizer.json transformers' LlamaTokenizer makes of `text` (SentencePiece-style), as its
+// save_pretrained writes it: BPE with fuse_unk and byte fallback and no unknown token, no
+// normalizer, Metaspace with `prefix` and no split, its decoder; the vocabulary, merges, added
+// tokens and post-processor kept.
+std::string llama_rebuilt_json(const std::filesystem::path& path, const std::string& text, SpacePrefix prefix);
+
 // tokenizer.json's text as transformers 5 saves GPT-2's (the components read_tokenizer_json
 // accepts, `specials` as the special added tokens: GPT-2's own has "<|endoftext|>"), so
 // AutoTokenizer loads it without vocab.json and merges.txt.

@@ -1,12 +1,13 @@
-// A tokenizer.json read together with the tokenizer_config.json next to it, as transformers 5's
-// AutoTokenizer combines them: the config names the EOS, may switch the BOS on or off (it then
-// replaces the file's post-processor), and its tokenizer_class may rebuild the tokenizer from the
-// file's vocabulary (GPT2Tokenizer: GPT-2's pre-tokenizer; LlamaTokenizer: Metaspace with the
-// prefix its `legacy` and `add_prefix_space` choose; GemmaTokenizer: spaces as "▁", no prefix;
-// Qwen2Tokenizer: NFC and Qwen2's split). A combination that would encode otherwise
-// than this trainer is refused naming the file and key.
+// A tokenizer.json read together with the tokenizer_config.json (and config.json) next to it, as
+// transformers 5's AutoTokenizer combines them: the config names the EOS, and the class
+// AutoTokenizer loads (auto_tokenizer_class.hpp) may rebuild the tokenizer from the file's
+// vocabulary (GPT2Tokenizer: GPT-2's pre-tokenizer; LlamaTokenizer: Metaspace with the prefix its
+// `legacy` and `add_prefix_space` choose, which save() writes out as such; GemmaTokenizer: spaces
+// as "▁", no prefix; Qwen2Tokenizer: NFC and Qwen2's split). A combination that would encode
+// otherwise than this trainer is refused naming the file and key.
 #include <algorithm>
 
+#include "auto_tokenizer_class.hpp"
 #include "tokenizer_config.hpp"
 #include "tokenizer_model.hpp"
 
@@ -53,23 +54,20 @@ class Combiner {
     return id;
   }
 
-  // What the config's tokenizer_class makes of the file (a class not named here keeps the file's).
-  void apply_class(TokenizerJson& json, const TokenizerConfig& config) const {
-    if (!config.tokenizer_class) return;
-    std::string cls = *config.tokenizer_class;
-    if (cls.ends_with("Fast")) cls.resize(cls.size() - 4);
-    const std::string named = config_path_ + ": tokenizer_class " + *config.tokenizer_class;
+  // What the class AutoTokenizer loads (`named`: the file and key that chose it) makes of the file
+  // (a class not named here keeps the file's).
+  void apply_class(TokenizerJson& json, const std::string& cls, const std::string& named, const TokenizerConfig& config) const {
     if (cls == "GPT2Tokenizer") {
-      if (json.kind != JsonKind::gpt2_bpe) {
-        refuse_unsupported(named, "transformers rebuilds GPT-2's pre-tokenizer over this tokenizer.json's vocabulary, which is not "
-                      "GPT-2's kind of tokenizer");
+      // GPT2Tokenizer.__init__: BPE, no normalizer, ByteLevel with GPT-2's pattern, over any
+      // byte-level vocabulary.
+      if (json.kind == JsonKind::sentencepiece_bpe) {
+        refuse_unsupported(named, "transformers rebuilds GPT-2's byte-level pre-tokenizer over this tokenizer.json's vocabulary, "
+                                  "which is SentencePiece-style");
       }
+      json.kind = JsonKind::gpt2_bpe;
+      json.nfc = json.ignore_merges = false;
       if (config.add_prefix_space.value_or(false)) refuse_unsupported(config_path_ + ": add_prefix_space = true", "adding a space before the text is not supported");
-    } else if (cls == "LlamaTokenizer") {
-      if (json.kind != JsonKind::sentencepiece_bpe) {
-        refuse_unsupported(named, "transformers rebuilds a SentencePiece-style tokenizer over this tokenizer.json's vocabulary, "
-                      "which is byte-level");
-      }
+    } else if (cls == "LlamaTokenizer") {  // over SentencePiece-style files only (auto_tokenizer_class)
       // LlamaTokenizer.__init__: BPE(fuse_unk=True, byte_fallback=True, no unk token), no normalizer,
       // Metaspace(prepend_scheme = "first" unless legacy, "never" without add_prefix_space, split=False).
       json.prefix = !config.add_prefix_space.value_or(true) ? SpacePrefix::never
@@ -88,11 +86,14 @@ class Combiner {
       json.fuse_unk = json.byte_fallback = true;
       json.ignore_merges = false;
     } else if (cls == "Qwen2Tokenizer") {
-      // Qwen2Tokenizer.__init__: BPE (ignore_merges off), NFC, Split(Qwen2's pattern), ByteLevel.
-      if (json.kind != JsonKind::qwen2_bpe || !json.nfc) {
-        refuse_unsupported(named, "transformers rebuilds Qwen2's NFC and split pattern over this tokenizer.json's vocabulary, "
-                                  "which has another pipeline");
+      // Qwen2Tokenizer.__init__: BPE (ignore_merges off), NFC, Split(Qwen2's pattern), ByteLevel,
+      // over any byte-level vocabulary (a Qwen2 model directory gets it whatever its files say).
+      if (json.kind == JsonKind::sentencepiece_bpe) {
+        refuse_unsupported(named, "transformers rebuilds Qwen2's NFC and byte-level split over this tokenizer.json's "
+                                  "vocabulary, which is SentencePiece-style");
       }
+      json.kind = JsonKind::qwen2_bpe;
+      json.nfc = true;
       if (config.add_prefix_space.value_or(false)) refuse_unsupported(config_path_ + ": add_prefix_space = true", "adding a space before the text is not supported");
       json.ignore_merges = false;
     }
@@ -121,7 +122,12 @@ std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesyst
   std::string text = read_whole_file(tokenizer_json);
   TokenizerJson json = read_tokenizer_json(tokenizer_json, text);
   const std::optional<TokenizerConfig> config = read_tokenizer_config(config_path);
-  if (config) combiner.apply_class(json, *config);
+  const AutoTokenizerClass cls = auto_tokenizer_class(tokenizer_json.parent_path(), config ? config->tokenizer_class : std::nullopt,
+                                                      json.kind != JsonKind::sentencepiece_bpe);
+  if (cls.name) combiner.apply_class(json, *cls.name, cls.why, config ? *config : TokenizerConfig{});
+  // What LlamaTokenizer rebuilt is what its save_pretrained writes: the Metaspace form, which
+  // AutoTokenizer reads alike whichever class a model directory's config.json then picks.
+  if (cls.name == "LlamaTokenizer") text = llama_rebuilt_json(tokenizer_json, text, json.prefix);
 
   auto model = std::make_shared<Tokenizer::Model>();
   model->kind = kind_of(json.kind);
@@ -144,23 +150,21 @@ std::shared_ptr<const Tokenizer::Model> tokenizer_json_model(const std::filesyst
                                                                 "which token ends a document is unknown");
   }
   model->eos = combiner.config_token(*model, specials, "eos_token", eos);
-  // BOS: an explicit add_bos_token replaces the file's post-processor (transformers' update_post_processor).
-  if (config && config->add_eos_token.value_or(false)) {
-    refuse_unsupported(config_path.string() + ": add_eos_token = true", "an EOS appended to every text is not supported");
-  }
-  if (config && config->add_bos_token) {
-    if (*config->add_bos_token) {
-      if (!config->bos_token) refuse_unsupported(config_path.string() + ": add_bos_token = true", "without a bos_token");
-      model->bos = combiner.config_token(*model, specials, "bos_token", *config->bos_token);
-    }
-  } else if (json.bos) {
-    model->bos = json.bos->id;
-  }
+  // BOS: the file's post-processor's. transformers 5 drops a tokenizer_config.json's add_bos_token
+  // and add_eos_token when a tokenizer.json is there (PreTrainedTokenizerBase._from_pretrained), so
+  // they change nothing here either.
+  if (json.bos) model->bos = json.bos->id;
   model->specials = SpecialTokenFinder(std::move(specials));
   if (!is_plain_gpt2(*model)) {
     const auto name = [&](std::optional<TokenId> id) { return id ? std::optional(model->tokens[*id]) : std::nullopt; };
+    // Read as it is although the config names a class that rebuilds: saved naming none, so that
+    // a model directory of another type does not rebuild it.
+    const bool config_rebuilds = config && config->tokenizer_class && !cls.name &&
+                                 auto_tokenizer_class(std::nullopt, config->tokenizer_class, json.kind != JsonKind::sentencepiece_bpe).name;
     model->source_files = {{"tokenizer.json", std::move(text)},
-                           {"tokenizer_config.json", config ? config->text : minimal_tokenizer_config(*name(model->eos), name(model->bos))}};
+                           {"tokenizer_config.json", !config ? minimal_tokenizer_config(*name(model->eos), name(model->bos))
+                                                     : config_rebuilds ? as_is_tokenizer_config(*config)
+                                                                       : config->text}};
   }
   return finish_model(std::move(model), tokenizer_json.string(), json.byte_fallback);
 }

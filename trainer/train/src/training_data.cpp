@@ -57,13 +57,23 @@ struct CachedBlocks {
 };
 
 // The documents of `input`, never the run's own output directory, token cache or logging
-// directory where the input folder holds them; with `report`, stderr lines name the binary files
+// directory where the input folder holds them; with --keep_linebreaks false a text file's lines
+// are its documents (data/corpus.hpp). With `report`, stderr lines name the binary files
 // a folder listing left out (a NUL byte in their first 8 KiB) and the run's folders it did not
 // enter, so a user sees what did not go in.
 data::SourceList sources_of(const TrainOptions& o, const std::string& input, bool report) {
   std::vector<std::filesystem::path> own = {o.output_dir, cache_options(o, "").dir};
   if (!o.logging_dir.empty()) own.emplace_back(o.logging_dir);
   data::SourceList sources = data::list_sources(input, own);
+  std::size_t by_line = 0;
+  for (data::SourceFile& file : sources.files) {
+    file.lines = !file.jsonl && !o.keep_linebreaks;
+    by_line += file.lines ? 1 : 0;
+  }
+  if (report && by_line > 0) {
+    std::cerr << "trainer: " << input << ": --keep_linebreaks false: " << by_line
+              << " text file(s) read a document per line, line breaks dropped, as run_clm.py's text datasets read them\n";
+  }
   if (report) {
     for (const auto& dir : sources.excluded) {
       std::cerr << "trainer: " << input << ": not reading " << dir.string()
@@ -93,7 +103,8 @@ std::unique_ptr<CachedBlocks> open_cached(const TrainOptions& o, const std::stri
 // --dataset_name's train or validation rows as run_clm.py's blocks (run_clm_blocks.hpp). Without a
 // validation split, --validation_split_percentage P holds out rows [0, round(n P / 100)) as
 // datasets' train[:P%] / train[P%:] do (Python's round: halves to even). The token cache keys on
-// the split files' paths, sizes and modification times, the column, the slice and the block size.
+// the split files' paths, sizes and modification times, the column, the slice, the block size and
+// --preprocessing_num_workers (run_clm's map shards move the dropped remainders).
 std::unique_ptr<CachedBlocks> open_dataset_part(const TrainOptions& o, bool validation, bool report,
                                                 const tokenizer::Tokenizer& tokenizer, const data::CacheOptions& cache,
                                                 std::uint64_t block_size) {
@@ -107,8 +118,10 @@ std::unique_ptr<CachedBlocks> open_dataset_part(const TrainOptions& o, bool vali
   }
   const std::vector<std::filesystem::path>& files = found.splits.at(split);
   const bool sliced = !has_validation;  // train[:P%] for validation, train[P%:] for training
+  const auto workers = static_cast<unsigned>(std::max<std::int64_t>(o.preprocessing_num_workers, 1));
   io::Sha256 fingerprint;
-  fingerprint.update("run_clm blocks 1").update(split).update(o.text_column_name).update_u64(block_size);
+  fingerprint.update("run_clm blocks 2").update(split).update(o.text_column_name).update_u64(block_size);
+  fingerprint.update_u64(workers);
   fingerprint.update_u64(sliced ? static_cast<std::uint64_t>(o.validation_split_percentage) : 100).update_u64(validation);
   for (const auto& file : files) {
     std::error_code ec;
@@ -125,12 +138,13 @@ std::unique_ptr<CachedBlocks> open_dataset_part(const TrainOptions& o, bool vali
     const std::uint64_t count = sliced ? (validation ? cut : n - cut) : n;
     const data::GroupingReport grouped = data::group_rows(
         count, [&](std::uint64_t i) { return rows.row(first + i); }, tokenizer,
-        {block_size, static_cast<unsigned>(std::max<std::int64_t>(o.preprocessing_num_workers, 1))}, sink);
+        {block_size, workers}, sink);
     if (report) {
       std::cerr << "trainer: --dataset_name " << o.dataset_name << ": " << found.description << "; " << split
                 << (sliced ? (validation ? "[:" : "[") + std::to_string(o.validation_split_percentage) + (validation ? "%]" : "%:]") : "")
                 << ": " << count << " rows of column '" << rows.column << "' -> " << grouped.blocks << " blocks of "
                 << block_size << " tokens (run_clm's group_texts per " << data::kMapBatchRows << " rows"
+                << (workers > 1 ? " of each of " + std::to_string(data::map_shards(count, workers).size()) + " map shards" : std::string())
                 << (grouped.short_batches ? ", " + std::to_string(grouped.short_batches) + " batch(es) shorter than a block left out" : "")
                 << "), read with " << datasets::arrow_reader_version() << '\n';
     }

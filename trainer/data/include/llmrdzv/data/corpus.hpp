@@ -4,13 +4,16 @@
 //    and so are files whose first 8 KiB hold a NUL byte (binaries; listed in SourceList::skipped).
 //  - A .jsonl file holds one JSON object per line whose "text" member (a string) is one document;
 //    blank lines are skipped; any other line is an error naming file:line and the problem.
-//  - Any other file is one document, its bytes as they are. Empty documents are dropped.
+//  - Any other file is one document, its bytes as they are; or, with SourceFile::lines
+//    (--keep_linebreaks false), each of its lines is one, without its line break: lines end at
+//    "\n", "\r\n" or a lone "\r", as Python's universal newlines read them for run_clm.py's text
+//    datasets. Empty documents are dropped.
 //  - --validation_split_percentage p (1..99) puts document i (0-based over the whole list) in the
 //    validation part when floor((i+1)p/100) > floor(i p/100): p% of the documents, spread evenly,
 //    the same on every run and every rank.
 // Documents reach the tokenizer in chunks cut only where its pre-tokeniser ends a piece whatever
-// surrounds it (tokenizer::last_safe_cut with the tokenizer's rule; for GPT-2 a lone line break or
-// a lone space between non-whitespace characters), so chunked encoding equals whole-document
+// surrounds it (tokenizer::last_safe_cut with the tokenizer's rule and whitespace-absorbing added
+// tokens; for GPT-2 a lone line break or a lone space between non-whitespace characters), so chunked encoding equals whole-document
 // encoding while memory stays bounded by the chunk size. Text with no such place in 64 chunks'
 // worth (one huge "word"; any SentencePiece-style text whose vocabulary has tokens that join "▁"
 // to a character before it) is cut at a character boundary there; only such a cut can change the ids.
@@ -39,6 +42,7 @@ struct SourceFile {
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
   bool jsonl = false;
+  bool lines = false;  // a plain file read a document per line, line breaks dropped
 };
 
 struct SourceList {
@@ -73,7 +77,7 @@ class DocumentReader {
   };
 
   DocumentReader(SourceList sources, DocumentSelection selection, std::size_t chunk_bytes = 1 << 20,
-                 tokenizer::CutRule cut_rule = tokenizer::CutRule::gpt2);
+                 tokenizer::CutPlaces cut_places = tokenizer::CutRule::gpt2);
   ~DocumentReader();
   DocumentReader(DocumentReader&&) noexcept;
   DocumentReader& operator=(DocumentReader&&) noexcept;
@@ -82,10 +86,11 @@ class DocumentReader {
   // bad .jsonl lines.
   bool next(Chunk& chunk);
 
-  // Where the last chunk came from, for messages: its file, and the line of a .jsonl file's document.
+  // Where the last chunk came from, for messages: its file, and the line of a .jsonl file's
+  // document (or of a plain file read a document per line).
   struct Position {
     std::filesystem::path file;
-    std::uint64_t jsonl_line = 0;  // 0: a plain file
+    std::uint64_t jsonl_line = 0;  // 0: a plain file read whole
   };
   Position position() const;
 

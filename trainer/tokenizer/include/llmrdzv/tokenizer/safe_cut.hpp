@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace llmrdzv::tokenizer {
 
@@ -28,6 +30,18 @@ enum class CutRule {
 // its own and counts as non-whitespace. A character cut off by the end of `text` is unknown, so
 // no place next to it qualifies. The byte tokenizer could be cut anywhere; this holds for it too.
 std::size_t last_safe_cut(std::string_view text, CutRule rule = CutRule::gpt2);
+
+// A tokenizer's rule and its added tokens that absorb the whitespace beside them (lstrip: before,
+// rstrip: after; Tokenizer::cut_places()). Encoded apart, the two parts of a text cut in such
+// whitespace would leave it to the text, so no place in the run of whitespace after an rstrip
+// token or before an lstrip token qualifies, nor the places at either end of that run.
+struct CutPlaces {
+  CutPlaces(CutRule rule_in = CutRule::gpt2) : rule(rule_in) {}  // NOLINT: a rule alone is a CutPlaces
+  CutRule rule;
+  std::vector<std::string> lstrip;
+  std::vector<std::string> rstrip;
+};
+std::size_t last_safe_cut(std::string_view text, const CutPlaces& places);
 
 // The end of the last complete character of `text` (a byte that is not valid UTF-8 counts as
 // one): where a cut that has to be made anyway splits no character. text.size() when the text

@@ -16,6 +16,7 @@
 // Encoding rules (all of them HF's, except the last, which HF cannot express):
 //  - Special added tokens ("<|endoftext|>"; "<s>", "</s>"; Llama 3's "<|...|>") anywhere in the
 //    text are their ids, the leftmost and then longest first; the text between is encoded on its own.
+//    One with lstrip (rstrip) takes the whitespace before (after) it along (Phi-3's "<|end|>").
 //  - qwen2_bpe first puts each text between special tokens in NFC (unicode_nfc.hpp).
 //  - Byte-level kinds cut the text into pieces by their pattern (pretokenizer.hpp; Unicode 14
 //    letter/number/White_Space classes), each piece's bytes go through GPT-2's byte-to-unicode
@@ -73,14 +74,15 @@ class Tokenizer {
                               const std::filesystem::path& merges_txt);
   // From HF tokenizers' tokenizer.json (what transformers 5 saves), with the tokenizer_config.json
   // next to it when there is one, as AutoTokenizer combines them: its eos_token is the EOS (else
-  // "<|endoftext|>", which must then be an added token), an explicit add_bos_token switches the BOS
-  // on (its bos_token) or off instead of the file's post-processor, and tokenizer_class
+  // "<|endoftext|>", which must then be an added token), its add_bos_token and add_eos_token change
+  // nothing (transformers 5 drops them next to a tokenizer.json: the file's post-processor puts the
+  // BOS), and tokenizer_class
   // GPT2Tokenizer / LlamaTokenizer rebuild the tokenizer as transformers does (LlamaTokenizer: the
   // "▁" prefix from `legacy` and `add_prefix_space`). Throws TokenizerError naming the file and the
   // component (a JSON path) when it describes any other tokenizer: another model type (WordPiece,
   // Unigram), normalizer, pre-tokenizer or split pattern, a post-processor that adds anything but a
-  // BOS before the text, non-special or whitespace-stripping added tokens; or when its vocabulary,
-  // merges or added tokens are bad.
+  // BOS before the text, single_word added tokens, non-special ones matched after a normalizer; or
+  // when its vocabulary, merges or added tokens are bad.
   static Tokenizer from_tokenizer_json(const std::filesystem::path& tokenizer_json);
   // dir/tokenizer.json when it is there (as transformers' tokenizers read it; a vocab.json +
   // merges.txt next to it must hold the same vocabulary and merges, else TokenizerError), else
@@ -133,6 +135,9 @@ class Tokenizer {
   std::optional<TokenId> bos_id() const;
   // Where chunks of a document may be cut (see safe_cut.hpp).
   CutRule cut_rule() const;
+  // The rule with the added tokens that absorb whitespace beside them (lstrip, rstrip): what a
+  // reader cutting text into chunks for this tokenizer needs (safe_cut.hpp).
+  CutPlaces cut_places() const;
   // Number of ids (the model's embedding rows must be at least this).
   std::size_t vocab_size() const;
   // The vocabulary entry of an id in HF's byte-mapped spelling (e.g. "Ġthe"); throws on a bad id.

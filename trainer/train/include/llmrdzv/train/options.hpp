@@ -94,7 +94,7 @@ struct TrainOptions {
   std::string text_column_name;     // empty = "text" when there, else the first column (run_clm's rule)
   std::int64_t preprocessing_num_workers = 0;  // threads tokenising dataset rows; 0 = one
   bool overwrite_cache = false;     // rebuild the token cache even when it matches
-  bool keep_linebreaks = true;      // run_clm's: for its text-file datasets; accepted (documents keep their line breaks here)
+  bool keep_linebreaks = true;      // run_clm's: false reads a text file a document per line, breaks dropped
   std::string train_file;       // text/jsonl file or folder
   std::string validation_file;  // empty = split off validation_split_percentage of train_file
   std::int64_t validation_split_percentage = 5;
