@@ -218,6 +218,11 @@ TEST_CASE("tokenizer.json components of other tokenizers are refused by name", "
                  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|"
                  "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+")}})) == Tokenizer::Kind::gpt2_bpe);
   CHECK(kind_under("{\"tokenizer_class\": \"Qwen2Tokenizer\"}", tokenizer_json(scratch)) == Tokenizer::Kind::qwen2_bpe);
+  // The model directory's config.json, whose model_type AutoTokenizer reads: damaged, it is named.
+  scratch.write("t/config.json", "{\"model_type\": \"qwen2\"");
+  CHECK_THAT(json_error(scratch, tokenizer_json(scratch)),
+             Contains("t/config.json: at byte") && Contains("(AutoTokenizer reads its model_type)"));
+  std::filesystem::remove(scratch / "t" / "config.json");
   // LlamaTokenizer over a byte-level file: AutoTokenizer reads the file as it is.
   CHECK(config_error("{\"tokenizer_class\": \"LlamaTokenizerFast\"}", tokenizer_json(scratch)) == "no error");
   CHECK_THAT(config_error("{\"tokenizer_class\": \"GemmaTokenizerFast\"}", tokenizer_json(scratch)),

@@ -3,7 +3,6 @@
 #include "auto_tokenizer_class.hpp"
 
 #include <map>
-#include <set>
 
 #include "llmrdzv/io/json.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
