@@ -2,7 +2,9 @@
 // notifications (see daemon.hpp).
 #include "daemon.hpp"
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -17,7 +19,9 @@
 #include <memory>
 #include <utility>
 
+#include "authenticated_calls.hpp"
 #include "call_gate.hpp"
+#include "connection_limit.hpp"
 #include "core_host.hpp"
 #include "ipv4_listener.hpp"
 #include "logger.hpp"
@@ -41,19 +45,25 @@ HostPort parse_listen(const std::string& listen) {
 struct BoundServer {
   std::unique_ptr<RendezvousService> service;
   std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<Ipv4Listener> ipv4;  // for 0.0.0.0; last, so that it stops accepting first
+  std::unique_ptr<Ipv4Listener> ipv4;  // for IPv4 addresses; last, so that it stops accepting first
   std::string address;
   int port = 0;
 };
 
-// gRPC's own listener, or for the IPv4 wildcard ours (ipv4_listener.hpp). False when `port` is taken.
+bool is_ipv4_address(const std::string& host) {
+  in_addr parsed{};
+  return inet_pton(AF_INET, host.c_str(), &parsed) == 1;
+}
+
+// Ours for an IPv4 address (ipv4_listener.hpp: where max_unauthenticated_per_peer applies), else
+// gRPC's own (host names, IPv6). False when `port` is taken.
 bool add_listener(grpc::ServerBuilder& builder, BoundServer& bound, const std::string& host, std::uint16_t port,
                   CallGate& gate, std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor>& acceptor) {
-  if (host != "0.0.0.0") {
+  if (!is_ipv4_address(host)) {
     builder.AddListeningPort(bound.address, gate.credentials(), &bound.port);
     return true;
   }
-  bound.ipv4 = Ipv4Listener::bind_any(port);
+  bound.ipv4 = Ipv4Listener::bind(host, port);
   if (!bound.ipv4) return false;
   bound.port = bound.ipv4->port();
   acceptor = builder.experimental().AddExternalConnectionAcceptor(
@@ -61,7 +71,19 @@ bool add_listener(grpc::ServerBuilder& builder, BoundServer& bound, const std::s
   return true;
 }
 
-BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGate& gate, Logger& log) {
+// Logged once a minute per peer while its connections are being shut down.
+void log_eviction(Logger& log, const ConnectionLimit::Verdict& verdict, std::uint32_t per_peer) {
+  std::string who = verdict.peer;
+  if (who.rfind("uid ", 0) == 0) {
+    if (const passwd* user = getpwuid(uid_t(std::stoul(who.substr(4))))) who += std::string(" (") + user->pw_name + ")";
+    who += " on this node";
+  }
+  log.warn("shutting down the oldest connections of " + who + ": it holds " + std::to_string(per_peer) +
+           " that have made no authenticated call (max_unauthenticated_per_peer)");
+}
+
+BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGate& gate,
+                            const std::shared_ptr<ConnectionLimit>& limit, Logger& log) {
   const HostPort listen = parse_listen(options.listen);
   std::vector<std::uint16_t> candidates;
   if (options.port_range && listen.port != 0) {
@@ -77,17 +99,23 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGa
     grpc::ServerBuilder builder;
     std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor;
     if (!add_listener(builder, bound, listen.host, port, gate, acceptor)) {
-      log.info("cannot listen on " + bound.address + " (in use), trying the next candidate");
+      log.info("cannot listen on " + bound.address + " (in use or not a local address), trying the next candidate");
       continue;
     }
     builder.RegisterService(bound.service.get());
     // Without this a second daemon could share a busy port and port probing would never move on.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> reporters;
+    reporters.push_back(authenticated_calls_reporter(limit));
+    builder.experimental().SetInterceptorCreators(std::move(reporters));
     tune_server(builder);
     bound.server = builder.BuildAndStart();
     if (bound.server && bound.port > 0) {
-      if (bound.ipv4) bound.ipv4->start(std::move(acceptor));
+      if (bound.ipv4) {
+        bound.ipv4->start(std::move(acceptor), limit, [&log, per_peer = options.max_unauthenticated_per_peer](
+                                                          const ConnectionLimit::Verdict& v) { log_eviction(log, v, per_peer); });
+      }
       bound.service->set_listen_port(bound.port);
       gate.set_listen_port(bound.port);
       return bound;
@@ -124,7 +152,7 @@ class Daemon {
   int run() {
     gate_->set_max_id_length(options_.core.limits.max_id_length);
     serve_metrics();  // first: a busy metrics port must not leave a half-started daemon
-    BoundServer bound = bind_first_free(options_, host_, *gate_, log_);
+    BoundServer bound = bind_first_free(options_, host_, *gate_, connection_limit(), log_);
     server_ = bound.server.get();
     // stdout first: whoever sees the port file can rely on stdout holding the port too.
     std::printf("%d\n", bound.port);
@@ -158,9 +186,23 @@ class Daemon {
     log_.info("metrics on http://" + listen.host + ":" + std::to_string(metrics_->port()) + "/metrics");
   }
 
+  // max_unauthenticated_per_peer, telling this node's users apart by the kernel's sock_diag (where
+  // the kernel offers none, every peer is its address).
+  std::shared_ptr<ConnectionLimit> connection_limit() {
+    if (options_.max_unauthenticated_per_peer != 0 && !sockets_.available()) {
+      log_.warn("max_unauthenticated_per_peer: this kernel answers no sock_diag lookups (errno " +
+                std::to_string(sockets_.open_error()) + "), so this node's users are told apart by address only");
+    }
+    connection_limit_ = std::make_shared<ConnectionLimit>(
+        options_.max_unauthenticated_per_peer, std::vector<std::uint32_t>{0, std::uint32_t(geteuid())},
+        [this](const sockaddr_in& local, const sockaddr_in& remote) { return sockets_.owner(local, remote); });
+    return connection_limit_;
+  }
+
   std::string metrics_page() {
-    const PageInfo info{LLMRDZV_VERSION, core::mode_name(options_.mode), options_.metrics_expose_ids, start_time_,
-                        resident_memory_bytes(), gate_->refused()};
+    const PageInfo info{LLMRDZV_VERSION,         core::mode_name(options_.mode), options_.metrics_expose_ids,
+                        start_time_,             resident_memory_bytes(),        gate_->refused(),
+                        connection_limit_ ? connection_limit_->evicted() : 0};
     const core::CoreMetrics core = host_.run([](core::Core& core) { return core.metrics(); });
     return render_metrics_page(core, host_.rpcs().snapshot(), info);
   }
@@ -302,6 +344,8 @@ class Daemon {
   double start_time_;  // Unix time, for process_start_time_seconds
   std::chrono::steady_clock::time_point last_in_use_{};  // the idle watch's latest tick that found the core in use
   std::unique_ptr<MetricsHttpServer> metrics_;
+  TcpSocketLookup sockets_;  // for the connection limit, asked from the accept thread only
+  std::shared_ptr<ConnectionLimit> connection_limit_;
   grpc::Server* server_ = nullptr;
 };
 

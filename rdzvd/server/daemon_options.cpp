@@ -165,6 +165,8 @@ const std::vector<Setting>& settings() {
                  [](const DaemonOptions& o) { return std::string(log_level_name(o.log_level)); }});
     t.push_back(toggle("syslog", "--syslog", false, &DaemonOptions::syslog));
     t.push_back(number("max_message_bytes", "--max-message-bytes", false, &DaemonOptions::max_message_bytes));
+    t.push_back(number("max_unauthenticated_per_peer", "--max-unauthenticated-per-peer", false,
+                       &DaemonOptions::max_unauthenticated_per_peer));
     t.push_back({"metrics_listen", "--metrics-listen", false, false,
                  [](DaemonOptions& o, const std::string& v, const std::string& w) {
                    if (!v.empty() && !parse_host_port(v, 0))
@@ -450,6 +452,9 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --max-value-size N, --max-bytes N, --max-bytes-per-user N, --max-id-length N, --max-waiters N,
   --max-timeout-ms N, --max-keys-per-request N, --max-reply-bytes N     limits (see etc/rdzvd.yaml)
   --max-message-bytes N        largest gRPC message accepted (default 17825792)
+  --max-unauthenticated-per-peer N   connections one uid on this node or one other node may hold
+                               open before any makes an authenticated call; past it its oldest is
+                               shut down (default 256; root and rdzvd's own uid unbounded; 0: off)
   --metrics-listen HOST:PORT   serve Prometheus metrics over HTTP at /metrics there (default: off)
   --metrics-expose-ids         add per-rendezvous series labelled rdzv_id (and uid in site mode)
   --log-level error|warn|info|debug   (default info)

@@ -19,6 +19,7 @@ struct PageInfo {
   double start_time_seconds = 0;  // the process' start, Unix time
   std::optional<std::uint64_t> resident_bytes;
   std::uint64_t calls_refused_unauthenticated = 0;  // by the call gate, before their body was read
+  std::uint64_t connections_evicted = 0;  // unauthenticated, past max_unauthenticated_per_peer
 };
 
 std::string render_metrics_page(const core::CoreMetrics& core, const RpcMetrics::Snapshot& rpcs, const PageInfo& info);

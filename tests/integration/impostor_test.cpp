@@ -5,6 +5,9 @@
 // a ticket.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -13,6 +16,7 @@
 #include "llmrdzv/common/port_probe.hpp"
 #include "llmrdzv/common/token.hpp"
 #include "local_ports.hpp"
+#include "rdzvd_process.hpp"
 #include "test_clients.hpp"
 
 using namespace llmrdzv::testing;
@@ -158,6 +162,80 @@ TEST_CASE("48 concurrent 63 MiB Set calls with a forged ticket are refused from 
   victim.kv(round).set("after", "2");
   CHECK(victim.kv(round).get("after", 1s) == "2");
   victim.leave();
+}
+
+namespace {
+
+// rdzv-impostor --kind idle as the unprivileged user nobody (the test runs as root): its
+// connections are another uid's, as a second user's on a shared node would be. Returns its
+// "held H closed C" line once it holds them; it keeps them until killed.
+struct IdleFlood {
+  IdleFlood(const ScratchDir& dir, const RdzvdProcess& rdzvd, int count)
+      : process({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", LLMRDZV_IMPOSTOR_PATH,
+                 "--kind", "idle", "--target", rdzvd.endpoint(), "--count", std::to_string(count)},
+                {}, (dir.path() / "impostor.err").string()) {
+    const auto line = process.read_line(20s);
+    INFO(process.stderr_text());
+    REQUIRE(line);
+    held_and_closed = *line;
+  }
+  ChildProcess process;
+  std::string held_and_closed;
+};
+
+// RSS growth of `rdzvd` while 900 idle connections of another uid are held (under the usual
+// 1024-descriptor limit of both processes).
+std::uint64_t growth_under_idle_flood(const ScratchDir& dir, RdzvdProcess& rdzvd, std::string& outcome) {
+  const std::uint64_t idle = resident_bytes(rdzvd.pid());
+  IdleFlood flood(dir, rdzvd, 900);
+  outcome = flood.held_and_closed;
+  const std::uint64_t held = resident_bytes(rdzvd.pid());
+  return held > idle ? held - idle : 0;
+}
+
+}  // namespace
+
+TEST_CASE("idle connections of another user: past max_unauthenticated_per_peer the oldest are shut down and rdzvd's "
+          "memory stays put",
+          "[security]") {
+  if (geteuid() != 0) {
+    WARN("not root: no second uid to connect as, not tested");
+    return;
+  }
+  ScratchDir dir;
+  RdzvdProcess bounded(dir, {.extra_args = {"--max-unauthenticated-per-peer", "32"}});
+  // A client of the same uid as the flood, holding its session through it: its connection made
+  // authenticated calls, so it no longer counts and is not the oldest one shut down.
+  ChildProcess client({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", test_client_path(),
+                       "--hold-ms", "6000"},
+                      bounded.client_env(1), (dir.path() / "client.err").string());
+  for (auto line = client.read_line(20s); line && *line != "barrier rank=0 ok"; line = client.read_line(20s)) {}
+  std::string outcome;
+  const auto bounded_growth = growth_under_idle_flood(dir, bounded, outcome);
+  // Every connection of that uid beyond the newest 32 was shut down as the next one arrived.
+  CHECK(outcome == "held 32 closed 868");
+  INFO(client.stderr_text());
+  CHECK(client.wait(20s) == 0);
+  const auto rest = client.read_remaining_lines(1s);
+  CHECK(std::find(rest.begin(), rest.end(), "left rank=0") != rest.end());
+  CHECK_THAT(bounded.log(), Catch::Contains("shutting down the oldest connections of uid 65534 (nobody) on this node: "
+                                            "it holds 32 that have made no authenticated call"));
+  // The daemon's own uid is not bounded, and its clients work after the flood.
+  Client victim(bounded.client_options(1));
+  const auto round = victim.join().round;
+  victim.kv(round).set("after", "1");
+  CHECK(victim.kv(round).get("after", 1s) == "1");
+  victim.leave();
+
+  ScratchDir unbounded_dir;
+  RdzvdProcess unbounded(unbounded_dir, {.extra_args = {"--max-unauthenticated-per-peer", "0"}});
+  const auto unbounded_growth = growth_under_idle_flood(unbounded_dir, unbounded, outcome);
+  CHECK(outcome == "held 900 closed 0");
+  INFO("rdzvd RSS growth under 900 idle connections: " << bounded_growth / 1024 << " KiB bounded at 32, "
+                                                       << unbounded_growth / 1024 << " KiB unbounded");
+  // About 15 KiB per connection held: 32 against 900.
+  CHECK(unbounded_growth > 8u << 20);
+  CHECK(bounded_growth * 3 < unbounded_growth);
 }
 
 TEST_CASE("when raw squatters hold every candidate port, a client fails within seconds naming them", "[security]") {

@@ -5,13 +5,17 @@
 // every byte it received to FILE and the gRPC methods called to FILE.methods, one per line.
 // --kind flood instead sends CALLS concurrent Set calls of MIB MiB with a forged ticket to the
 // rdzvd at HOST:PORT (forged_set_flood) and prints how they ended, one "code count" line each.
+// --kind idle opens COUNT TCP connections to HOST:PORT that never send a byte, prints after a
+// second "held H closed C" (how many the daemon has closed), and holds the rest until SIGTERM.
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "impostors.hpp"
 
@@ -21,7 +25,8 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "rdzv-impostor: %s\n"
                "usage: rdzv-impostor --kind raw|fake|relay --listen ADDR:PORT [--relay-to HOST:PORT] --loot FILE\n"
-               "       rdzv-impostor --kind flood --target HOST:PORT --id ID [--calls N] [--mib M] [--forged-metadata yes|no]\n",
+               "       rdzv-impostor --kind flood --target HOST:PORT --id ID [--calls N] [--mib M] [--forged-metadata yes|no]\n"
+               "       rdzv-impostor --kind idle --target HOST:PORT --count N\n",
                problem);
   return 2;
 }
@@ -48,7 +53,8 @@ int flood(const std::string& target, const std::string& rdzv_id, int calls, int 
 }
 
 int main(int argc, char** argv) {
-  std::string kind, listen, relay_to, loot_file, target, rdzv_id, calls = "48", mib = "63", forged_metadata = "no";
+  std::string kind, listen, relay_to, loot_file, target, rdzv_id, calls = "48", mib = "63", forged_metadata = "no",
+      count = "1000";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--kind") kind = value;
@@ -60,6 +66,7 @@ int main(int argc, char** argv) {
     else if (flag == "--calls") calls = value;
     else if (flag == "--mib") mib = value;
     else if (flag == "--forged-metadata") forged_metadata = value;
+    else if (flag == "--count") count = value;
     else return usage(("unknown flag " + flag).c_str());
   }
   if (argc % 2 == 0) return usage("every flag needs a value");
@@ -67,7 +74,9 @@ int main(int argc, char** argv) {
     if (target.empty() || rdzv_id.empty()) return usage("--kind flood needs --target HOST:PORT and --id ID");
     return flood(target, rdzv_id, std::stoi(calls), std::stoi(mib), forged_metadata == "yes");
   }
-  if (listen.empty() || loot_file.empty()) return usage("--listen and --loot are required");
+  const bool idle = kind == "idle";
+  if (idle && target.empty()) return usage("--kind idle needs --target HOST:PORT");
+  if (!idle && (listen.empty() || loot_file.empty())) return usage("--listen and --loot are required");
   if ((kind == "relay") != !relay_to.empty()) return usage("--relay-to goes with --kind relay, and only with it");
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -75,6 +84,16 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before any thread starts: all inherit it
   try {
+    if (idle) {
+      llmrdzv::testing::IdleConnections connections(target, std::stoi(count));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const int closed = connections.closed_by_peer();
+      std::printf("held %d closed %d\n", connections.count() - closed, closed);
+      std::fflush(stdout);
+      int signal = 0;
+      sigwait(&stop_signals, &signal);
+      return 0;
+    }
     const auto colon = listen.rfind(':');
     if (colon == std::string::npos) return usage("--listen must be ADDR:PORT");
     std::unique_ptr<llmrdzv::testing::RawSquatter> raw;

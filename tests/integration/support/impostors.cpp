@@ -2,6 +2,7 @@
 #include "impostors.hpp"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,7 +10,9 @@
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <condition_variable>
 #include <fstream>
 #include <stdexcept>
@@ -194,6 +197,52 @@ std::vector<grpc::Status> forged_set_flood(const std::string& endpoint, const st
   std::vector<grpc::Status> statuses;
   for (const auto& call : pending) statuses.push_back(call->status);
   return statuses;
+}
+
+IdleConnections::IdleConnections(const std::string& target, int count) {
+  const auto colon = target.rfind(':');
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (colon == std::string::npos ||
+      getaddrinfo(target.substr(0, colon).c_str(), target.substr(colon + 1).c_str(), &hints, &found) != 0)
+    throw std::runtime_error("idle connections: '" + target + "' is not HOST:PORT of an IPv4 host");
+  sockaddr_in where{};
+  std::memcpy(&where, found->ai_addr, sizeof where);
+  freeaddrinfo(found);
+  for (int i = 0; i < count; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) throw std::runtime_error("idle connections: socket: " + std::string(std::strerror(errno)));
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&where), sizeof where) != 0) {
+      const int error = errno;
+      close(fd);
+      throw std::runtime_error("idle connections: connection " + std::to_string(i + 1) + " to " + target + ": " +
+                               std::strerror(error));
+    }
+    fds_.push_back(fd);
+  }
+  closed_.assign(fds_.size(), false);
+}
+
+IdleConnections::~IdleConnections() {
+  for (int fd : fds_) close(fd);
+}
+
+int IdleConnections::closed_by_peer() {
+  int closed = 0;
+  char sink[4096];
+  for (std::size_t i = 0; i < fds_.size(); ++i) {
+    // The server may have sent its HTTP/2 settings before it closed: read past them to the end.
+    while (!closed_[i]) {
+      const ssize_t got = recv(fds_[i], sink, sizeof sink, MSG_DONTWAIT);
+      if (got > 0) continue;
+      if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      closed_[i] = true;  // the end of the stream, or a reset
+    }
+    closed += closed_[i] ? 1 : 0;
+  }
+  return closed;
 }
 
 std::uint64_t resident_bytes(int pid) {

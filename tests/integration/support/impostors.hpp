@@ -1,7 +1,8 @@
 // Attackers of the handshake, for the security tests (in-process and, through rdzv-impostor, on
 // the test cluster as another user): a raw TCP squatter that records every byte and never
 // answers, and a fake rdzvd that answers every call of every method with OK and an empty message,
-// or relays Hello to the real daemon. Each keeps what it received (its "loot").
+// or relays Hello to the real daemon. Each keeps what it received (its "loot"). And two floods of
+// the daemon's memory: forged calls, and idle connections.
 #pragma once
 
 #include <grpcpp/generic/async_generic_service.h>
@@ -86,6 +87,23 @@ class FakeDaemon {
 std::vector<grpc::Status> forged_set_flood(const std::string& endpoint, const std::string& rdzv_id, int calls,
                                            std::size_t value_bytes, bool forged_metadata,
                                            std::chrono::milliseconds deadline);
+
+// The attack on memory with idle connections: `count` TCP connections to `target`
+// ("HOST:PORT", over IPv4) that never send a byte, held until destroyed.
+class IdleConnections {
+ public:
+  IdleConnections(const std::string& target, int count);
+  ~IdleConnections();
+  IdleConnections(const IdleConnections&) = delete;
+  IdleConnections& operator=(const IdleConnections&) = delete;
+  // How many the other end has closed by now (each read until its end, or until nothing is left).
+  int closed_by_peer();
+  int count() const { return int(fds_.size()); }
+
+ private:
+  std::vector<int> fds_;
+  std::vector<bool> closed_;
+};
 
 // VmRSS of process `pid` in bytes, from /proc; 0 when it cannot be read.
 std::uint64_t resident_bytes(int pid);

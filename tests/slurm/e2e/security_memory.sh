@@ -3,7 +3,11 @@
 # carrying a forged ticket (issue 39: they took rdzvd from 20 MB to 1.89 GB). rdzvd refuses them
 # from their headers: its RSS stays within 32 MiB of where it was, and the victim's step forms its
 # rendezvous afterwards. The same user's tokenless `rdzvctl ping` learns the daemon's version and
-# mode but no rendezvous id or member count, and a tokenless `rdzvctl list` is refused.
+# mode but no rendezvous id or member count, and a tokenless `rdzvctl list` is refused. Then the
+# same user holds 600 idle connections from the daemon's node (told apart by uid) and 600 from the
+# victim's other node (told apart only by address, which the victim's rank there shares, joined and
+# waiting): rdzvd keeps 256 of each (max_unauthenticated_per_peer) and shuts the older ones down,
+# and the rank's authenticated connection survives the flood from its own address.
 source "$(dirname "$0")/lib.sh"
 require_file "$test_client"
 impostor="$LLMRDZV_BUILD_DIR/bin/rdzv-impostor"
@@ -13,9 +17,11 @@ require_file "$rdzvctl"
 attacker=${LLMRDZV_ATTACKER_USER:?the cluster has no attacker user: rerun scripts/slurm/cluster.sh up}
 as_attacker_on() { local node=$1; shift; nsenter --net="/run/netns/lrdzv-n$node" setpriv --reuid="$attacker" --regid="$attacker" --init-groups -- "$@"; }
 
-# The victim's tasks say where their rdzvd is, then wait for the flood to end before they join.
+# The victim's tasks say where their rdzvd is; rank 1 (node 2) joins at once and waits in the
+# rendezvous, rank 0 waits for the floods to end before it joins.
 as_user srun -N2 -n2 --llm-rdzv sh -c \
-  'echo "$RDZV_ENDPOINT $RDZV_ID $SLURM_JOB_ID" > "ep.$SLURM_PROCID"; while [ ! -e go ]; do sleep 0.1; done; exec "$0"' \
+  'echo "$RDZV_ENDPOINT $RDZV_ID $SLURM_JOB_ID" > "ep.$SLURM_PROCID"
+   [ "$SLURM_PROCID" = 0 ] && while [ ! -e go ]; do sleep 0.1; done; exec "$0"' \
   "$test_client" > victim.out 2>&1 &
 victim=$!
 for _ in $(seq 300); do [ -s ep.0 ] && break; sleep 0.1; done
@@ -57,8 +63,23 @@ peak=$(sort -n rss.samples | tail -n1)
 note "rdzvd RSS: idle ${idle} KiB, peak under 96 forged 63 MiB Set calls ${peak} KiB"
 [ "$peak" -lt $((idle + 32768)) ] || fail "rdzvd grew from ${idle} KiB to ${peak} KiB under the flood"
 
+idlers=()
+trap 'kill "${idlers[@]}" 2>/dev/null || true; scancel "$job" 2>/dev/null || true' EXIT
+before_idle=$(rss)
+for node in 1 2; do
+  as_attacker_on "$node" "$impostor" --kind idle --target "$endpoint" --count 600 > "idle.$node" 2> "idle.$node.err" &
+  idlers+=($!)
+  for _ in $(seq 300); do [ -s "idle.$node" ] && break; sleep 0.1; done
+  [ -s "idle.$node" ] || { cat "idle.$node.err" >&2; fail "the idle flood from node $node did not report"; }
+  expect_match "$(cat "idle.$node")" "^held 256 closed 344$" "node $node: 256 idle connections kept, the older 344 shut down"
+done
+held_idle=$(rss)
+note "rdzvd RSS: ${before_idle} KiB before, ${held_idle} KiB holding 2 x 256 idle connections of another user"
+[ "$held_idle" -lt $((before_idle + 32768)) ] || fail "rdzvd grew from ${before_idle} KiB to ${held_idle} KiB under idle connections"
+
 touch go
 wait "$victim" || { cat victim.out >&2; fail "the victim step failed after the flood"; }
+kill "${idlers[@]}" 2>/dev/null || true
 trap - EXIT
 [ "$(grep -c '^barrier rank=[01] ok$' victim.out)" -eq 2 ] || { cat victim.out >&2; fail "victim barrier"; }
 expect_no_rdzvd 5
