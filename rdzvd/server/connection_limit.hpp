@@ -1,10 +1,11 @@
-// How many connections one peer may keep open to rdzvd before any of them has made a call past
-// the credential check (max_unauthenticated_per_peer, issue 39). An idle connection costs the
+// How many connections one peer may keep open to rdzvd before they have said Hello, the call whose
+// credential proves the token and with which every client of the library (rdzvctl too) begins
+// (max_unauthenticated_per_peer, issue 39). An idle connection costs the
 // daemon about 20 KiB, so without a bound another user of a node could grow a victim step's rdzvd
 // until its descriptor limit. Refusing a peer's new connections would hand that user a cheaper
 // attack (a rank on the same node, which shares the address, could no longer connect), so past
 // the bound the peer's *oldest* unauthenticated connection is shut down instead: a client with
-// the token makes its first call within milliseconds of connecting and then no longer counts.
+// the token says Hello within milliseconds of connecting and then no longer counts.
 //
 // A peer is who the kernel says holds the other end: on this node, the uid owning that socket
 // (root and rdzvd's own uid, the step's owner, are not bounded); from another node, its address,
@@ -54,8 +55,8 @@ class ConnectionLimit {
 
   // A connection just accepted, before gRPC has it. Called from one thread (the accept loop).
   Verdict admit(const TcpConnection& connection);
-  // A call past the credential check came over the connection gRPC names `peer`
-  // ("ipv4:10.0.0.2:41234"): it no longer counts. Any thread.
+  // The connection gRPC names `peer` ("ipv4:10.0.0.2:41234") said Hello, past the credential
+  // check: it no longer counts. Any thread.
   void authenticated(const std::string& peer);
   // Connections shut down so far; any thread (for /metrics).
   std::uint64_t evicted() const { return evicted_.load(); }

@@ -19,7 +19,6 @@
 #include <memory>
 #include <utility>
 
-#include "authenticated_calls.hpp"
 #include "call_gate.hpp"
 #include "connection_limit.hpp"
 #include "core_host.hpp"
@@ -79,7 +78,7 @@ void log_eviction(Logger& log, const ConnectionLimit::Verdict& verdict, std::uin
     who += " on this node";
   }
   log.warn("shutting down the oldest connections of " + who + ": it holds " + std::to_string(per_peer) +
-           " that have made no authenticated call (max_unauthenticated_per_peer)");
+           " that have not said Hello with the token (max_unauthenticated_per_peer)");
 }
 
 BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGate& gate,
@@ -106,9 +105,7 @@ BoundServer bind_first_free(const DaemonOptions& options, CoreHost& host, CallGa
     // Without this a second daemon could share a busy port and port probing would never move on.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.SetMaxReceiveMessageSize(int(options.max_message_bytes));
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> reporters;
-    reporters.push_back(authenticated_calls_reporter(limit));
-    builder.experimental().SetInterceptorCreators(std::move(reporters));
+    if (bound.ipv4 && options.max_unauthenticated_per_peer != 0) bound.service->set_connection_limit(limit);
     tune_server(builder);
     bound.server = builder.BuildAndStart();
     if (bound.server && bound.port > 0) {

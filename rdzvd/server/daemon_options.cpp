@@ -453,7 +453,7 @@ Flags override the YAML file's keys (etc/rdzvd.yaml documents each one and its d
   --max-timeout-ms N, --max-keys-per-request N, --max-reply-bytes N     limits (see etc/rdzvd.yaml)
   --max-message-bytes N        largest gRPC message accepted (default 17825792)
   --max-unauthenticated-per-peer N   connections one uid on this node or one other node may hold
-                               open before any makes an authenticated call; past it its oldest is
+                               open before they say Hello with the token; past it its oldest is
                                shut down (default 256; root and rdzvd's own uid unbounded; 0: off)
   --metrics-listen HOST:PORT   serve Prometheus metrics over HTTP at /metrics there (default: off)
   --metrics-expose-ids         add per-rendezvous series labelled rdzv_id (and uid in site mode)

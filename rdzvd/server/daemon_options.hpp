@@ -41,8 +41,7 @@ struct DaemonOptions {
   // only let a peer make the daemon hold more per call.
   std::uint32_t max_message_bytes = (16u << 20) + (1u << 20);
   // Connections one peer (a uid on this node other than root and rdzvd's own, or another node's
-  // address) may hold before any of them made an authenticated call; past it the oldest is shut
-  // down. 0 = no bound. Applies on IPv4 listen addresses (connection_limit.hpp).
+  // address) may hold before they said Hello with the token; past it the oldest is shut down. 0 = no bound. Applies on IPv4 listen addresses (connection_limit.hpp).
   std::uint32_t max_unauthenticated_per_peer = 256;
   std::string metrics_listen;  // HOST:PORT of the /metrics endpoint; empty: not served
   bool metrics_expose_ids = false;  // per-rendezvous series labelled with the rendezvous id

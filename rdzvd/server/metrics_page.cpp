@@ -36,7 +36,7 @@ void daemon_families(Exposition& out, const core::CoreMetrics& core, const PageI
          "Calls refused from their headers, before their message was read: no valid credential.",
          double(info.calls_refused_unauthenticated));
   single(out, "rdzvd_connections_evicted_total", "counter",
-         "Connections shut down before they made an authenticated call: their peer opened more than max_unauthenticated_per_peer.",
+         "Connections shut down before they said Hello with the token: their peer opened more than max_unauthenticated_per_peer.",
          double(info.connections_evicted));
 }
 

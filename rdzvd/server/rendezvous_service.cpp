@@ -79,6 +79,8 @@ grpc::ServerUnaryReactor* RendezvousService::Hello(grpc::CallbackServerContext* 
   const int port = listen_port_.load();
   if (port <= 0)  // between BuildAndStart and set_listen_port: the proof would cover no port
     return answer({"Hello"}, context, grpc::Status(grpc::StatusCode::UNAVAILABLE, "rdzvd is starting"));
+  // The gate let it through: its credential proves the token, so its connection is a client's.
+  if (connection_limit_) connection_limit_->authenticated(context->peer());
   return quick({"Hello"}, context, [&](core::Core& core) {
     auto answer = core.hello(from_wire(*request), std::uint16_t(port));
     if (!answer.ok()) return answer.status();

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "connection_limit.hpp"
 #include "core_host.hpp"
 #include "llmrdzv/v1/rendezvous.grpc.pb.h"
 
@@ -26,6 +28,8 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
 
   // The port Hello's proof covers: the one the server listens on, known once it has started.
   void set_listen_port(int port) { listen_port_.store(port); }
+  // Told of every connection that says Hello, which proves the token (before the server starts).
+  void set_connection_limit(std::shared_ptr<ConnectionLimit> limit) { connection_limit_ = std::move(limit); }
 
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext*, const v1::HelloRequest*, v1::HelloResponse*) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext*, const v1::JoinRequest*, v1::JoinResponse*) override;
@@ -72,6 +76,7 @@ class RendezvousService final : public v1::Rendezvous::CallbackService {
   std::string version_;
   std::vector<std::string> features_;
   std::atomic<int> listen_port_{0};
+  std::shared_ptr<ConnectionLimit> connection_limit_;
 };
 
 }  // namespace llmrdzv::server

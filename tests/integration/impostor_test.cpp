@@ -204,8 +204,8 @@ TEST_CASE("idle connections of another user: past max_unauthenticated_per_peer t
   }
   ScratchDir dir;
   RdzvdProcess bounded(dir, {.extra_args = {"--max-unauthenticated-per-peer", "32"}});
-  // A client of the same uid as the flood, holding its session through it: its connection made
-  // authenticated calls, so it no longer counts and is not the oldest one shut down.
+  // A client of the same uid as the flood, holding its session through it: its connection said
+  // Hello, so it no longer counts and is not the oldest one shut down.
   ChildProcess client({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", test_client_path(),
                        "--hold-ms", "6000"},
                       bounded.client_env(1), (dir.path() / "client.err").string());
@@ -213,13 +213,13 @@ TEST_CASE("idle connections of another user: past max_unauthenticated_per_peer t
   std::string outcome;
   const auto bounded_growth = growth_under_idle_flood(dir, bounded, outcome);
   // Every connection of that uid beyond the newest 32 was shut down as the next one arrived.
-  CHECK(outcome == "held 32 closed 868");
+  CHECK(outcome == "held 32 closed 868 (the oldest 868 in a row)");
   INFO(client.stderr_text());
   CHECK(client.wait(20s) == 0);
   const auto rest = client.read_remaining_lines(1s);
   CHECK(std::find(rest.begin(), rest.end(), "left rank=0") != rest.end());
   CHECK_THAT(bounded.log(), Catch::Contains("shutting down the oldest connections of uid 65534 (nobody) on this node: "
-                                            "it holds 32 that have made no authenticated call"));
+                                            "it holds 32 that have not said Hello with the token"));
   // The daemon's own uid is not bounded, and its clients work after the flood.
   Client victim(bounded.client_options(1));
   const auto round = victim.join().round;
@@ -230,7 +230,7 @@ TEST_CASE("idle connections of another user: past max_unauthenticated_per_peer t
   ScratchDir unbounded_dir;
   RdzvdProcess unbounded(unbounded_dir, {.extra_args = {"--max-unauthenticated-per-peer", "0"}});
   const auto unbounded_growth = growth_under_idle_flood(unbounded_dir, unbounded, outcome);
-  CHECK(outcome == "held 900 closed 0");
+  CHECK(outcome == "held 900 closed 0 (the oldest 0 in a row)");
   INFO("rdzvd RSS growth under 900 idle connections: " << bounded_growth / 1024 << " KiB bounded at 32, "
                                                        << unbounded_growth / 1024 << " KiB unbounded");
   // About 15 KiB per connection held: 32 against 900.

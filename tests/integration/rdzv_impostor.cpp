@@ -6,7 +6,8 @@
 // --kind flood instead sends CALLS concurrent Set calls of MIB MiB with a forged ticket to the
 // rdzvd at HOST:PORT (forged_set_flood) and prints how they ended, one "code count" line each.
 // --kind idle opens COUNT TCP connections to HOST:PORT that never send a byte, prints after a
-// second "held H closed C" (how many the daemon has closed), and holds the rest until SIGTERM.
+// second "held H closed C (the oldest O in a row)" (how many the daemon has closed, and how many
+// of those were the first ones opened), and holds the rest until SIGTERM.
 #include <signal.h>
 
 #include <chrono>
@@ -88,7 +89,8 @@ int main(int argc, char** argv) {
       llmrdzv::testing::IdleConnections connections(target, std::stoi(count));
       std::this_thread::sleep_for(std::chrono::seconds(1));
       const int closed = connections.closed_by_peer();
-      std::printf("held %d closed %d\n", connections.count() - closed, closed);
+      std::printf("held %d closed %d (the oldest %d in a row)\n", connections.count() - closed, closed,
+                  connections.oldest_closed_in_a_row());
       std::fflush(stdout);
       int signal = 0;
       sigwait(&stop_signals, &signal);

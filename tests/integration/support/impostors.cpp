@@ -245,6 +245,12 @@ int IdleConnections::closed_by_peer() {
   return closed;
 }
 
+int IdleConnections::oldest_closed_in_a_row() const {
+  int count = 0;
+  while (count < int(closed_.size()) && closed_[std::size_t(count)]) ++count;
+  return count;
+}
+
 std::uint64_t resident_bytes(int pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;

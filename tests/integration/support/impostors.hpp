@@ -98,6 +98,8 @@ class IdleConnections {
   IdleConnections& operator=(const IdleConnections&) = delete;
   // How many the other end has closed by now (each read until its end, or until nothing is left).
   int closed_by_peer();
+  // Of those, how many are the oldest connections in a row (after closed_by_peer).
+  int oldest_closed_in_a_row() const;
   int count() const { return int(fds_.size()); }
 
  private:
