@@ -233,9 +233,16 @@ TEST_CASE("idle connections of another user: past max_unauthenticated_per_peer t
   CHECK(outcome == "held 900 closed 0 (the oldest 0 in a row)");
   INFO("rdzvd RSS growth under 900 idle connections: " << bounded_growth / 1024 << " KiB bounded at 32, "
                                                        << unbounded_growth / 1024 << " KiB unbounded");
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer keeps freed memory in quarantine and adds shadow memory: the RSS of an
+  // ASan-built rdzvd says nothing about what it holds (the shut-down connections' memory stays
+  // resident). The counts above are the behaviour here; the plain build checks the memory.
+  WARN("AddressSanitizer build: rdzvd's RSS growth is not compared");
+#else
   // About 15 KiB per connection held: 32 against 900.
   CHECK(unbounded_growth > 8u << 20);
   CHECK(bounded_growth * 3 < unbounded_growth);
+#endif
 }
 
 TEST_CASE("when raw squatters hold every candidate port, a client fails within seconds naming them", "[security]") {
