@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <string_view>
+
+#include "llmrdzv/common/text_values.hpp"
 
 namespace llmrdzv::server {
 
@@ -83,16 +86,10 @@ void ConnectionLimit::authenticated(const std::string& peer) {
   // gRPC's form for IPv4 peers; anything else was never counted.
   constexpr std::string_view kPrefix = "ipv4:";
   if (per_peer_ == 0 || peer.rfind(kPrefix, 0) != 0) return;
-  const auto colon = peer.rfind(':');
-  if (colon <= kPrefix.size()) return;
+  const auto endpoint = parse_host_port(std::string_view(peer).substr(kPrefix.size()));
   in_addr address{};
-  if (inet_pton(AF_INET, peer.substr(kPrefix.size(), colon - kPrefix.size()).c_str(), &address) != 1) return;
-  std::uint16_t port = 0;
-  try {
-    port = htons(std::uint16_t(std::stoul(peer.substr(colon + 1))));
-  } catch (const std::exception&) {
-    return;
-  }
+  if (!endpoint || inet_pton(AF_INET, endpoint->host.c_str(), &address) != 1) return;
+  const std::uint16_t port = htons(endpoint->port);
   const std::lock_guard lock(mutex_);
   const auto found = peer_of_.find({address.s_addr, port});
   if (found == peer_of_.end()) return;  // counted no more, or never (an unbounded uid)

@@ -29,8 +29,6 @@
 #include <utility>
 #include <vector>
 
-#include "tcp_socket_lookup.hpp"
-
 namespace llmrdzv::server {
 
 struct TcpConnection {

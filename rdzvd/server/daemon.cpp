@@ -30,6 +30,7 @@
 #include "llmrdzv/common/text_values.hpp"
 #include "llmrdzv/common/token.hpp"
 #include "systemd_notify.hpp"
+#include "tcp_socket_lookup.hpp"
 #include "tuning.hpp"
 
 namespace llmrdzv::server {

@@ -47,7 +47,7 @@ TEST_CASE("damaged rdzvd command lines are refused with OptionsError", "[malform
   const std::vector<std::string> seeds = {
       "--rdzv-id 7.0 --listen 127.0.0.1:29500 --port-range 29500-29999 --port-probes 4 --participants 2:4 "
       "--heartbeat-interval 1000 --heartbeat-timeout 5000 --last-call 3000 --join-timeout 60000 "
-      "--idle-timeout 600 --max-bytes 1000000 --log-level debug --exit-with-parent",
+      "--idle-timeout 600 --max-bytes 1000000 --log-level debug --exit-with-parent --max-unauthenticated-per-peer 64",
       "--mode site --listen 0.0.0.0:29400 --site-secret-file /etc/llm-rdzv/secret --metrics-listen 127.0.0.1:9464 "
       "--metrics-expose-ids --max-message-bytes 33554432 --rendezvous-idle-timeout 3600000 --syslog",
   };

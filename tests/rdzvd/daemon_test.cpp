@@ -213,6 +213,8 @@ TEST_CASE("rdzvd rejects bad flags and config with a message naming the key and 
   expect(step_args(dir, {"--max-message-bytes", "3000000000"}), "max_message_bytes: 3000000000 is outside");
   expect(step_args(dir, {"--max-message-bytes", "0"}), "max_message_bytes: 0 is outside");
   expect(step_args(dir, {"--max-message-bytes", "1048576"}), "must exceed limits.max_value_size");
+  expect(step_args(dir, {"--max-unauthenticated-per-peer", "-1"}), "--max-unauthenticated-per-peer: '-1'");
+  expect(step_args(dir, {"--max-unauthenticated-per-peer", "many"}), "--max-unauthenticated-per-peer: 'many'");
   expect(step_args(dir, {"--listen", "127.0.0.1:70000"}), "--listen: '127.0.0.1:70000'");
   expect(step_args(dir, {"--metrics-listen", "127.0.0.1"}), "--metrics-listen: '127.0.0.1' is not HOST:PORT");
   expect(step_args(dir, {"--metrics-listen", "127.0.0.1:70000"}), "--metrics-listen: '127.0.0.1:70000' is not");
