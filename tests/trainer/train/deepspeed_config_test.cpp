@@ -102,9 +102,12 @@ TEST_CASE("an explicit value that disagrees with a given option is an error nami
              Catch::Contains("\"scheduler.params.warmup_max_lr\": 2e-04 disagrees with \"optimizer.params.lr\": 1e-04"));
 }
 
-TEST_CASE("ZeRO-3 and parameter offload are refused by name until they exist", "[cli][deepspeed]") {
+TEST_CASE("ZeRO-3 is --shard_parameters, and parameter offload is refused by name until it exists", "[cli][deepspeed]") {
+  CHECK(parse({"--deepspeed", R"({"zero_optimization": {"stage": 3}})"}).train.shard_parameters);
+  CHECK_FALSE(parse({"--deepspeed", R"({"zero_optimization": {"stage": 2}})"}).train.shard_parameters);
   CHECK_THROWS_WITH(parse({"--deepspeed", kSeeds + "zero3-offload.json"}),
-                    Catch::Contains("\"zero_optimization.stage\": ZeRO stage 3") && Catch::Contains("not available yet"));
+                    Catch::Contains("\"zero_optimization.offload_param.device\": parameter offload") &&
+                        Catch::Contains("not available yet"));
   CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})"),
              Catch::Contains("\"zero_optimization.offload_param.device\": parameter offload"));
   CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})"),

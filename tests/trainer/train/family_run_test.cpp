@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "family_runs.hpp"
 #include "run_checks.hpp"
 #include "scratch_dir.hpp"
 #include "trainer_process.hpp"
@@ -32,79 +33,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Family {
-  const char* name;
-  const char* preset;
-  std::string overrides;  // a tiny model of the preset's kind
-};
-
-// opt-350m's kind (post-LN, embeddings projected 24 <-> 40) and a Llama with grouped-query
-// attention (6 heads on 2 key/value heads), odd widths both.
-const Family kOpt{"opt", "opt-350m",
-                  "num_hidden_layers=2,hidden_size=40,num_attention_heads=5,ffn_dim=56,word_embed_proj_dim=24,"
-                  "max_position_embeddings=32"};
-const Family kLlama{"llama", "smollm-135m",
-                    "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
-                    "intermediate_size=80,max_position_embeddings=32"};
-// Mistral's window (5) and Qwen2's (6, from layer 1 on) shorter than the 16-token blocks; Qwen3 with
-// head_dim 12 against hidden 40 / 4 heads.
-const Family kMistral{"mistral", "mistral-7b",
-                      "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
-                      "intermediate_size=80,max_position_embeddings=32,sliding_window=5"};
-const Family kQwen2{"qwen2", "qwen2.5-0.5b",
-                    "num_hidden_layers=2,hidden_size=48,num_attention_heads=6,num_key_value_heads=2,"
-                    "intermediate_size=80,max_position_embeddings=32,use_sliding_window=true,sliding_window=6,"
-                    "max_window_layers=1"};
-const Family kQwen3{"qwen3", "qwen3-0.6b",
-                    "num_hidden_layers=2,hidden_size=40,num_attention_heads=4,num_key_value_heads=2,head_dim=12,"
-                    "intermediate_size=72,max_position_embeddings=32"};
-// Phi-3's fused projections with a window of 6; Gemma 2 shrunk with its soft-caps and windows kept.
-const Family kPhi3{"phi3", "phi-3-mini",
-                   "num_hidden_layers=2,hidden_size=40,num_attention_heads=5,num_key_value_heads=1,"
-                   "intermediate_size=56,max_position_embeddings=32,sliding_window=6"};
-const Family kGemma2{"gemma2", "gemma-2-2b",
-                     "num_hidden_layers=3,hidden_size=48,num_attention_heads=4,num_key_value_heads=2,head_dim=16,"
-                     "intermediate_size=80,max_position_embeddings=32,sliding_window=5,query_pre_attn_scalar=16"};
-
-// Gemma 3 with a local layer pattern of 3 (layers 0, 1 and 3 windowed, 2 global) and a local rope
-// base apart from the global one.
-const Family kGemma3{"gemma3_text", "gemma-3-1b",
-                     "num_hidden_layers=4,hidden_size=48,num_attention_heads=4,num_key_value_heads=2,head_dim=16,"
-                     "intermediate_size=80,max_position_embeddings=32,sliding_window=5,query_pre_attn_scalar=16,"
-                     "sliding_window_pattern=3,rope_local_base_freq=100"};
-
-std::string corpus() {
-  return trainer_test::word_corpus({"rotary", "norm", "gate", "heads", "group", "learned", "offset", "project"}, 5, 900, 9);
-}
-
-std::vector<std::string> run_args(const ScratchDir& dir, const Family& family, const std::string& out,
-                                  const std::string& extra_overrides = "", int per_device = 4) {
-  return {"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
-          "--output_dir", out, "--token_cache_dir", dir.file("cache"), "--config_name", family.preset,
-          "--config_overrides", family.overrides + extra_overrides, "--block_size", "16",
-          "--per_device_train_batch_size", std::to_string(per_device), "--gradient_accumulation_steps", "2",
-          "--learning_rate", "3e-3",
-          "--weight_decay", "0.1", "--max_grad_norm", "0.5", "--warmup_steps", "2", "--max_steps", "12",
-          "--logging_steps", "1", "--save_steps", "6", "--threads", "1", "--seed", "4"};
-}
-
-std::vector<std::string> with(std::vector<std::string> args, std::initializer_list<std::string> more) {
-  args.insert(args.end(), more);
-  return args;
-}
-
-// OPT's dropout off, so that two runs compare step by step (the other families train without).
-std::string without_dropout(const Family& family) { return family.name == std::string("opt") ? ",dropout=0.0" : ""; }
-
-// The losses of a 1-rank fp32 run of `family` into dir/out with `extra` arguments, checked to have
-// run all 12 steps.
-std::vector<double> reference_losses(const ScratchDir& dir, const Family& family, const std::string& out,
-                                     std::initializer_list<std::string> extra = {}) {
-  expect_ok(run_trainer(with(run_args(dir, family, dir.file(out), without_dropout(family)), extra)));
-  const auto losses = metric_series(dir.file(out + "/metrics.jsonl"), "loss");
-  REQUIRE(losses.size() == 12);
-  return losses;
-}
+using namespace trainer_test::families;
 
 }  // namespace
 

@@ -35,6 +35,7 @@
 #include "llmrdzv/dist/offload_optimizer.hpp"
 #include "llmrdzv/dist/rank_resources.hpp"
 #include "llmrdzv/dist/rdzv_store.hpp"
+#include "llmrdzv/dist/sharded_step.hpp"
 #include "llmrdzv/engine/master_weights.hpp"
 #include "llmrdzv/engine/single_process_engine.hpp"
 
@@ -202,6 +203,12 @@ class DistributedEngine final : public engine::TrainingEngine {
       throw std::invalid_argument("--ddp_bucket_cap_mb must be > 0, got " +
                                   std::to_string(options_.ddp_bucket_cap_mb));
     }
+    if (options_.shard_parameters && device_.is_cuda()) {
+      // Nothing in the schedule is CPU-only, but it has not yet run on a GPU here: until it has,
+      // a GPU run is refused rather than trusted.
+      throw std::invalid_argument(
+          "--shard_parameters trains on the CPU (Gloo) in this version; on GPUs use --offload optimizer, or --use_cpu");
+    }
   }
 
   ~DistributedEngine() override {
@@ -209,6 +216,7 @@ class DistributedEngine final : public engine::TrainingEngine {
     // Unwinding after an error: no Leave, so rdzvd reports this rank as failed to the others
     // (they stop or restart) instead of leaving them in a collective with a rank that is gone.
     if (std::uncaught_exceptions() > 0) return;
+    if (sharded_) say(sharded_->residency_report(rank()));
     shut_down_process_group();
     try {
       client_->leave();
@@ -227,6 +235,7 @@ class DistributedEngine final : public engine::TrainingEngine {
 
   void begin_micro_step(bool last_micro_step) override {
     guarded([&] {
+      if (sharded_) return sharded_->begin_micro_step();
       // bf16/fp16 gradients accumulate in the fp32 buffer (offloaded, the hooks already moved them
       // into the buffer of their own type: nothing is left to fold).
       if (low_precision_) buckets_->fold();
@@ -240,7 +249,9 @@ class DistributedEngine final : public engine::TrainingEngine {
 
   void optimizer_step(double learning_rate) override {
     guarded([&] {
-      if (offload_) {
+      if (sharded_) {
+        sharded_->optimizer_step(learning_rate);
+      } else if (offload_) {
         const std::int64_t delay_after = options_.offload_delayed_update;
         if (delay_after > 0 && offload_->steps_taken() >= delay_after) {
           offload_->step_delayed(buckets_->flat(), learning_rate, grad_scale_);
@@ -257,11 +268,13 @@ class DistributedEngine final : public engine::TrainingEngine {
   }
 
   void skip_step() override {
+    if (sharded_) sharded_->skip_step();
     if (replica_) replica_->skip_step();
     drop_gradients();
   }
 
   void complete_updates() override {
+    if (sharded_) return guarded([&] { sharded_->complete_updates(); });
     if (!offload_ || !offload_->update_pending()) return;
     guarded([&] {
       offload_->complete_update();
@@ -284,9 +297,12 @@ class DistributedEngine final : public engine::TrainingEngine {
     guarded([&] { wait(backend_->barrier()); });
   }
 
-  double comm_wait_seconds() const override { return comm_wait_; }
+  double comm_wait_seconds() const override { return comm_wait_ + (sharded_ ? sharded_->wait_seconds() : 0.0); }
+
+  engine::ParameterUnits* parameter_units() override { return sharded_ ? &sharded_->units() : nullptr; }
 
   TensorMap optimizer_state() const override {
+    if (sharded_) return sharded_->optimizer_state();
     if (offload_) return offload_->state();
     TensorMap state = replica_->optimizer_state();
     if (masters_) masters_->save(state);
@@ -294,6 +310,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   }
 
   void load_optimizer_state(const TensorMap& saved) override {
+    if (sharded_) return sharded_->load_optimizer_state(saved);
     if (offload_) return offload_->load_state(saved);
     TensorMap state = saved;
     if (masters_) masters_->load(state);  // takes its entries out
@@ -329,6 +346,10 @@ class DistributedEngine final : public engine::TrainingEngine {
       low_precision_ = low_precision_ || p.tensor.scalar_type() != at::kFloat;
     }
     if (parameters.empty()) throw std::invalid_argument("the model has no trainable parameters");
+    if (options_.shard_parameters) {
+      sharded_ = std::make_unique<ShardedStep>(parameters, settings, options_, backend_);
+      return;
+    }
     const bool offload = options_.offload == engine::Offload::optimizer;
     // Offloaded, the device keeps gradients only in the parameters' type (see GradientBufferOptions).
     const GradientBufferOptions buffer =
@@ -366,6 +387,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   }
 
   engine::GradientNorm synchronise_and_clip(double max_norm, double gradient_multiplier) {
+    if (sharded_) return sharded_->finish_gradients(max_norm, gradient_multiplier);
     buckets_->finish();
     comm_wait_ += buckets_->last_wait_seconds();
     if (!offload_) {
@@ -426,6 +448,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   // heartbeat threads, which otherwise poll the round's store after the rank has left it and warn
   // that destroy_process_group() was never called).
   void shut_down_process_group() {
+    sharded_.reset();
     offload_.reset();
     buckets_.reset();
     replica_.reset();
@@ -447,6 +470,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   std::vector<at::Tensor> attached_;
   std::unique_ptr<GradientBuckets> buckets_;
   std::unique_ptr<OffloadAdamW> offload_;
+  std::unique_ptr<ShardedStep> sharded_;  // --shard_parameters
   std::unique_ptr<engine::TrainingEngine> replica_;
   std::optional<engine::MasterWeights> masters_;  // replica path with bf16/fp16 parameters
   bool low_precision_ = false;                    // the parameters are bf16/fp16

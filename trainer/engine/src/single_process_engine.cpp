@@ -160,6 +160,10 @@ std::unique_ptr<TrainingEngine> make_single_process_engine(const EngineOptions& 
     throw std::invalid_argument("--offload " + std::string(option_name(options.offload)) +
                                 " needs the distributed engine: run under srun --llm-rdzv (or with a rendezvous in the environment)");
   }
+  if (options.shard_parameters) {
+    throw std::invalid_argument(
+        "--shard_parameters needs the distributed engine (2 or more ranks): run under srun --llm-rdzv or with --nproc");
+  }
   const bool cuda = !options.use_cpu && torch::cuda::is_available();
   return std::make_unique<SingleProcessEngine>(cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU));
 }

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backward_trigger.hpp"
 #include "block_checkpoint.hpp"
 #include "fast_linear.hpp"
 #include "linear_cross_entropy.hpp"
@@ -56,20 +57,54 @@ torch::Tensor CausalLmImpl::embed_tokens(const torch::nn::Embedding& table, cons
                        sparse_gradient);
 }
 
+std::map<const void*, int> CausalLmImpl::parameter_units() const {
+  std::map<const void*, int> units;
+  for (const auto& p : parameters()) units[p.unsafeGetTensorImpl()] = 0;
+  int unit = 1;
+  for (const auto& module : *blocks()) {
+    for (const auto& p : module->parameters()) units[p.unsafeGetTensorImpl()] = unit;
+    ++unit;
+  }
+  return units;
+}
+
 torch::Tensor CausalLmImpl::run_blocks(torch::Tensor hidden) {
   const bool checkpoint = checkpointing_ && is_training();
+  int unit = 1;
   for (const auto& module : *blocks()) {
     auto& block = *module->as<DecoderBlockImpl>();
+    if (unit_hooks_) unit_hooks_.before_forward(unit);
     hidden = checkpoint ? detail::checkpointed_block_forward(block, hidden) : block.forward(hidden);
+    if (unit_hooks_) {
+      hidden = detail::before_backward(hidden, [hook = unit_hooks_.before_backward, unit] { hook(unit); });
+      unit_hooks_.after_forward(unit);
+    }
+    ++unit;
   }
   return hidden;
 }
+
+// Unit 0's calls around one forward pass (loss() and forward()).
+struct CausalLmImpl::OuterUnit {
+  explicit OuterUnit(const UnitHooks& hooks) : hooks_(hooks) {
+    if (hooks_) hooks_.before_forward(0);
+  }
+  ~OuterUnit() {
+    if (hooks_) hooks_.after_forward(0);
+  }
+  OuterUnit(const OuterUnit&) = delete;
+  OuterUnit& operator=(const OuterUnit&) = delete;
+
+ private:
+  const UnitHooks& hooks_;
+};
 
 CausalLmOutput CausalLmImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& labels) {
   check_input_ids(input_ids, 0);
   if (labels.defined() && labels.sizes() != input_ids.sizes()) {
     throw std::invalid_argument("labels must have input_ids' shape");
   }
+  const OuterUnit outer(unit_hooks_);
   const torch::Tensor hidden = finish(run_blocks(embed(input_ids, 0)));
   CausalLmOutput out;
   out.logits = head(hidden);
@@ -82,6 +117,7 @@ torch::Tensor CausalLmImpl::loss(const torch::Tensor& input_ids, const torch::Te
   if (!labels.defined() || labels.sizes() != input_ids.sizes()) {
     throw std::invalid_argument("labels must have input_ids' shape");
   }
+  const OuterUnit outer(unit_hooks_);
   if (!fused_loss()) return causal_lm_loss(head(finish(run_blocks(embed(input_ids, 0)))), labels);
   // A tied head hands its weight gradient to the lookup through this box (embed_tokens).
   tied_box_ = lookup_gradient_rows_only(head_weight()) ? detail::make_tied_box() : torch::Tensor();

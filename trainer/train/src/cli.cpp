@@ -92,6 +92,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"offload_delayed_update", &T::offload_delayed_update, "with --offload optimizer: after this many optimizer steps, ZeRO-Offload's one-step delayed parameter update: the CPU's AdamW of one step runs while the GPU computes the next, on weights one update older (ZeRO-Offload starts it after a few dozen steps; evaluating and saving apply the pending update first, so resumes with the same --save_steps and --eval_steps are exact); 0 = never"},
     {"offload_gradient_sync", &T::offload_gradient_sync, "with --offload optimizer: reduce (each rank receives only its shard's gradient, half the traffic of all_reduce) | all_reduce | auto (reduce on GPUs, all_reduce on the CPU)"},
     {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
+    {"shard_parameters", &T::shard_parameters, "ZeRO-3 (DeepSpeed stage 3, FSDP's full_shard): each rank keeps 1/N of every block's parameters, gradients and optimizer state, gathering a block's parameters only while it computes (the next block's gathered while one computes) and reduce-scattering its gradient as soon as backward has made it; the CPU only in this version (trainer(1), SHARDED PARAMETERS)"},
 };
 
 using G = GenerateOptions;
@@ -139,8 +140,8 @@ constexpr RefusedOption kRefusedTrainOptions[] = {
     {"hub_token", "the trainer never reaches the hub: drop the option"},
     {"token", "the trainer never reaches the hub (models and datasets come from the offline caches): drop the option"},
     {"use_auth_token", "the trainer never reaches the hub (models and datasets come from the offline caches): drop the option"},
-    {"fsdp", "PyTorch FSDP is not used here: --offload optimizer shards the optimizer state across ranks (ZeRO-Offload), or give the DeepSpeed config with --deepspeed"},
-    {"fsdp_config", "PyTorch FSDP is not used here: --offload optimizer shards the optimizer state across ranks (ZeRO-Offload)"},
+    {"fsdp", "PyTorch FSDP is not used here: --shard_parameters is full_shard (ZeRO-3), --offload optimizer shards the optimizer state across ranks in host memory (ZeRO-Offload), or give the DeepSpeed config with --deepspeed"},
+    {"fsdp_config", "PyTorch FSDP is not used here: --shard_parameters is full_shard (ZeRO-3; each block is a unit), --offload optimizer shards the optimizer state across ranks (ZeRO-Offload)"},
 };
 
 // Upper bounds that keep absurd values from reaching torch (libgomp crashes on 100000 threads)
@@ -556,6 +557,8 @@ void validate(const TrainOptions& o) {
   require(o.offload_delayed_update == 0 || o.offload == Offload::optimizer,
           "--offload_delayed_update needs --offload optimizer (it delays the offloaded optimizer's update)");
   require(!(o.fp16 && o.bf16.value_or(false)), "--fp16 and --bf16 cannot both be on");
+  require(!(o.shard_parameters && o.offload_delayed_update > 0),
+          "--offload_delayed_update does not combine with --shard_parameters (each rank updates its own shard at once)");
 }
 
 void validate(const GenerateOptions& o) {

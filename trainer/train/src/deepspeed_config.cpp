@@ -299,11 +299,7 @@ class Walker {
       if (name == "stage") stage = integer(value, "zero_optimization.stage", 0);
     }
     if (stage > 3) fail("zero_optimization.stage", "must be 0, 1, 2 or 3, got " + std::to_string(stage));
-    if (stage == 3) {
-      fail("zero_optimization.stage", "ZeRO stage 3 (parameters sharded across ranks) is not available yet: stage 2 "
-                                      "with offload_optimizer {\"device\": \"cpu\"} (--offload optimizer) keeps the "
-                                      "optimizer state in host memory, sharded across the ranks");
-    }
+    if (stage == 3) set("shard_parameters", "true", "zero_optimization.stage");
     bool offloaded = false;
     for (const auto& [name, value] : members) {
       const std::string key = "zero_optimization." + name;
@@ -335,7 +331,7 @@ class Walker {
         unknown(key);
       }
     }
-    if (stage > 0 && !offloaded) {
+    if (stage > 0 && stage < 3 && !offloaded) {
       note("zero_optimization.stage", "stage " + std::to_string(stage) +
                                           " without offload_optimizer: every rank holds the optimizer state here "
                                           "(plain data parallel, the same maths); --offload optimizer shards it in host memory");
@@ -380,8 +376,9 @@ class Walker {
       if (name == "device") {
         const std::string device = value.is_null() ? "none" : text(value, key);
         if (device != "none") {
-          fail(key, "parameter offload (ZeRO-3's offload_param) is not available yet: remove the block; "
-                    "offload_optimizer {\"device\": \"cpu\"} keeps the optimizer state in host memory");
+          fail(key, "parameter offload (ZeRO-3's offload_param) is not available yet: remove the block; stage 3 "
+                    "shards the parameters across the ranks, and offload_optimizer {\"device\": \"cpu\"} keeps the "
+                    "optimizer state in host memory");
         }
       } else if (name == "pin_memory" || name == "buffer_count" || name == "buffer_size" || name == "max_in_cpu") {
         continue;  // settings of the refused offload, or of none

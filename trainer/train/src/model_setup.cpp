@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <span>
 #include <stdexcept>
@@ -175,10 +176,12 @@ std::vector<engine::NamedParameter> trainable_parameters(model::CausalLm& model)
     if (!module->as<torch::nn::LayerNorm>() && !module->as<model::RmsNorm>()) continue;
     for (const auto& p : module->parameters()) layer_norm.insert(p.unsafeGetTensorImpl());
   }
+  const std::map<const void*, int> units = model->parameter_units();
   std::vector<engine::NamedParameter> parameters;
   for (const auto& item : model->named_parameters()) {
     const bool bias = item.key().ends_with("bias");
-    parameters.push_back({item.key(), item.value(), !bias && !layer_norm.contains(item.value().unsafeGetTensorImpl())});
+    const void* impl = item.value().unsafeGetTensorImpl();
+    parameters.push_back({item.key(), item.value(), !bias && !layer_norm.contains(impl), units.at(impl)});
   }
   return parameters;
 }

@@ -691,6 +691,10 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   // In one move: a bf16 model never exists in fp32 on the GPU.
   model->to(engine.device(), scalar_type(precision.dtype));
   engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
+  if (engine::ParameterUnits* units = engine.parameter_units()) {
+    model->set_unit_hooks({[units](int u) { units->before_forward(u); }, [units](int u) { units->after_forward(u); },
+                           [units](int u) { units->before_backward(u); }});
+  }
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
   const fs::path logging_dir = resolve_logging_dir(o, resume, state.logging_dir);

@@ -42,6 +42,9 @@ struct EngineOptions {
   // on GPUs, all_reduce on the CPU).
   OffloadGradientSync offload_gradient_sync = OffloadGradientSync::automatic;
   std::int64_t ddp_bucket_cap_mb = 25;  // gradient all-reduce bucket size, MiB
+  // --shard_parameters (ZeRO-3): each rank keeps 1/N of every parameter unit, its gradient and its
+  // optimizer state, gathering a unit's parameters only while it computes.
+  bool shard_parameters = false;
 };
 
 }  // namespace llmrdzv::engine

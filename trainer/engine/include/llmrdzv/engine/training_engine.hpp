@@ -8,7 +8,8 @@
 // trainer/engine so that the loop (trainer/train) and trainer/dist both depend on it and not on
 // each other.
 //
-// Call order per optimizer step, as the loop makes it:
+// Call order per optimizer step, as the loop makes it (with parameter_units(): the model calls
+// them during forward and backward):
 //   for each micro-batch m of G:  begin_micro_step(m == G-1); forward; (loss * S / G).backward();
 //   norm = finish_gradients(max_grad_norm, 1 / S);  optimizer_step(lr)  (or skip_step())
 // and complete_updates() before an evaluation, a checkpoint and the end of training.
@@ -31,11 +32,24 @@
 namespace llmrdzv::engine {
 
 // A trainable parameter under its HF name. `decay` is false for biases and LayerNorm weights,
-// which AdamW leaves undecayed.
+// which AdamW leaves undecayed. `unit`: the model's parameter unit it belongs to (0 outside the
+// blocks, i + 1 in block i), which an engine sharding parameters gathers and frees as one.
 struct NamedParameter {
   std::string name;
   at::Tensor tensor;
   bool decay = true;
+  int unit = 0;
+};
+
+// What a model calls around its parameter units when the engine shards parameters (ZeRO-3):
+// the engine gathers a unit's parameters before it is used and frees them after (the model's
+// UnitHooks, which the loop connects to these).
+class ParameterUnits {
+ public:
+  virtual ~ParameterUnits() = default;
+  virtual void before_forward(int unit) = 0;
+  virtual void after_forward(int unit) = 0;
+  virtual void before_backward(int unit) = 0;
 };
 
 struct AdamWSettings {
@@ -106,10 +120,16 @@ class TrainingEngine {
   // Instead of optimizer_step, for a step whose gradients overflowed: the gradients are dropped.
   virtual void skip_step() = 0;
 
+  // With parameters sharded (--shard_parameters): the calls the model must make around its units,
+  // owned by the engine; nullptr when every rank holds the whole model.
+  virtual ParameterUnits* parameter_units() { return nullptr; }
+
   // Applies an update optimizer_step() left in flight (--offload_delayed_update) to the
   // parameters, on every rank. The loop calls it before it evaluates, saves or hands the model
   // on, so those see the weights of every step taken, and a run resumed from a checkpoint
   // continues exactly as the uninterrupted one, which completed its update at the same step.
+  // With parameters sharded it also gathers the whole model into the parameters until the next
+  // micro-step begins, so that what reads them (saving, export, generation) sees every weight.
   virtual void complete_updates() {}
 
   // Element-wise sum over all ranks (loss sums, token counts). With one rank: the input.

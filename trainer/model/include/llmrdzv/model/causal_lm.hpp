@@ -11,6 +11,8 @@
 #include <torch/nn/pimpl.h>
 
 #include <concepts>
+#include <map>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +37,19 @@ struct CausalLmOutput {
 // make them when weights are loaded right after (skips a normal_ pass over every parameter:
 // 0.7 s of a 124M model's 3 s load here).
 enum class WeightInit { hf, for_loading };
+
+// Calls around the model's parameter units, for an engine that keeps each unit's parameters
+// sharded across ranks and gathers them only while they are used (ZeRO-3). Unit 0 is every
+// parameter outside the blocks (embeddings, final norm, LM head), unit i + 1 block i
+// (CausalLmImpl::parameter_units). before_forward(u) comes before anything reads u's parameters in
+// a forward pass (training, evaluation, recomputation excepted: it runs inside backward, after
+// before_backward); after_forward(u) once the forward pass no longer reads them (unit 0: at the end
+// of the pass); before_backward(b) before the autograd graph of block b's forward runs backward
+// (before its recomputation under activation checkpointing). Unset: nothing is called.
+struct UnitHooks {
+  std::function<void(int unit)> before_forward, after_forward, before_backward;
+  explicit operator bool() const { return static_cast<bool>(before_forward); }
+};
 
 // One transformer block: [B, T, C] -> [B, T, C] for positions 0..T-1, and the same for positions
 // past..past+T-1 with the keys and values going into (and attention reading) the cache buffers.
@@ -80,6 +95,11 @@ class CausalLmImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
 
+  // Which unit (UnitHooks) each parameter belongs to, by its TensorImpl: 0 outside the blocks,
+  // i + 1 in block i; set_unit_hooks installs the calls (an empty UnitHooks removes them).
+  std::map<const void*, int> parameter_units() const;
+  void set_unit_hooks(UnitHooks hooks) { unit_hooks_ = std::move(hooks); }
+
   // How the family's HF checkpoints name and lay out tensors:
   // - the prefix of the base model ("transformer." for GPT-2, "model." otherwise), which
   //   checkpoints of the base model alone leave out;
@@ -116,6 +136,7 @@ class CausalLmImpl : public torch::nn::Module {
   virtual CacheShape cache_shape() const = 0;
 
  private:
+  struct OuterUnit;  // unit 0's hooks around a forward pass
   // 2-D int64 ids within the vocabulary, positions past.. within max_positions.
   void check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const;
   torch::Tensor run_blocks(torch::Tensor hidden);
@@ -124,6 +145,7 @@ class CausalLmImpl : public torch::nn::Module {
 
   ModelConfig config_;
   bool checkpointing_ = false;
+  UnitHooks unit_hooks_;
   // Set by loss() while it runs its forward on a tied head: what joins the fused loss to the lookup.
   torch::Tensor tied_box_;
 };

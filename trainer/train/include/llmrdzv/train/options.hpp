@@ -172,6 +172,7 @@ struct TrainOptions {
   std::int64_t offload_delayed_update = engine::EngineOptions{}.offload_delayed_update;
   OffloadGradientSync offload_gradient_sync = engine::EngineOptions{}.offload_gradient_sync;
   std::int64_t ddp_bucket_cap_mb = engine::EngineOptions{}.ddp_bucket_cap_mb;
+  bool shard_parameters = engine::EngineOptions{}.shard_parameters;
 
   // The YAML file the values came from, if any (for messages).
   std::string config;
@@ -220,7 +221,8 @@ inline engine::EngineOptions engine_options(const TrainOptions& options) {
           .offload_chunk_mb = options.offload_chunk_mb,
           .offload_delayed_update = options.offload_delayed_update,
           .offload_gradient_sync = options.offload_gradient_sync,
-          .ddp_bucket_cap_mb = options.ddp_bucket_cap_mb};
+          .ddp_bucket_cap_mb = options.ddp_bucket_cap_mb,
+          .shard_parameters = options.shard_parameters};
 }
 
 }  // namespace llmrdzv::train

@@ -1,0 +1,53 @@
+// The optimizer side of --shard_parameters (ZeRO-3): what the distributed engine does with the
+// shards ShardedUnits keeps. The one-process engine's AdamW updates this rank's shards only (on
+// fp32 masters where the parameters are bf16/fp16), clipping uses the norm of the global gradient
+// (every rank's squared shard summed), and the optimizer state saved per rank is the shard's,
+// with the world size it was sharded over.
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "llmrdzv/dist/sharded_units.hpp"
+#include "llmrdzv/engine/engine_options.hpp"
+#include "llmrdzv/engine/master_weights.hpp"
+#include "llmrdzv/engine/training_engine.hpp"
+
+namespace llmrdzv::dist {
+
+class ShardedStep {
+ public:
+  // `parameters` already equal on every rank (the engine broadcast rank 0's).
+  ShardedStep(const std::vector<engine::NamedParameter>& parameters, const engine::AdamWSettings& settings,
+              const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend);
+
+  ShardedUnits& units() { return *units_; }
+
+  void begin_micro_step();
+  engine::GradientNorm finish_gradients(double max_norm, double gradient_multiplier);
+  void optimizer_step(double learning_rate);
+  void skip_step();
+  void complete_updates() { units_->gather_all(); }
+
+  engine::TensorMap optimizer_state() const;
+  // Throws std::runtime_error naming the problem; a state sharded over another world size is
+  // refused with both sizes.
+  void load_optimizer_state(const engine::TensorMap& saved);
+
+  // "rank R: --shard_parameters: ..." with the bytes held (ShardResidency), for the run log.
+  std::string residency_report(int rank) const;
+  double wait_seconds() const;
+
+ private:
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  std::unique_ptr<ShardedUnits> units_;
+  std::optional<engine::MasterWeights> masters_;
+  std::unique_ptr<engine::TrainingEngine> optimizer_;
+  double norm_wait_seconds_ = 0;
+};
+
+}  // namespace llmrdzv::dist

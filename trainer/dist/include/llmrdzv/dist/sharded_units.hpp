@@ -1,0 +1,119 @@
+// ZeRO-3's sharding of parameters and gradients (--shard_parameters), as FSDP2 and DeepSpeed
+// stage 3 do it: every parameter unit of the model (a block; everything outside the blocks is
+// unit 0) is one flat buffer split into N equal shards (the last padded with zeros), and each rank
+// keeps only its own shard of the parameters, of the accumulated gradient and of the optimizer
+// state. The model's parameter tensors stay what the model reads, but their storage is the
+// unit's whole buffer, which exists only while the unit computes:
+//   - before_forward(u) all-gathers u's shards into it (waiting for a prefetch already started)
+//     and starts gathering the next block's, so communication overlaps the current block;
+//   - after_forward(u) frees it (unit 0 at the end of an evaluation's pass; in training it stays
+//     until its gradient is reduced, as the LM head's backward comes first);
+//   - before_backward(b) gathers block b again (and prefetches block b - 1) before its backward
+//     or its recomputation under activation checkpointing;
+//   - once autograd has accumulated every gradient of a unit (post-accumulate-grad hooks), they
+//     are flattened in fp32, reduce-scattered (the mean over ranks), added to this rank's fp32
+//     gradient shard and freed with the unit's parameters. No rank ever holds all gradients.
+// The optimizer (the one-process engine's fused AdamW, on fp32 masters where the parameters are
+// bf16/fp16) updates only the shards; gather_all() puts the whole model back into the parameters
+// for saving and export.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include <cstdint>
+#include <vector>
+
+#include "llmrdzv/engine/training_engine.hpp"
+
+namespace llmrdzv::dist {
+
+// Bytes this rank holds, read from the storages alive (not computed from shapes).
+struct ShardResidency {
+  std::int64_t shard_bytes = 0;           // parameter shards, their fp32 gradient shards
+  std::int64_t whole_model_bytes = 0;     // every parameter of the model, in its type
+  std::int64_t gathered_bytes = 0;        // whole-unit parameter storages alive now
+  std::int64_t peak_gathered_bytes = 0;   // most of those alive at once since reset_peaks()
+  std::int64_t peak_gradient_bytes = 0;   // most whole-unit gradient bytes alive at once (the
+                                          // autograd gradients of a unit and its fp32 flat copy)
+  std::int64_t largest_unit_bytes = 0;    // the largest unit's parameters, in their type
+  std::int64_t outer_unit_bytes = 0;      // unit 0's
+};
+
+class ShardedUnits final : public engine::ParameterUnits {
+ public:
+  // `parameters` in the model's order with their units (1..L consecutive blocks, 0 the rest),
+  // already equal on every rank. Takes over their storage: from here on each parameter's data
+  // lives in its unit's buffer, released until gathered. Throws std::invalid_argument for mixed
+  // dtypes or devices, or units that are not 0..L.
+  ShardedUnits(const std::vector<engine::NamedParameter>& parameters, c10::intrusive_ptr<c10d::Backend> backend);
+  ~ShardedUnits() override;
+  ShardedUnits(const ShardedUnits&) = delete;
+  ShardedUnits& operator=(const ShardedUnits&) = delete;
+
+  void before_forward(int unit) override;
+  void after_forward(int unit) override;
+  void before_backward(int unit) override;
+
+  // This rank's parameter shards as the optimizer sees them: per unit, the part of its shard that
+  // AdamW decays and the part it does not ("unit<k>.decay", "unit<k>.no_decay"; an empty part is
+  // left out), views of the shard in the parameters' type.
+  const std::vector<engine::NamedParameter>& shard_parameters() const { return shard_parameters_; }
+  // The accumulated fp32 gradient of each shard_parameters() entry, in the same order.
+  const std::vector<at::Tensor>& shard_gradients() const { return shard_gradients_; }
+
+  // After the last micro-batch's backward: reduces the units autograd gave no gradient for (all
+  // ranks alike, in unit order), so every shard gradient is complete.
+  void finish_backward();
+  // Sum of squares of this rank's gradient shards, in double.
+  double local_gradient_square_sum() const;
+  void zero_gradients();
+
+  // Gathers every unit into the parameters and keeps them (saving, export), until release_all().
+  void gather_all();
+  void release_all();
+  bool all_gathered() const { return all_gathered_; }
+
+  ShardResidency residency() const;
+  void reset_peaks();
+  // Seconds spent waiting for gathers and reductions.
+  double wait_seconds() const { return wait_seconds_; }
+
+  // Called by the post-accumulate-grad hook of parameter `index`.
+  void on_gradient(std::size_t index);
+
+ private:
+  enum class State { released, gathering, gathered };
+  struct Unit {
+    std::vector<std::size_t> members;  // indices into parameters_, decayed ones first
+    std::int64_t numel = 0, decay_numel = 0, shard = 0;
+    at::Tensor whole;  // [shard * world], the parameters' storage
+    at::Tensor local;  // [shard], this rank's part of it
+    c10::intrusive_ptr<c10d::Work> pending;
+    State state = State::released;
+    std::size_t gradients_seen = 0;
+  };
+
+  void start_gather(Unit& unit);
+  void wait_gathered(Unit& unit);
+  void release(Unit& unit);  // when not all gathered, with the residency noted
+  void free_unit(Unit& unit);
+  void reduce(Unit& unit);
+  void wait(const c10::intrusive_ptr<c10d::Work>& work);
+  void note_gathered();
+  bool in_range(int unit) const { return unit >= 0 && static_cast<std::size_t>(unit) < units_.size(); }
+
+  std::vector<at::Tensor> parameters_;
+  std::vector<std::size_t> unit_of_;  // per parameter
+  std::vector<Unit> units_;
+  std::vector<engine::NamedParameter> shard_parameters_;
+  std::vector<at::Tensor> shard_gradients_;
+  std::vector<at::Tensor> unit_gradients_;  // per unit: [shard] fp32, what shard_gradients_ view
+  c10::intrusive_ptr<c10d::Backend> backend_;
+  int rank_ = 0, world_ = 1;
+  bool all_gathered_ = false;
+  ShardResidency residency_;
+  double wait_seconds_ = 0;
+};
+
+}  // namespace llmrdzv::dist

@@ -1,0 +1,296 @@
+// ShardedUnits: the unit layout, the storage swaps that free and restore a unit's parameters, the
+// gathers with their prefetch, and the gradient reduce-scatter from autograd's hooks (see
+// sharded_units.hpp).
+#include "llmrdzv/dist/sharded_units.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/StorageImpl.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+namespace llmrdzv::dist {
+namespace {
+
+class GradientHook final : public torch::autograd::PostAccumulateGradHook {
+ public:
+  GradientHook(ShardedUnits& owner, std::size_t index) : owner_(owner), index_(index) {}
+  void operator()(const torch::autograd::Variable&) override { owner_.on_gradient(index_); }
+
+ private:
+  ShardedUnits& owner_;
+  std::size_t index_;
+};
+
+// A unit's whole buffer without memory: every view of it (the model's parameters, the tensors
+// autograd saved for backward) keeps its shape and its storage object, whose bytes come back with
+// allocate() before anything reads them again. The version counters do not move, so autograd's
+// saved tensors stay valid across the swap.
+void free_storage(const at::Tensor& whole) {
+  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
+  storage->set_data_ptr_noswap(at::DataPtr(nullptr, whole.device()));
+  storage->set_nbytes(0);
+}
+
+void allocate_storage(const at::Tensor& whole) {
+  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
+  const std::size_t bytes = static_cast<std::size_t>(whole.numel()) * whole.element_size();
+  if (storage->nbytes() == bytes) return;
+  storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
+  storage->set_nbytes(bytes);
+}
+
+std::int64_t storage_bytes(const at::Tensor& t) { return static_cast<std::int64_t>(t.storage().nbytes()); }
+
+std::int64_t gradient_bytes(const at::Tensor& g) {
+  if (!g.defined()) return 0;
+  const at::Tensor values = g.is_sparse() ? g._values() : g;
+  return values.numel() * static_cast<std::int64_t>(values.element_size());
+}
+
+}  // namespace
+
+ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters,
+                           c10::intrusive_ptr<c10d::Backend> backend)
+    : backend_(std::move(backend)), rank_(backend_->getRank()), world_(backend_->getSize()) {
+  if (parameters.empty()) throw std::invalid_argument("--shard_parameters: the model has no trainable parameters");
+  const at::TensorOptions options = parameters.front().tensor.options().requires_grad(false);
+  int last_unit = 0;
+  for (const auto& p : parameters) {
+    if (p.tensor.scalar_type() != options.dtype().toScalarType() || p.tensor.device() != options.device()) {
+      throw std::invalid_argument("--shard_parameters: every parameter must have one dtype and device ('" + p.name +
+                                  "' differs)");
+    }
+    if (p.unit < 0) throw std::invalid_argument("--shard_parameters: parameter '" + p.name + "' has no unit");
+    last_unit = std::max(last_unit, p.unit);
+  }
+  units_.resize(static_cast<std::size_t>(last_unit) + 1);
+  for (const bool decay : {true, false}) {
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      if (parameters[i].decay == decay) units_[static_cast<std::size_t>(parameters[i].unit)].members.push_back(i);
+    }
+  }
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    if (units_[u].members.empty()) {
+      throw std::invalid_argument("--shard_parameters: unit " + std::to_string(u) + " has no parameters");
+    }
+  }
+
+  at::NoGradGuard no_grad;
+  parameters_.reserve(parameters.size());
+  for (const auto& p : parameters) parameters_.push_back(p.tensor);
+  unit_of_.resize(parameters.size());
+  const std::int64_t element = static_cast<std::int64_t>(parameters.front().tensor.element_size());
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& unit = units_[u];
+    for (std::size_t m : unit.members) {
+      unit_of_[m] = u;
+      unit.numel += parameters_[m].numel();
+      if (parameters[m].decay) unit.decay_numel += parameters_[m].numel();
+    }
+    unit.shard = (unit.numel + world_ - 1) / world_;
+    unit.whole = at::zeros({unit.shard * world_}, options);
+    std::int64_t offset = 0;
+    for (std::size_t m : unit.members) {
+      at::Tensor& p = parameters_[m];
+      at::Tensor slot = unit.whole.narrow(0, offset, p.numel()).view(p.sizes());
+      slot.copy_(p);
+      p.set_data(slot);
+      offset += p.numel();
+    }
+    unit.local = unit.whole.narrow(0, rank_ * unit.shard, unit.shard).clone();
+    unit_gradients_.push_back(at::zeros({unit.shard}, options.dtype(at::kFloat)));
+    // This rank's shard [a, b) of the unit, split where the decayed parameters end (the padding
+    // past numel belongs to neither part and stays zero).
+    const std::int64_t a = rank_ * unit.shard, b = a + unit.shard;
+    const auto add_part = [&](std::int64_t lo, std::int64_t hi, bool decay) {
+      const std::int64_t from = std::max(a, lo), to = std::min(b, hi);
+      if (to <= from) return;
+      shard_parameters_.push_back({"unit" + std::to_string(u) + (decay ? ".decay" : ".no_decay"),
+                                   unit.local.narrow(0, from - a, to - from), decay, static_cast<int>(u)});
+      shard_gradients_.push_back(unit_gradients_.back().narrow(0, from - a, to - from));
+    };
+    add_part(0, unit.decay_numel, true);
+    add_part(unit.decay_numel, unit.numel, false);
+    free_storage(unit.whole);
+    residency_.whole_model_bytes += unit.numel * element;
+    residency_.largest_unit_bytes = std::max(residency_.largest_unit_bytes, unit.numel * element);
+    residency_.shard_bytes += storage_bytes(unit.local) + storage_bytes(unit_gradients_.back());
+  }
+  residency_.outer_unit_bytes = units_[0].numel * element;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], std::make_unique<GradientHook>(*this, i));
+  }
+}
+
+ShardedUnits::~ShardedUnits() {
+  for (auto& p : parameters_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+  for (auto& unit : units_) {
+    if (unit.pending) {
+      try {
+        unit.pending->wait();
+      } catch (const std::exception&) {
+        // The group is failing; the buffer the gather wrote into goes with this object.
+      }
+    }
+  }
+}
+
+void ShardedUnits::wait(const c10::intrusive_ptr<c10d::Work>& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work->wait();
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void ShardedUnits::note_gathered() {
+  std::int64_t alive = 0;
+  for (const auto& unit : units_) alive += storage_bytes(unit.whole);
+  residency_.gathered_bytes = alive;
+  if (!all_gathered_) residency_.peak_gathered_bytes = std::max(residency_.peak_gathered_bytes, alive);
+}
+
+void ShardedUnits::start_gather(Unit& unit) {
+  allocate_storage(unit.whole);
+  note_gathered();
+  if (world_ == 1) {
+    unit.whole.copy_(unit.local);
+    unit.state = State::gathered;
+    return;
+  }
+  // As bytes: the same for every dtype, bf16 included.
+  at::Tensor out = unit.whole.view(at::kByte);
+  at::Tensor in = unit.local.view(at::kByte);
+  unit.pending = backend_->_allgather_base(out, in);
+  unit.state = State::gathering;
+}
+
+void ShardedUnits::wait_gathered(Unit& unit) {
+  if (unit.state == State::released) start_gather(unit);
+  if (unit.state == State::gathering) {
+    wait(unit.pending);
+    unit.pending.reset();
+    unit.state = State::gathered;
+  }
+}
+
+void ShardedUnits::release(Unit& unit) {
+  if (all_gathered_) return;
+  free_unit(unit);
+  note_gathered();
+}
+
+void ShardedUnits::free_unit(Unit& unit) {
+  if (unit.state == State::released) return;
+  wait_gathered(unit);  // a gather in flight writes into the buffer: let it land first
+  free_storage(unit.whole);
+  unit.state = State::released;
+}
+
+void ShardedUnits::before_forward(int unit) {
+  if (all_gathered_ || !in_range(unit)) return;
+  wait_gathered(units_[static_cast<std::size_t>(unit)]);
+  // The next block's gather runs while this unit computes.
+  const std::size_t next = static_cast<std::size_t>(unit) + 1;
+  if (next < units_.size() && units_[next].state == State::released) start_gather(units_[next]);
+}
+
+void ShardedUnits::after_forward(int unit) {
+  if (all_gathered_ || !in_range(unit)) return;
+  // Unit 0 (embeddings, final norm, LM head) is the first to run backward, and the tied head is
+  // the embedding: in training it stays until its gradient has been reduced.
+  if (unit == 0 && at::GradMode::is_enabled()) return;
+  release(units_[static_cast<std::size_t>(unit)]);
+}
+
+void ShardedUnits::before_backward(int unit) {
+  if (all_gathered_ || !in_range(unit)) return;
+  wait_gathered(units_[static_cast<std::size_t>(unit)]);
+  if (unit > 1 && units_[static_cast<std::size_t>(unit) - 1].state == State::released) {
+    start_gather(units_[static_cast<std::size_t>(unit) - 1]);
+  }
+}
+
+void ShardedUnits::on_gradient(std::size_t index) {
+  Unit& unit = units_[unit_of_[index]];
+  if (++unit.gradients_seen == unit.members.size()) reduce(unit);
+}
+
+void ShardedUnits::reduce(Unit& unit) {
+  at::NoGradGuard no_grad;
+  unit.gradients_seen = 0;
+  const std::size_t u = static_cast<std::size_t>(&unit - units_.data());
+  at::Tensor flat = at::zeros({unit.shard * world_}, unit.local.options().dtype(at::kFloat));
+  std::int64_t alive = storage_bytes(flat);
+  std::int64_t offset = 0;
+  for (std::size_t m : unit.members) {
+    at::Tensor& p = parameters_[m];
+    const at::Tensor g = p.grad();
+    if (g.defined()) {
+      alive += gradient_bytes(g);
+      flat.narrow(0, offset, p.numel()).view(p.sizes()).copy_(g.is_sparse() ? g.to_dense() : g);
+      p.mutable_grad().reset();
+    }
+    offset += p.numel();
+  }
+  residency_.peak_gradient_bytes = std::max(residency_.peak_gradient_bytes, alive);
+  if (world_ > 1) {
+    flat.div_(world_);  // reductions sum; dividing first gives the mean, as the data-parallel buckets do
+    at::Tensor mine = at::empty({unit.shard}, flat.options());
+    c10d::ReduceScatterOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    wait(backend_->_reduce_scatter_base(mine, flat, options));
+    unit_gradients_[u].add_(mine);
+  } else {
+    unit_gradients_[u].add_(flat);
+  }
+  release(unit);
+}
+
+void ShardedUnits::finish_backward() {
+  for (auto& unit : units_) {
+    if (unit.gradients_seen > 0) reduce(unit);
+  }
+  for (auto& unit : units_) release(unit);
+}
+
+double ShardedUnits::local_gradient_square_sum() const {
+  double sum = 0;
+  for (const auto& g : unit_gradients_) {
+    const at::Tensor wide = g.to(at::kDouble);
+    sum += at::dot(wide, wide).item<double>();
+  }
+  return sum;
+}
+
+void ShardedUnits::zero_gradients() {
+  for (auto& g : unit_gradients_) g.zero_();
+}
+
+void ShardedUnits::gather_all() {
+  if (all_gathered_) return;
+  all_gathered_ = true;  // first: the whole model gathered for saving is not a peak of training
+  for (auto& unit : units_) {
+    if (unit.state == State::released) start_gather(unit);
+  }
+  for (auto& unit : units_) wait_gathered(unit);
+  note_gathered();
+}
+
+void ShardedUnits::release_all() {
+  for (auto& unit : units_) free_unit(unit);
+  all_gathered_ = false;
+  note_gathered();
+}
+
+ShardResidency ShardedUnits::residency() const { return residency_; }
+
+void ShardedUnits::reset_peaks() {
+  residency_.peak_gathered_bytes = residency_.gathered_bytes;
+  residency_.peak_gradient_bytes = 0;
+}
+
+}  // namespace llmrdzv::dist
