@@ -116,7 +116,7 @@ int units_of(const Family& family) {
 
 }  // namespace
 
-TEST_CASE("--shard_parameters: GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 at 2 and 3 ranks give the 1-rank losses, each rank holding its shards and the units in flight",
+TEST_CASE("ZeRO-3 (--shard_parameters): GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 at 2 and 3 ranks give the 1-rank losses, each rank holding its shards and the units in flight",
           "[train][families][sharded]") {
   for (const Family& family : {kGpt2, kOpt, kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma2, kGemma3}) {
     DYNAMIC_SECTION(family.name) {
@@ -137,7 +137,7 @@ TEST_CASE("--shard_parameters: GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3, Phi-3, 
   }
 }
 
-TEST_CASE("--shard_parameters at 4 ranks with an untied head, and in bf16 as plain data parallelism follows fp32",
+TEST_CASE("ZeRO-3 (--shard_parameters) at 4 ranks with an untied head and in bf16 as plain data parallelism follows fp32",
           "[train][sharded]") {
   ScratchDir dir("sharded-four");
   dir.write("corpus.txt", corpus());
@@ -163,7 +163,7 @@ TEST_CASE("--shard_parameters at 4 ranks with an untied head, and in bf16 as pla
   expect_same_losses(sharded_losses(dir, kLlama, "sharded-bf16", 2, {"--bf16", "true"}), plain, 2e-4, "bf16, 2 ranks");
 }
 
-TEST_CASE("--shard_parameters: a resumed run repeats the uninterrupted one bit for bit, the model saved is the 1-rank run's, another world size is refused by name",
+TEST_CASE("ZeRO-3 (--shard_parameters): a resumed run repeats the uninterrupted one bit for bit and saves the 1-rank run's model while another world size is refused by name",
           "[train][sharded][resume]") {
   ScratchDir dir("sharded-resume");
   dir.write("corpus.txt", corpus());
