@@ -205,6 +205,8 @@ TEST_CASE("out-of-range and missing options are usage errors", "[cli][errors]") 
                     "--offload_delayed_update must not be negative (0 = never)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--offload_delayed_update", "40"})),
                     "--offload_delayed_update needs --offload optimizer (it delays the offloaded optimizer's update)");
+  CHECK_THROWS_WITH(parse(minimal_plus({"--offload", "optimizer", "--offload_delayed_update", "4", "--shard_parameters", "true"})),
+                    "--offload_delayed_update does not combine with --shard_parameters (each rank updates its own shard at once)");
   CHECK_THROWS_WITH(parse(minimal_plus({"--report_to", "tensorboard,none"})),
                     "--report_to none cannot be combined with other names");
   CHECK_THROWS_WITH(parse(minimal_plus({"--do_eval", "--validation_split_percentage", "0"})),

@@ -96,8 +96,8 @@ class ShardedUnits final : public engine::ParameterUnits {
 
   void start_gather(Unit& unit);
   void wait_gathered(Unit& unit);
-  void release(Unit& unit);  // when not all gathered, with the residency noted
-  void free_unit(Unit& unit);
+  void release(Unit& unit);    // frees unless all gathered, and notes the residency
+  void free_unit(Unit& unit);  // frees (after a gather in flight has landed)
   void reduce(Unit& unit);
   void wait(const c10::intrusive_ptr<c10d::Work>& work);
   void note_gathered();
