@@ -73,12 +73,18 @@ TEST_CASE("fast_mm takes transposed, strided and broadcast operands", "[model][l
   CHECK(close(cpu::fast_mm(strided, column), at::mm(strided.to(at::kDouble), column.to(at::kDouble))));
 }
 
-TEST_CASE("the CPU's fp32 matrix products run on BLIS where the build has it and the CPU lacks AVX-512",
+TEST_CASE("the CPU's fp32 matrix products run on BLIS where the build has it, the CPU lacks AVX-512 and BLIS has kernels for it",
           "[model][linear]") {
   const std::string backend = llmrdzv::model::cpu_gemm_backend();
-  INFO("backend: " << backend << ", torch's CPU capability: " << at::get_cpu_capability());
+  const std::string blis = llmrdzv::model::blis_configuration();
+  INFO("backend: " << backend << ", BLIS configuration: " << blis << ", torch's CPU capability: "
+                   << at::get_cpu_capability());
 #if LLMRDZV_HAVE_BLIS
-  CHECK((backend == "BLIS") == !at::get_cpu_capability().starts_with("AVX512"));
+  const bool avx512 = at::get_cpu_capability().starts_with("AVX512");
+  CHECK(!blis.empty());
+  CHECK(backend.starts_with("BLIS") == (!avx512 && blis != "generic"));
+  if (backend.starts_with("BLIS")) CHECK(backend == "BLIS (its " + blis + " kernels)");
+  if (!avx512 && blis == "generic") CHECK_THAT(backend, Catch::EndsWith("(BLIS has no kernels for this CPU)"));
 #else
   WARN("built without BLIS (libblis-openmp-dev): the products run on " << backend);
   CHECK(backend != "BLIS");

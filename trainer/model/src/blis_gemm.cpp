@@ -19,4 +19,10 @@ void blis_sgemm(const StridedMatrix& a, const StridedMatrix& b, float beta, floa
                1, nullptr, &runtime);
 }
 
+std::string blis_configuration() {
+  // Initialised first: with BLIS_ARCH_TYPE set, BLIS 0.9 looks the id up in tables bli_init() fills.
+  bli_init();
+  return bli_arch_string(bli_arch_query_id());
+}
+
 }  // namespace llmrdzv::model::detail

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace llmrdzv::model::detail {
 
@@ -16,5 +17,10 @@ struct StridedMatrix {
 // `threads` threads of the calling process's OpenMP runtime (the one LibTorch uses).
 void blis_sgemm(const StridedMatrix& a, const StridedMatrix& b, float beta, float* c, std::int64_t c_row_stride,
                 int threads);
+
+// The name of the configuration BLIS chose for this CPU ("zen3", "haswell", ...): "generic" where
+// it knows no kernels for it (a CPU newer than the library), whose reference code is several
+// times slower than oneDNN. BLIS_ARCH_TYPE in the environment overrides BLIS's choice.
+std::string blis_configuration();
 
 }  // namespace llmrdzv::model::detail

@@ -51,11 +51,13 @@ bool cpu_has_avx512() {
 // q/k/v/out, fc1, fc2 and the 50k-row LM head, interleaved in one process): BLIS (Debian's 0.9,
 // Zen kernels) 136-163 GFLOP/s against 105-143 for oneDNN forward + MKL backward, 2.64 s against
 // 3.09 s of GEMM per step. On AVX-512 CPUs oneDNN measured 1.3-1.8x MKL and BLIS 0.9 has no
-// AVX-512 kernels for AMD, so there the products stay on oneDNN and MKL. LLMRDZV_BLIS=0 in the
-// environment turns BLIS off (A/B runs).
+// AVX-512 kernels for AMD, so there the products stay on oneDNN and MKL. Nor on a CPU BLIS does
+// not know (its "generic" configuration: an AMD Zen 5, family 26, with BLIS 0.9 measured 2.8x
+// slower than oneDNN on GPT-2's step). LLMRDZV_BLIS=0 in the environment turns BLIS off (A/B runs).
 #if LLMRDZV_HAVE_BLIS
 bool blis_enabled() {
-  static const bool on = !kernel_support::switched_off("LLMRDZV_BLIS") && !cpu_has_avx512();
+  static const bool on =
+      !kernel_support::switched_off("LLMRDZV_BLIS") && !cpu_has_avx512() && blis_configuration() != "generic";
   return on;
 }
 
@@ -236,8 +238,19 @@ torch::Tensor linear_activate(const torch::nn::Linear& linear, std::string_view 
 namespace llmrdzv::model {
 
 std::string cpu_gemm_backend() {
-  if (detail::blis_enabled()) return "BLIS";
-  return detail::dnnl_available() ? "oneDNN and torch's BLAS" : "torch's BLAS";
+  const std::string blis = blis_configuration();
+  if (detail::blis_enabled()) return "BLIS (its " + blis + " kernels)";
+  std::string other = detail::dnnl_available() ? "oneDNN and torch's BLAS" : "torch's BLAS";
+  if (blis == "generic" && !detail::cpu_has_avx512()) other += " (BLIS has no kernels for this CPU)";
+  return other;
+}
+
+std::string blis_configuration() {
+#if LLMRDZV_HAVE_BLIS
+  return detail::blis_configuration();
+#else
+  return "";
+#endif
 }
 
 }  // namespace llmrdzv::model
