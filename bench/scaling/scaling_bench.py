@@ -7,8 +7,12 @@ Why it exists: issue 5 asks for the scaling benchmark. What it runs: trainer-ben
 model (4 layers, n_embd 256, byte vocabulary, block 128; 3.3M parameters) with a fixed
 per-device batch, so the global batch grows with N (weak scaling), for --warmup untimed plus
 --steps timed steps per run, with --offload none, --offload optimizer (gradients all-reduced, then
-each rank's shard sliced out) and optimizer-reduce (--offload_gradient_sync reduce: each shard's
-part of a bucket reduced to its owner only, ZeRO's reduce-scatter). The 1-rank baseline is
+each rank's shard sliced out), optimizer-reduce (--offload_gradient_sync reduce: each shard's
+part of a bucket reduced to its owner only, ZeRO's reduce-scatter) and shard-parameters
+(--shard_parameters, ZeRO-3: every block's parameters gathered before it computes, its gradient
+reduce-scattered after; "vs DP" is its tokens/s over plain data parallelism's at the same rank
+count, and rank 0's log line of the bytes it held, read from its live storages, is reported beside
+the table). The 1-rank baseline is
 `--nproc 1` (the same distributed code path, a world of one), measured in the same run; with
 --offload none a plain one-process run (no --nproc) is measured too, to show what the
 distributed path costs at world 1.
@@ -33,6 +37,7 @@ only slows a run down), with the load average around that run. Speedup is tokens
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -48,7 +53,13 @@ OFFLOAD_FLAGS = {
     "none": ["--offload", "none"],
     "optimizer": ["--offload", "optimizer", "--offload_gradient_sync", "all_reduce"],
     "optimizer-reduce": ["--offload", "optimizer", "--offload_gradient_sync", "reduce"],
+    "shard-parameters": ["--offload", "none", "--shard_parameters", "true"],
 }
+
+# Rank 0's report of what --shard_parameters held (the trainer's run log, stderr).
+RESIDENCY = re.compile(r"rank 0: --shard_parameters over \d+ ranks: (\d+) bytes of parameter and gradient shards held; "
+                       r"at most (\d+) bytes of whole-unit parameters and (\d+) bytes of whole-unit gradients .*"
+                       r"\(the whole model: (\d+) bytes")
 
 
 def run_config(args, shape, offload, ranks, workdir):
@@ -56,7 +67,15 @@ def run_config(args, shape, offload, ranks, workdir):
     world = max(ranks, 1)
     extra = OFFLOAD_FLAGS[offload] + (["--nproc", str(ranks)] if ranks != PLAIN else [])
     load_before = loadavg()
-    records, _ = run_trainer(args.trainer, shape, args.warmup + args.steps, args.threads_per_rank, workdir, "", extra)
+    log_path = os.path.join(workdir, "trainer.log")
+    with open(log_path, "w") as log:
+        try:
+            records, _ = run_trainer(args.trainer, shape, args.warmup + args.steps, args.threads_per_rank, workdir, "",
+                                     extra, stderr=log)
+        finally:
+            with open(log_path) as text:
+                log_text = text.read()
+            sys.stderr.write(log_text)
     timed = records[args.warmup:]
     steps = [r["step_time_s"] for r in timed]
     waits = [r["comm_wait_s"] for r in timed]
@@ -66,7 +85,17 @@ def run_config(args, shape, offload, ranks, workdir):
             "step_ms": round(1000 * statistics.median(steps), 2),
             "comm_wait_ms": round(1000 * statistics.median(waits), 2),
             "comm_fraction": round(sum(waits) / sum(steps), 4),
-            "load": [load_before, loadavg()]}
+            "load": [load_before, loadavg()], **held_bytes(log_text)}
+
+
+def held_bytes(log_text):
+    """Rank 0's --shard_parameters residency, when it reported one."""
+    found = RESIDENCY.search(log_text)
+    if not found:
+        return {}
+    shards, gathered, gradients, model = map(int, found.groups())
+    return {"held_bytes": {"shards": shards, "peak_gathered_parameters": gathered, "peak_whole_unit_gradients": gradients,
+                           "whole_model_parameters": model}}
 
 
 def cores_used(row):
@@ -103,9 +132,12 @@ def main():
     for (offload, ranks), done in runs.items():
         row = dict(max(done, key=lambda run: run["tokens_per_s"]), all_runs_tokens_per_s=[r["tokens_per_s"] for r in done])
         results.setdefault(offload, {})["one_process" if ranks == PLAIN else str(ranks)] = row
-    for rows in results.values():
+    for offload, rows in results.items():
         base = rows[str(rank_counts[0])]
-        for row in rows.values():
+        for key, row in rows.items():
+            plain = results.get("none", {}).get(key)
+            if offload != "none" and plain:
+                row["vs_dp"] = round(row["tokens_per_s"] / plain["tokens_per_s"], 3)
             row["speedup"] = round(row["tokens_per_s"] / base["tokens_per_s"], 3)
             row["efficiency"] = round(row["speedup"] * base["ranks"] / row["ranks"], 3)
             row["per_core_efficiency"] = round(row["speedup"] * cores_used(base) / cores_used(row), 3)
@@ -114,16 +146,24 @@ def main():
           f"threads/rank={args.threads_per_rank} warmup={args.warmup} timed_steps={args.steps} rounds={args.rounds} "
           f"(fastest run of each; medians over its timed steps; comm % = total comm wait / total step time)")
     print(f"{'offload':<16} {'ranks':>6} {'batch':>6} {'tok/s':>9} {'speedup':>8} {'effic.':>7} {'per core':>8} "
-          f"{'step ms':>8} {'comm ms':>8} {'comm %':>7} {'load 1m':>11}")
+          f"{'step ms':>8} {'comm ms':>8} {'comm %':>7} {'vs DP':>6} {'load 1m':>11}")
     for offload, rows in results.items():
         for row in rows.values():
             ranks = "1 (1p)" if row["one_process"] else str(row["ranks"])
             print(f"{offload:<16} {ranks:>6} {row['global_batch']:>6} {row['tokens_per_s']:>9.1f} "
                   f"{row['speedup']:>8.3f} {row['efficiency']:>7.3f} {row['per_core_efficiency']:>8.3f} "
                   f"{row['step_ms']:>8.1f} {row['comm_wait_ms']:>8.1f} {100 * row['comm_fraction']:>6.1f}% "
-                  f"{row['load'][0]:>5.2f}-{row['load'][1]:<5.2f}")
+                  f"{row['vs_dp'] if 'vs_dp' in row else '':>6} {row['load'][0]:>5.2f}-{row['load'][1]:<5.2f}")
     print("(1p: plain one-process trainer, no --nproc; speedup and efficiency are against --nproc "
-          f"{rank_counts[0]} of the same offload mode)")
+          f"{rank_counts[0]} of the same offload mode; vs DP: against --offload none at the same rank count)")
+    for offload, rows in results.items():
+        for row in rows.values():
+            if "held_bytes" in row:
+                held = row["held_bytes"]
+                print(f"{offload} at {row['ranks']} ranks, rank 0 held (bytes, from its live storages): "
+                      f"{held['shards']} of parameter and gradient shards, at most {held['peak_gathered_parameters']} "
+                      f"of gathered parameters and {held['peak_whole_unit_gradients']} of whole-unit gradients at "
+                      f"once; the whole model's parameters are {held['whole_model_parameters']}")
     print(json.dumps({"cores": os.cpu_count(), "per_device_batch": args.batch, "block": shape["block"],
                       "threads_per_rank": args.threads_per_rank, "warmup": args.warmup, "timed_steps": args.steps,
                       "rounds": args.rounds, **results}))

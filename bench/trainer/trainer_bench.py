@@ -238,10 +238,11 @@ ENV_TOKEN = re.compile(r"[A-Z_][A-Z0-9_]*=.*")
 last_host_peak_gib = 0.0
 
 
-def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
+def run_trainer(trainer, shape, steps, threads, workdir, activation, extra, stderr=None):
     """Trains `steps` steps of `shape` (logging every step, no checkpoints) in workdir/out; returns
     metrics.jsonl's training records (one per step) and the output directory, and leaves the
-    process's peak resident memory in last_host_peak_gib."""
+    process's peak resident memory in last_host_peak_gib. `stderr`: a file for the trainer's log
+    (the bench's own stderr by default)."""
     out = os.path.join(workdir, "out")
     overrides = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in shape["config"].items())
     if activation:
@@ -259,7 +260,7 @@ def run_trainer(trainer, shape, steps, threads, workdir, activation, extra):
         cmd.remove(token)
         name, value = token.split("=", 1)
         env[name] = value
-    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=stderr, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:

@@ -39,7 +39,7 @@ TEST_CASE("a damaged trainer config file is refused with UsageError", "[malforme
 TEST_CASE("a damaged DeepSpeed config is refused with UsageError", "[malformed][trainer][deepspeed]") {
   ScratchDir scratch("malformed-deepspeed");
   std::vector<std::string> seeds;
-  for (const char* name : {"zero2-offload.json", "explicit-zero2.json"})
+  for (const char* name : {"zero2-offload.json", "zero3-offload.json", "explicit-zero2.json"})
     seeds.push_back(read_file(std::string(LLMRDZV_SOURCE_DIR "/tests/trainer/train/deepspeed/") + name));
   feed_damaged<llmrdzv::train::UsageError>("trainer --deepspeed", seeds, 3000, [&](const std::string& text) {
     const std::vector<std::string> args = {"--do_train", "--train_file", "corpus", "--output_dir", "out",

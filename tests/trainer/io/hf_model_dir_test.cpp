@@ -2,7 +2,8 @@
 // GPT2LMHeadModel, OPTForCausalLM, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and
 // Qwen3ForCausalLM, Phi3ForCausalLM and Gemma2ForCausalLM models of odd shapes load and give the same
 // logits, loss and gradients (GPT-2 also in the legacy layout and in shards); a model we save
-// loads in AutoModelForCausalLM with the same logits; bad directories and weight files are
+// loads in AutoModelForCausalLM with the same logits, and saving reads each parameter only when it
+// is written (a sharded model is exported unit by unit); bad directories and weight files are
 // rejected naming the file and the tensor.
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/arange.h>
@@ -184,6 +185,53 @@ TEST_CASE("a model saved in shards loads in transformers and back into ours", "[
   CHECK(fs::exists(out / "model.safetensors"));
   CHECK_FALSE(fs::exists(out / "model.safetensors.index.json"));
   CHECK_FALSE(fs::exists(out / shards.front()));
+}
+
+TEST_CASE("saving streams the model: each parameter is read only after its hook and not after the next one's, in one file or in shards",
+          "[hf]") {
+  testing::ScratchDir dir;
+  torch::manual_seed(14);
+  model::CausalLm m = model::make_causal_lm(tiny());
+  const model::CausalLm truth = model::make_causal_lm(tiny());
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : truth->parameters()) p.add_(at::randn_like(p) * 0.05);
+  }
+  // As a sharded engine would: the parameters hold nothing useful until their hook brings their
+  // values, and the one read before is wiped as the next is brought.
+  std::vector<at::Tensor> order;
+  const auto wipe = [&] {
+    at::NoGradGuard no_grad;
+    for (auto& p : m->parameters()) p.zero_();
+  };
+  const io::ParameterReadHook bring = [&](const at::Tensor& parameter) {
+    at::NoGradGuard no_grad;
+    if (!order.empty()) order.back().zero_();
+    const auto names = m->named_parameters();
+    for (const auto& item : names) {
+      if (item.value().data_ptr() == parameter.data_ptr()) {
+        item.value().copy_(truth->named_parameters()[item.key()]);
+        order.push_back(item.value());
+        return;
+      }
+    }
+    FAIL("the hook was called with a tensor that is no parameter of the model");
+  };
+  for (const std::uint64_t max_shard_bytes : {io::kDefaultMaxShardBytes, std::uint64_t{8000}}) {
+    INFO("max_shard_bytes " << max_shard_bytes);
+    wipe();
+    order.clear();
+    const fs::path out = dir / ("out-" + std::to_string(max_shard_bytes));
+    io::save_hf_model(m, out, {}, max_shard_bytes, bring);
+    CHECK(order.size() == m->parameters().size());
+    expect_same_state(truth, io::load_hf_model(out));
+
+    // The ranks that do not write make the same calls.
+    std::vector<at::Tensor> visited;
+    io::visit_saved_parameters(m, [&](const at::Tensor& p) { visited.push_back(p); });
+    REQUIRE(visited.size() == order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) CHECK(visited[i].data_ptr() == order[i].data_ptr());
+  }
 }
 
 TEST_CASE("an untied LM head loads with HF's logits and gradients, trains its own weight and saves back", "[hf][python][untied]") {

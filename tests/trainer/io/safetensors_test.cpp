@@ -1,12 +1,16 @@
 // Our safetensors reader/writer: round trips through files (mapped and read), and every kind of
 // bad file (truncated, oversized header, bad JSON, unknown dtype, wrong shape, offsets outside the
-// data, overlaps, gaps, trailing bytes, non-string metadata) rejected with a message naming it.
+// data, overlaps, gaps, trailing bytes, non-string metadata) rejected with a message naming it;
+// the streamed writer (tensors fetched one at a time) writes the same file.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
 
 #include "llmrdzv/io/safetensors.hpp"
 #include "scratch_dir.hpp"
@@ -192,4 +196,34 @@ TEST_CASE("safetensors writer refuses inconsistent tensors", "[safetensors]") {
   CHECK_THROWS_WITH(io::serialize_safetensors(dup), Catch::Contains("duplicate tensor \"w\""));
   const io::TensorBytes reserved[] = {{"__metadata__", Dtype::F32, {3}, std::as_bytes(std::span(w))}};
   CHECK_THROWS_WITH(io::serialize_safetensors(reserved), Catch::Contains("reserved"));
+}
+
+TEST_CASE("the streamed safetensors writer fetches each tensor in order and writes the same file", "[safetensors]") {
+  testing::ScratchDir dir;
+  const std::vector<float> a{1, 2, 3, 4, 5, 6};
+  const std::vector<std::uint16_t> b{7, 8, 9};
+  const io::TensorBytes whole[] = {{"a", Dtype::F32, {2, 3}, std::as_bytes(std::span(a))},
+                                   {"b", Dtype::BF16, {3}, std::as_bytes(std::span(b))}};
+  std::vector<std::string> fetched;
+  const io::DeferredTensor deferred[] = {
+      {"a", Dtype::F32, {2, 3}, [&] { fetched.push_back("a"); return std::as_bytes(std::span(a)); }},
+      {"b", Dtype::BF16, {3}, [&] { fetched.push_back("b"); return std::as_bytes(std::span(b)); }}};
+  const std::map<std::string, std::string> metadata{{"format", "pt"}};
+  io::write_safetensors_streamed(dir / "streamed.safetensors", deferred, metadata);
+  CHECK(fetched == std::vector<std::string>{"a", "b"});
+  std::ifstream in(dir / "streamed.safetensors", std::ios::binary);
+  const std::string written((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<std::byte> expected = io::serialize_safetensors(whole, metadata);
+  REQUIRE(written.size() == expected.size());
+  CHECK(std::memcmp(written.data(), expected.data(), expected.size()) == 0);
+
+  // A fetch that brings other bytes than the header promised: refused, and no file is left.
+  const io::DeferredTensor short_fetch[] = {
+      {"a", Dtype::F32, {2, 3}, [&] { return std::as_bytes(std::span(a)).first(20); }}};
+  CHECK_THROWS_WITH(io::write_safetensors_streamed(dir / "short.safetensors", short_fetch),
+                    Catch::Contains("tensor \"a\" came with 20 bytes, its header entry has 24"));
+  CHECK_FALSE(std::filesystem::exists(dir / "short.safetensors"));
+  const io::DeferredTensor negative[] = {{"a", Dtype::F32, {-1}, [&] { return std::as_bytes(std::span(a)); }}};
+  CHECK_THROWS_WITH(io::write_safetensors_streamed(dir / "negative.safetensors", negative),
+                    Catch::Contains("negative dimension"));
 }

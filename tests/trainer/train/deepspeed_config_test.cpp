@@ -102,16 +102,27 @@ TEST_CASE("an explicit value that disagrees with a given option is an error nami
              Catch::Contains("\"scheduler.params.warmup_max_lr\": 2e-04 disagrees with \"optimizer.params.lr\": 1e-04"));
 }
 
-TEST_CASE("ZeRO-3 is --shard_parameters, and parameter offload is refused by name until it exists", "[cli][deepspeed]") {
+TEST_CASE("ZeRO-3 is --shard_parameters with offload_param cpu as --offload_parameters, and offload_param without stage 3 or to NVMe is refused by name",
+          "[cli][deepspeed]") {
   CHECK(parse({"--deepspeed", R"({"zero_optimization": {"stage": 3}})"}).train.shard_parameters);
+  CHECK_FALSE(parse({"--deepspeed", R"({"zero_optimization": {"stage": 3}})"}).train.offload_parameters);
   CHECK_FALSE(parse({"--deepspeed", R"({"zero_optimization": {"stage": 2}})"}).train.shard_parameters);
-  CHECK_THROWS_WITH(parse({"--deepspeed", kSeeds + "zero3-offload.json"}),
-                    Catch::Contains("\"zero_optimization.offload_param.device\": parameter offload") &&
-                        Catch::Contains("not available yet"));
+  const Command seeds = parse({"--deepspeed", kSeeds + "zero3-offload.json"});
+  CHECK(seeds.train.shard_parameters);
+  CHECK(seeds.train.offload_parameters);
+  CHECK(seeds.train.offload == Offload::optimizer);
   CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})"),
-             Catch::Contains("\"zero_optimization.offload_param.device\": parameter offload"));
+             Catch::Contains("\"zero_optimization.offload_param.device\": parameter offload") &&
+                 Catch::Contains("needs \"zero_optimization.stage\": 3"));
+  CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "nvme"}}})"),
+             Catch::Contains("\"zero_optimization.offload_param.device\": offloading to NVMe"));
+  CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "gpu"}}})"),
+             Catch::Contains("parameter offload to \"gpu\" is not available here"));
   CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 2, "offload_optimizer": {"device": "nvme"}}})"),
              Catch::Contains("NVMe"));
+  // The option itself only with the sharding it offloads.
+  CHECK_THROWS_WITH(parse({"--offload_parameters", "true"}), Catch::Contains("give both"));
+  CHECK(parse({"--offload_parameters", "true", "--shard_parameters", "true"}).train.offload_parameters);
 }
 
 TEST_CASE("other optimizers, schedulers and unknown keys are refused, never ignored", "[cli][deepspeed]") {

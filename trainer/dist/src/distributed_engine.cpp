@@ -274,7 +274,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   }
 
   void complete_updates() override {
-    if (sharded_) return guarded([&] { sharded_->complete_updates(); });
+    if (sharded_) return;  // every update is in the shards already
     if (!offload_ || !offload_->update_pending()) return;
     guarded([&] {
       offload_->complete_update();

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "llmrdzv/dist/chunk_pipeline.hpp"
+#include "llmrdzv/engine/training_engine.hpp"
 #include "offload_copies.hpp"
 
 namespace llmrdzv::dist {
@@ -321,13 +322,13 @@ std::map<std::string, at::Tensor> OffloadAdamW::state() const {
       {"offload.exp_avg", exp_avg_.clone()},
       {"offload.exp_avg_sq", exp_avg_sq_.clone()},
       {"offload.step", at::scalar_tensor(step_, at::kLong)},
-      {"offload.layout", at::tensor(std::vector<std::int64_t>{total_, world_, rank_, shard_size_})},
+      {engine::kOffloadShardKeys.layout, at::tensor(std::vector<std::int64_t>{total_, world_, rank_, shard_size_})},
   };
 }
 
 void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
   refuse_if_pending("load_state()");
-  if (state.contains("offload.shards")) return load_resharded(state);
+  if (state.contains(engine::kOffloadShardKeys.count)) return load_resharded(state);
   const auto entry = [&](const std::string& name) -> const at::Tensor& {
     const auto found = state.find(name);
     if (found == state.end()) {
@@ -335,7 +336,7 @@ void OffloadAdamW::load_state(const std::map<std::string, at::Tensor>& state) {
     }
     return found->second;
   };
-  const auto& layout = entry("offload.layout");
+  const auto& layout = entry(engine::kOffloadShardKeys.layout);
   if (layout.scalar_type() != at::kLong || layout.numel() != 4) {
     throw std::runtime_error("offload optimizer state: 'offload.layout' is malformed");
   }
@@ -379,7 +380,7 @@ void OffloadAdamW::load_resharded(const std::map<std::string, at::Tensor>& state
     if (found == state.end()) throw std::runtime_error("offload optimizer state has no '" + name + "' entry");
     return found->second;
   };
-  const at::Tensor& count = entry("offload.shards");
+  const at::Tensor& count = entry(engine::kOffloadShardKeys.count);
   if (count.numel() != 1 || count.scalar_type() != at::kLong || count.item<std::int64_t>() < 1) {
     throw std::runtime_error("offload optimizer state: 'offload.shards' is malformed");
   }
@@ -393,7 +394,7 @@ void OffloadAdamW::load_resharded(const std::map<std::string, at::Tensor>& state
   exp_avg_sq_.zero_();
   for (std::int64_t k = 0; k < old_world; ++k) {
     const std::string prefix = "shard." + std::to_string(k) + "/";
-    const auto layout = entry(prefix + "offload.layout").contiguous();
+    const auto layout = entry(prefix + engine::kOffloadShardKeys.layout).contiguous();
     if (layout.scalar_type() != at::kLong || layout.numel() != 4) {
       throw std::runtime_error("offload optimizer state: '" + prefix + "offload.layout' is malformed");
     }

@@ -8,14 +8,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "llmrdzv/dist/shard_resharding.hpp"
 #include "llmrdzv/engine/single_process_engine.hpp"
 
 namespace llmrdzv::dist {
-namespace {
-
-constexpr const char* kWorldSizeEntry = "shard_parameters.world_size";
-
-}  // namespace
 
 ShardedStep::ShardedStep(const std::vector<engine::NamedParameter>& parameters, const engine::AdamWSettings& settings,
                          const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend)
@@ -70,13 +66,16 @@ void ShardedStep::skip_step() {
 engine::TensorMap ShardedStep::optimizer_state() const {
   engine::TensorMap state = optimizer_->optimizer_state();
   masters_->save(state);
-  state[kWorldSizeEntry] = at::tensor(static_cast<std::int64_t>(backend_->getSize()), at::kLong);
+  state[kShardParametersWorldEntry] = at::tensor(static_cast<std::int64_t>(backend_->getSize()), at::kLong);
   return state;
 }
 
 void ShardedStep::load_optimizer_state(const engine::TensorMap& saved) {
-  engine::TensorMap state = saved;
-  const auto world = state.find(kWorldSizeEntry);
+  // Saved by another number of ranks: every old rank's entries, cut again for this world size.
+  engine::TensorMap state = saved.contains(kShardParametersOldWorldEntry)
+                                ? reshard_shard_state(saved, units_->layout(), backend_->getRank(), backend_->getSize())
+                                : saved;
+  const auto world = state.find(kShardParametersWorldEntry);
   if (world == state.end()) {
     throw std::runtime_error("the checkpoint's optimizer state was saved without --shard_parameters: resume it without "
                              "the option, or start a sharded run from its model");
@@ -85,7 +84,7 @@ void ShardedStep::load_optimizer_state(const engine::TensorMap& saved) {
   if (saved_world != backend_->getSize()) {
     throw std::runtime_error("the checkpoint's optimizer state is sharded over " + std::to_string(saved_world) +
                              " ranks and this run has " + std::to_string(backend_->getSize()) +
-                             ": resuming --shard_parameters at another world size is not supported yet");
+                             " (the other ranks' parts were not given to reshard it)");
   }
   state.erase(world);
   masters_->load(state);  // takes its entries out

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace llmrdzv::dist {
 namespace {
@@ -54,6 +55,15 @@ std::int64_t gradient_bytes(const at::Tensor& g) {
 
 }  // namespace
 
+std::string shard_part_name(int unit, bool decay) {
+  return "unit" + std::to_string(unit) + (decay ? ".decay" : ".no_decay");
+}
+
+PiecePlace shard_piece(std::int64_t lo, std::int64_t hi, std::int64_t shard, std::int64_t rank) {
+  const std::int64_t from = std::max(rank * shard, lo), to = std::min((rank + 1) * shard, hi);
+  return to > from ? PiecePlace{from, to} : PiecePlace{from, from};
+}
+
 ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters,
                            c10::intrusive_ptr<c10d::Backend> backend)
     : backend_(std::move(backend)), rank_(backend_->getRank()), world_(backend_->getSize()) {
@@ -92,7 +102,7 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
       unit.numel += parameters_[m].numel();
       if (parameters[m].decay) unit.decay_numel += parameters_[m].numel();
     }
-    unit.shard = (unit.numel + world_ - 1) / world_;
+    unit.shard = shard_numel(unit.numel, world_);
     unit.whole = at::zeros({unit.shard * world_}, options);
     std::int64_t offset = 0;
     for (std::size_t m : unit.members) {
@@ -104,15 +114,16 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
     }
     unit.local = unit.whole.narrow(0, rank_ * unit.shard, unit.shard).clone();
     unit_gradients_.push_back(at::zeros({unit.shard}, options.dtype(at::kFloat)));
-    // This rank's shard [a, b) of the unit, split where the decayed parameters end (the padding
-    // past numel belongs to neither part and stays zero).
-    const std::int64_t a = rank_ * unit.shard, b = a + unit.shard;
+    // This rank's shard of the unit, split where the decayed parameters end (the padding past
+    // numel belongs to neither part and stays zero).
+    const std::int64_t a = rank_ * unit.shard;
     const auto add_part = [&](std::int64_t lo, std::int64_t hi, bool decay) {
-      const std::int64_t from = std::max(a, lo), to = std::min(b, hi);
-      if (to <= from) return;
-      shard_parameters_.push_back({"unit" + std::to_string(u) + (decay ? ".decay" : ".no_decay"),
-                                   unit.local.narrow(0, from - a, to - from), decay, static_cast<int>(u)});
-      shard_gradients_.push_back(unit_gradients_.back().narrow(0, from - a, to - from));
+      const PiecePlace piece = shard_piece(lo, hi, unit.shard, rank_);
+      if (piece.to == piece.from) return;
+      shard_parameters_.push_back({shard_part_name(static_cast<int>(u), decay),
+                                   unit.local.narrow(0, piece.from - a, piece.to - piece.from), decay,
+                                   static_cast<int>(u)});
+      shard_gradients_.push_back(unit_gradients_.back().narrow(0, piece.from - a, piece.to - piece.from));
     };
     add_part(0, unit.decay_numel, true);
     add_part(unit.decay_numel, unit.numel, false);
@@ -191,6 +202,7 @@ void ShardedUnits::free_unit(Unit& unit) {
 }
 
 void ShardedUnits::before_forward(int unit) {
+  if (read_unit_) release(units_[*std::exchange(read_unit_, std::nullopt)]);  // a read's last unit
   if (all_gathered_ || !in_range(unit)) return;
   wait_gathered(units_[static_cast<std::size_t>(unit)]);
   // The next block's gather runs while this unit computes.
@@ -270,8 +282,9 @@ void ShardedUnits::zero_gradients() {
   for (auto& g : unit_gradients_) g.zero_();
 }
 
-void ShardedUnits::gather_all() {
+void ShardedUnits::gather_whole() {
   if (all_gathered_) return;
+  read_unit_.reset();
   all_gathered_ = true;  // first: the whole model gathered for saving is not a peak of training
   for (auto& unit : units_) {
     if (unit.state == State::released) start_gather(unit);
@@ -283,7 +296,41 @@ void ShardedUnits::gather_all() {
 void ShardedUnits::release_all() {
   for (auto& unit : units_) free_unit(unit);
   all_gathered_ = false;
+  read_unit_.reset();
   note_gathered();
+}
+
+void ShardedUnits::adopt_whole() {
+  at::NoGradGuard no_grad;
+  for (auto& unit : units_) {
+    wait_gathered(unit);
+    unit.local.copy_(unit.whole.narrow(0, rank_ * unit.shard, unit.shard));
+  }
+}
+
+void ShardedUnits::read_unit_of(const at::Tensor& parameter) {
+  const c10::StorageImpl* storage = parameter.storage().unsafeGetStorageImpl();
+  const auto found = std::find_if(units_.begin(), units_.end(), [&](const Unit& unit) {
+    return unit.whole.storage().unsafeGetStorageImpl() == storage;
+  });
+  if (found == units_.end()) {
+    throw std::invalid_argument("--shard_parameters: a tensor read that is no parameter of the sharded model");
+  }
+  const std::size_t u = static_cast<std::size_t>(found - units_.begin());
+  if (all_gathered_) {
+    adopt_whole();
+    release_all();
+  }
+  if (read_unit_ == u) return;
+  if (read_unit_) release(units_[*read_unit_]);
+  wait_gathered(units_[u]);
+  read_unit_ = u;
+}
+
+std::vector<UnitLayout> ShardedUnits::layout() const {
+  std::vector<UnitLayout> layout;
+  for (const auto& unit : units_) layout.push_back({unit.numel, unit.decay_numel});
+  return layout;
 }
 
 ShardResidency ShardedUnits::residency() const { return residency_; }

@@ -124,13 +124,45 @@ void load_hf_weights(model::CausalLm& model, const fs::path& weights_path, const
   }
 }
 
-NamedTensors to_hf_state_dict(const model::CausalLm& model) {
-  NamedTensors out;
+namespace {
+
+// One tensor of the HF state dict: the parameter it is read from and whether HF stores it
+// transposed. In the model's order, which is the files' order.
+struct SavedWeight {
+  std::string name;
+  at::Tensor parameter;
+  bool transposed = false;
+
+  std::vector<std::int64_t> hf_shape() const {
+    std::vector<std::int64_t> shape = parameter.sizes().vec();
+    if (transposed) std::reverse(shape.begin(), shape.end());
+    return shape;
+  }
+  // Its values in HF's layout, contiguous on the CPU: the parameter itself where it already is.
+  at::Tensor hf_values() const { return (transposed ? parameter.t() : parameter).contiguous().to(at::kCPU); }
+};
+
+std::vector<SavedWeight> saved_weights(const model::CausalLm& model) {
+  std::vector<SavedWeight> out;
   for (const auto& item : model->named_parameters()) {
-    const at::Tensor p = item.value().detach();
-    out.emplace_back(item.key(), (model->hf_transposed(item.key()) ? p.t().contiguous() : p.clone()).to(at::kCPU));
+    out.push_back({item.key(), item.value().detach(), model->hf_transposed(item.key())});
   }
   return out;
+}
+
+}  // namespace
+
+NamedTensors to_hf_state_dict(const model::CausalLm& model) {
+  NamedTensors out;
+  for (const SavedWeight& w : saved_weights(model)) {
+    at::Tensor values = w.hf_values();
+    out.emplace_back(w.name, values.is_same(w.parameter) ? values.clone() : values);
+  }
+  return out;
+}
+
+void visit_saved_parameters(const model::CausalLm& model, const ParameterReadHook& before_read) {
+  for (const SavedWeight& w : saved_weights(model)) before_read(w.parameter);
 }
 
 bool is_weight_file_name(std::string_view name) {
@@ -155,30 +187,45 @@ std::string shard_name(std::size_t index, std::size_t count) {
   return name;
 }
 
-void save_weights(const fs::path& dir, NamedTensors tensors, std::uint64_t max_shard_bytes) {
-  std::vector<NamedTensors> shards(1);
+void save_weights(const fs::path& dir, const std::vector<SavedWeight>& weights, std::uint64_t max_shard_bytes,
+                  const ParameterReadHook& before_read) {
+  std::vector<std::vector<const SavedWeight*>> shards(1);
   std::uint64_t in_shard = 0, total = 0;
-  for (auto& named : tensors) {
-    const std::uint64_t size = byte_size(named.second);
+  for (const SavedWeight& w : weights) {
+    const std::uint64_t size = byte_size(w.parameter);
     if (!shards.back().empty() && in_shard + size > max_shard_bytes) {
       shards.emplace_back();
       in_shard = 0;
     }
     in_shard += size;
     total += size;
-    shards.back().push_back(std::move(named));
+    shards.back().push_back(&w);
   }
   remove_weight_files(dir);
   const std::map<std::string, std::string> metadata{{"format", "pt"}};
+  at::Tensor current;  // the tensor being written; let go when the next one is read
+  const auto write = [&](const fs::path& path, const std::vector<const SavedWeight*>& shard) {
+    std::vector<DeferredTensor> tensors;
+    for (const SavedWeight* w : shard) {
+      tensors.push_back({w->name, dtype_of(w->parameter.scalar_type()), w->hf_shape(), [&current, w, &before_read] {
+                           current = at::Tensor();
+                           if (before_read) before_read(w->parameter);
+                           current = w->hf_values();
+                           return std::span<const std::byte>(static_cast<const std::byte*>(current.data_ptr()),
+                                                             static_cast<std::size_t>(current.nbytes()));
+                         }});
+    }
+    write_safetensors_streamed(path, tensors, metadata);
+  };
   if (shards.size() == 1) {
-    save_tensors(dir / "model.safetensors", shards.front(), metadata);
+    write(dir / "model.safetensors", shards.front());
     return;
   }
   json::Object weight_map;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::string name = shard_name(i, shards.size());
-    save_tensors(dir / name, shards[i], metadata);
-    for (const auto& [tensor, value] : shards[i]) weight_map.emplace_back(tensor, name);
+    write(dir / name, shards[i]);
+    for (const SavedWeight* w : shards[i]) weight_map.emplace_back(w->name, name);
   }
   std::sort(weight_map.begin(), weight_map.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const json::Value index(json::Object{{"metadata", json::Object{{"total_size", static_cast<std::int64_t>(total)}}},
@@ -189,7 +236,7 @@ void save_weights(const fs::path& dir, NamedTensors tensors, std::uint64_t max_s
 }  // namespace
 
 void save_hf_model(const model::CausalLm& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files,
-                   std::uint64_t max_shard_bytes) {
+                   std::uint64_t max_shard_bytes, const ParameterReadHook& before_read) {
   if (max_shard_bytes == 0) throw std::invalid_argument("save_hf_model: max_shard_bytes must be positive");
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -201,7 +248,7 @@ void save_hf_model(const model::CausalLm& model, const fs::path& dir, const std:
     }
     atomic_write(dir / file.filename(), read_file(file));
   }
-  save_weights(dir, to_hf_state_dict(model), max_shard_bytes);
+  save_weights(dir, saved_weights(model), max_shard_bytes, before_read);
   model::save_config(model->config(), dir);
 }
 

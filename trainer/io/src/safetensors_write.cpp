@@ -1,5 +1,6 @@
 // Writing safetensors: the JSON header (padded with spaces to 8-byte alignment) and the tensors'
-// bytes in the caller's order, as one image or streamed into an atomic file.
+// bytes in the caller's order, as one image, streamed into an atomic file, or fetched tensor by
+// tensor as the file is written.
 #include <cstring>
 #include <set>
 
@@ -10,8 +11,22 @@
 namespace llmrdzv::io {
 namespace {
 
+// What the header says of one tensor; `bytes`: how many the caller has for it.
+struct HeaderEntry {
+  const std::string& name;
+  Dtype dtype;
+  const std::vector<std::int64_t>& shape;
+  std::uint64_t bytes;
+};
+
+std::uint64_t byte_count(Dtype dtype, const std::vector<std::int64_t>& shape) {
+  std::uint64_t numel = 1;
+  for (std::int64_t d : shape) numel *= static_cast<std::uint64_t>(d);
+  return numel * dtype_size(dtype);
+}
+
 // The 8-byte length prefix followed by the padded header.
-std::vector<std::byte> header_bytes(std::span<const TensorBytes> tensors,
+std::vector<std::byte> header_bytes(std::span<const HeaderEntry> tensors,
                                     const std::map<std::string, std::string>& metadata) {
   json::Object header;
   if (!metadata.empty()) {
@@ -21,22 +36,21 @@ std::vector<std::byte> header_bytes(std::span<const TensorBytes> tensors,
   }
   std::set<std::string_view> names;
   std::uint64_t offset = 0;
-  for (const TensorBytes& t : tensors) {
+  for (const HeaderEntry& t : tensors) {
     if (t.name.empty()) throw SafetensorsError("safetensors writer: empty tensor name");
     if (t.name == "__metadata__") throw SafetensorsError("safetensors writer: \"__metadata__\" is reserved");
     if (!names.insert(t.name).second) throw SafetensorsError("safetensors writer: duplicate tensor \"" + t.name + "\"");
-    std::uint64_t numel = 1;
     json::Array shape;
     for (std::int64_t d : t.shape) {
       if (d < 0) throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has a negative dimension");
-      numel *= static_cast<std::uint64_t>(d);
       shape.emplace_back(d);
     }
-    if (numel * dtype_size(t.dtype) != t.bytes.size()) {
-      throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has " + std::to_string(t.bytes.size()) +
-                             " bytes, its shape and dtype need " + std::to_string(numel * dtype_size(t.dtype)));
+    const std::uint64_t need = byte_count(t.dtype, t.shape);
+    if (need != t.bytes) {
+      throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has " + std::to_string(t.bytes) +
+                             " bytes, its shape and dtype need " + std::to_string(need));
     }
-    const std::uint64_t end = offset + t.bytes.size();
+    const std::uint64_t end = offset + t.bytes;
     json::Object entry;
     entry.emplace_back("dtype", json::Value(std::string(dtype_name(t.dtype))));
     entry.emplace_back("shape", json::Value(std::move(shape)));
@@ -52,6 +66,14 @@ std::vector<std::byte> header_bytes(std::span<const TensorBytes> tensors,
   for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::byte>((len >> (8 * i)) & 0xFF);
   std::memcpy(out.data() + 8, text.data(), text.size());
   return out;
+}
+
+std::vector<std::byte> header_bytes(std::span<const TensorBytes> tensors,
+                                    const std::map<std::string, std::string>& metadata) {
+  std::vector<HeaderEntry> entries;
+  entries.reserve(tensors.size());
+  for (const TensorBytes& t : tensors) entries.push_back({t.name, t.dtype, t.shape, t.bytes.size()});
+  return header_bytes(std::span<const HeaderEntry>(entries), metadata);
 }
 
 }  // namespace
@@ -75,6 +97,31 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
   atomic_write(path, [&](const ChunkSink& sink) {
     sink(header);
     for (const TensorBytes& t : tensors) sink(t.bytes);
+  });
+}
+
+void write_safetensors_streamed(const std::filesystem::path& path, std::span<const DeferredTensor> tensors,
+                                const std::map<std::string, std::string>& metadata) {
+  std::vector<HeaderEntry> entries;
+  entries.reserve(tensors.size());
+  for (const DeferredTensor& t : tensors) {
+    for (std::int64_t d : t.shape) {
+      if (d < 0) throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has a negative dimension");
+    }
+    entries.push_back({t.name, t.dtype, t.shape, byte_count(t.dtype, t.shape)});
+  }
+  const std::vector<std::byte> header = header_bytes(std::span<const HeaderEntry>(entries), metadata);
+  atomic_write(path, [&](const ChunkSink& sink) {
+    sink(header);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::span<const std::byte> bytes = tensors[i].fetch();
+      if (bytes.size() != entries[i].bytes) {
+        throw SafetensorsError("safetensors writer: tensor \"" + tensors[i].name + "\" came with " +
+                               std::to_string(bytes.size()) + " bytes, its header entry has " +
+                               std::to_string(entries[i].bytes));
+      }
+      sink(bytes);
+    }
   });
 }
 

@@ -163,8 +163,8 @@ void restore_rng(const std::filesystem::path& dir, const io::CheckpointData& dat
 // A checkpoint of old_world ranks resumed by engine.world_size() ranks (or by another rank than
 // the one that wrote the file at hand): everything that is the same on every rank comes from rank
 // 0 (data position, RNG, the plain optimizer's replica); the loss sum is the old ranks' mean, so
-// the final train_loss stays the mean over ranks and steps; --offload optimizer shards of all old
-// ranks go to the engine, which takes its new shard out of them.
+// the final train_loss stays the mean over ranks and steps; the optimizer shards of all old ranks
+// (--offload optimizer, --shard_parameters) go to the engine, which takes its new shard out of them.
 LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::filesystem::path& rank0_dir,
                             std::int64_t old_world, std::int64_t step, engine::TrainingEngine& engine) {
   std::deque<io::CheckpointData> loaded;  // keeps the memory maps alive until the state is copied
@@ -175,8 +175,15 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
   const io::CheckpointData& first = load(rank0_dir);
   const SavedState rank0 = parse_saved_state(rank0_dir, state_blob(rank0_dir, first));
   const io::NamedTensors& rank0_optimizer = tensors_of(rank0_dir, first, kOptimizerFile);
-  bool sharded = false;
-  for (const auto& [name, tensor] : rank0_optimizer) sharded = sharded || name == "offload.layout";
+  // Sharded optimizer state (--offload optimizer's host shards, --shard_parameters' shards): every
+  // old rank's part goes to the engine under "shard.<k>/", with the count under this key.
+  std::string shards_entry;
+  for (const auto& [name, tensor] : rank0_optimizer) {
+    for (const auto& keys : {engine::kOffloadShardKeys, engine::kParameterShardKeys}) {
+      if (name == keys.layout) shards_entry = keys.count;
+    }
+  }
+  const bool sharded = !shards_entry.empty();
 
   const auto check = [&](const std::filesystem::path& dir, const SavedState& saved, std::int64_t k) {
     if (saved.rank != k || saved.world != old_world || saved.global_step != step) {
@@ -207,7 +214,7 @@ LoopState restore_resharded(const VerifiedCheckpoint& checkpoint, const std::fil
     }
   }
   if (sharded) {
-    optimizer.emplace("offload.shards", at::scalar_tensor(old_world, at::kLong));
+    optimizer.emplace(shards_entry, at::scalar_tensor(old_world, at::kLong));
   } else {
     for (const auto& [name, tensor] : rank0_optimizer) optimizer.emplace(name, tensor);
   }

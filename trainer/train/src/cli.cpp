@@ -85,7 +85,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"fp16", &T::fp16, "mixed precision in fp16: fp16 parameters and gradients, fp32 master weights, dynamic loss scaling (steps whose gradients overflow are skipped, the scale halved and the learning-rate schedule held, as transformers does); for GPUs without bf16"},
     {"tf32", &T::tf32, "let fp32 matrix products and convolutions use TF32 tensor cores; auto = on for CUDA (compute capability 8.0 or newer), CUDA only"},
     {"torch_dtype", &T::torch_dtype, "run_clm.py's dtype to load the model in: auto or float32 (weights as stored, trained in the precision --bf16/--fp16 choose), bfloat16 (turns on --bf16) or float16 (turns on --fp16); master weights stay fp32 either way"},
-    {"deepspeed", &T::deepspeed, "a DeepSpeed config (a JSON file, or the JSON itself) mapped onto these options as HF's Trainer maps it: \"auto\" takes the option's value, an explicit value sets the option and must agree with it where the option is also given; zero_optimization stage 0-2 with offload_optimizer device cpu is --offload optimizer; its scheduler block picks DeepSpeed's WarmupLR, WarmupDecayLR or WarmupCosineLR curve; stage 3, offload_param, nvme, other optimizers and any key it does not know are refused by name (trainer(1), DEEPSPEED CONFIGS)"},
+    {"deepspeed", &T::deepspeed, "a DeepSpeed config (a JSON file, or the JSON itself) mapped onto these options as HF's Trainer maps it: \"auto\" takes the option's value, an explicit value sets the option and must agree with it where the option is also given; zero_optimization stage 0-2 with offload_optimizer device cpu is --offload optimizer, stage 3 is --shard_parameters and its offload_param device cpu --offload_parameters; its scheduler block picks DeepSpeed's WarmupLR, WarmupDecayLR or WarmupCosineLR curve; nvme, other optimizers and any key it does not know are refused by name (trainer(1), DEEPSPEED CONFIGS)"},
     {"optim", &T::optim, "the optimizer, as TrainingArguments names it: adamw_torch, adamw_torch_fused or adamw_hf, all this trainer's AdamW (decoupled weight decay, its own fused kernels); other optimizers are refused"},
     {"offload", &T::offload, "where optimizer state lives: none | optimizer (ZeRO-Offload: fp32 master weights and AdamW moments in host memory, sharded across ranks; the GPU keeps only the parameters and one gradient, in their type)"},
     {"offload_chunk_mb", &T::offload_chunk_mb, "with --offload optimizer: MiB of fp32 master weights per pipeline chunk (GPU copies of one chunk overlap the CPU update of the next)"},
@@ -93,6 +93,7 @@ const OptionSpec<T> kTrainTable[] = {
     {"offload_gradient_sync", &T::offload_gradient_sync, "with --offload optimizer: reduce (each rank receives only its shard's gradient, half the traffic of all_reduce) | all_reduce | auto (reduce on GPUs, all_reduce on the CPU)"},
     {"ddp_bucket_cap_mb", &T::ddp_bucket_cap_mb, "gradient all-reduce bucket size in MiB (data parallel)"},
     {"shard_parameters", &T::shard_parameters, "ZeRO-3 (DeepSpeed stage 3, FSDP's full_shard): each rank keeps 1/N of every block's parameters, gradients and optimizer state, gathering a block's parameters only while it computes (the next block's gathered while one computes) and reduce-scattering its gradient as soon as backward has made it; the CPU only in this version (trainer(1), SHARDED PARAMETERS)"},
+    {"offload_parameters", &T::offload_parameters, "with --shard_parameters, ZeRO-3's parameter offload (DeepSpeed's offload_param): the parameter shards live in host memory; on the CPU, the only device --shard_parameters trains on in this version, they are there already, so it changes nothing and the log says so"},
 };
 
 using G = GenerateOptions;
@@ -559,6 +560,8 @@ void validate(const TrainOptions& o) {
   require(!(o.fp16 && o.bf16.value_or(false)), "--fp16 and --bf16 cannot both be on");
   require(!(o.shard_parameters && o.offload_delayed_update > 0),
           "--offload_delayed_update does not combine with --shard_parameters (each rank updates its own shard at once)");
+  require(!o.offload_parameters || o.shard_parameters,
+          "--offload_parameters offloads the parameter shards of --shard_parameters (ZeRO-3): give both");
 }
 
 void validate(const GenerateOptions& o) {

@@ -311,7 +311,7 @@ class Walker {
         offloaded = boolean(value, key);
         set("offload", offloaded ? "optimizer" : "none", key);
       } else if (name == "offload_param") {
-        offload_param(value, key);
+        offload_param(value, key, stage);
       } else if (name == "overlap_comm") {
         note(key, "no effect here: gradient reductions always overlap the backward pass");
       } else if (name == "contiguous_gradients") {
@@ -370,18 +370,23 @@ class Walker {
     return offloaded;
   }
 
-  void offload_param(const json::Value& block, const std::string& block_key) {
+  void offload_param(const json::Value& block, const std::string& block_key, std::int64_t stage) {
     for (const auto& [name, value] : object(block, block_key)) {
       const std::string key = block_key + "." + name;
       if (name == "device") {
         const std::string device = value.is_null() ? "none" : text(value, key);
-        if (device != "none") {
-          fail(key, "parameter offload (ZeRO-3's offload_param) is not available yet: remove the block; stage 3 "
-                    "shards the parameters across the ranks, and offload_optimizer {\"device\": \"cpu\"} keeps the "
-                    "optimizer state in host memory");
+        if (device == "cpu" && stage == 3) {
+          set("offload_parameters", "true", key);
+        } else if (device == "cpu") {
+          fail(key, "parameter offload (offload_param) offloads ZeRO-3's parameter shards: it needs "
+                    "\"zero_optimization.stage\": 3, as in DeepSpeed");
+        } else if (device == "nvme") {
+          fail(key, "offloading to NVMe (ZeRO-Infinity) is not available here");
+        } else if (device != "none") {
+          fail(key, "parameter offload to \"" + device + "\" is not available here (\"cpu\" or \"none\")");
         }
       } else if (name == "pin_memory" || name == "buffer_count" || name == "buffer_size" || name == "max_in_cpu") {
-        continue;  // settings of the refused offload, or of none
+        continue;  // how DeepSpeed stages the offloaded parameters: the shards are in host memory here
       } else if (name == "nvme_path") {
         fail(key, "offloading to NVMe (ZeRO-Infinity) is not available here");
       } else {

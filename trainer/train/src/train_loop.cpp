@@ -137,7 +137,24 @@ Evaluation evaluate(model::CausalLm& model, const EvalBlocks& blocks, engine::Tr
   double count = 0;
   double predicted = 0;  // tokens
   double bytes = 0;
-  for (std::uint64_t first = range.begin; first < range.end; first += batch_size) {
+  // With parameters sharded each forward is collective (every unit is gathered from all ranks): a
+  // rank with fewer blocks runs as many batches as the one with the most, the extra ones on one
+  // block whose loss it does not count.
+  const auto batches_of = [&](const data::BlockRange& r) { return (r.end - r.begin + batch_size - 1) / batch_size; };
+  std::uint64_t batches = batches_of(range);
+  if (engine.parameter_units()) {
+    for (int r = 0; r < engine.world_size(); ++r) {
+      batches = std::max(batches, batches_of(data::eval_shard(blocks.count(), static_cast<std::uint64_t>(r),
+                                                              static_cast<std::uint64_t>(engine.world_size()))));
+    }
+  }
+  for (std::uint64_t batch = 0; batch < batches; ++batch) {
+    const std::uint64_t first = range.begin + batch * batch_size;
+    if (first >= range.end) {
+      const at::Tensor ids = blocks.read(0, 1).to(engine.device());
+      model->loss(ids, ids);
+      continue;
+    }
     const std::uint64_t n = std::min(batch_size, range.end - first);
     const at::Tensor block_ids = blocks.read(first, n);
     const auto columns = block_ids.size(1);
@@ -267,8 +284,15 @@ void record_eval(TrainContext& c, std::int64_t step, const Evaluation& e) {
   c.reporter.message(text);
 }
 
+// With parameters sharded (ZeRO-3): the whole model into the parameters, for what reads or writes
+// all of it at once.
+void gather_whole_model(engine::TrainingEngine& engine) {
+  if (engine::ParameterUnits* units = engine.parameter_units()) units->gather_whole();
+}
+
 void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   c.engine.complete_updates();
+  gather_whole_model(c.engine);
   state.data_state = batches.state();
   const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state, &c.tokenizer);
   c.engine.barrier();  // every rank's part is complete: older checkpoints may go
@@ -544,6 +568,7 @@ void load_best_model(TrainContext& c, const LoopState& state, LastEvaluation& la
                 c.o.metric_for_best_model.c_str(), state.best_metric.value_or(NAN));
   if (state.best_step != state.global_step) {
     c.engine.complete_updates();
+    gather_whole_model(c.engine);
     io::load_hf_weights(c.model, fs::path(c.o.output_dir) / io::checkpoint_dir_name(state.best_step) / "model.safetensors");
     last_eval.reset();
     c.reporter.message(std::string(text) + ", loaded for the final evaluation and export");
@@ -727,6 +752,9 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   for (const std::string& line : hub_log) reporter.message(line);
   reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
   if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
+  if (o.offload_parameters && engine.device().is_cpu()) {
+    reporter.message("--offload_parameters: on the CPU the parameter shards are in host memory already");
+  }
   if (engine.device().is_cuda()) reporter.message("the trainer's CUDA kernels: " + model::cuda_kernels_status());
   reporter.message("tokenizer: " + chosen.origin);
   for (const std::string& note : compatibility_notes(o)) reporter.message(note);
@@ -751,9 +779,15 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
     summary.perplexity = std::exp(last_eval->second.loss);
     summary.eval_bits_per_byte = last_eval->second.bits_per_byte;
   }
+  // With parameters sharded the export reads the model unit by unit, every rank gathering each.
+  io::ParameterReadHook read_unit;
+  if (engine::ParameterUnits* units = engine.parameter_units()) {
+    read_unit = [units](const at::Tensor& parameter) { units->read_unit_of(parameter); };
+  }
+  if (!engine.is_main() && o.do_train && read_unit) io::visit_saved_parameters(model, read_unit);
   if (engine.is_main()) {
     if (o.do_train) {
-      io::save_hf_model(model, o.output_dir, {}, max_shard_bytes(o));
+      io::save_hf_model(model, o.output_dir, {}, max_shard_bytes(o), read_unit);
       tokenizer.save(o.output_dir);
       reporter.message("model saved to " + o.output_dir);
     }

@@ -2,7 +2,7 @@
 // shards ShardedUnits keeps. The one-process engine's AdamW updates this rank's shards only (on
 // fp32 masters where the parameters are bf16/fp16), clipping uses the norm of the global gradient
 // (every rank's squared shard summed), and the optimizer state saved per rank is the shard's,
-// with the world size it was sharded over.
+// with the world size it was sharded over (another world size reshards it).
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -31,11 +31,10 @@ class ShardedStep {
   engine::GradientNorm finish_gradients(double max_norm, double gradient_multiplier);
   void optimizer_step(double learning_rate);
   void skip_step();
-  void complete_updates() { units_->gather_all(); }
 
   engine::TensorMap optimizer_state() const;
-  // Throws std::runtime_error naming the problem; a state sharded over another world size is
-  // refused with both sizes.
+  // Throws std::runtime_error naming the problem. A state sharded over another world size is
+  // resharded when it holds every old rank's entries (shard_resharding.hpp), refused otherwise.
   void load_optimizer_state(const engine::TensorMap& saved);
 
   // "rank R: --shard_parameters: ..." with the bytes held (ShardResidency), for the run log.

@@ -14,14 +14,16 @@
 //     are flattened in fp32, reduce-scattered (the mean over ranks), added to this rank's fp32
 //     gradient shard and freed with the unit's parameters. No rank ever holds all gradients.
 // The optimizer (the one-process engine's fused AdamW, on fp32 masters where the parameters are
-// bf16/fp16) updates only the shards; gather_all() puts the whole model back into the parameters
-// for saving and export.
+// bf16/fp16) updates only the shards; gather_whole() puts the whole model back into the
+// parameters for a checkpoint, and read_unit_of() lets an export read it unit by unit.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "llmrdzv/engine/training_engine.hpp"
@@ -39,6 +41,25 @@ struct ShardResidency {
   std::int64_t largest_unit_bytes = 0;    // the largest unit's parameters, in their type
   std::int64_t outer_unit_bytes = 0;      // unit 0's
 };
+
+// How a unit's flat buffer is laid out: its decayed parameters' elements first, then the rest, then
+// padding to shard * world. The same on every rank and for every world size.
+struct UnitLayout {
+  std::int64_t numel = 0;
+  std::int64_t decay_numel = 0;
+};
+
+// The optimizer's name for a rank's piece of unit `unit`'s decayed or other part ("unit3.decay").
+std::string shard_part_name(int unit, bool decay);
+
+// The piece [from, to) of a part spanning [lo, hi) of a unit's flat buffer that the rank holding
+// [rank * shard, (rank + 1) * shard) keeps; empty (from == to) when they do not meet.
+struct PiecePlace {
+  std::int64_t from = 0, to = 0;
+};
+PiecePlace shard_piece(std::int64_t lo, std::int64_t hi, std::int64_t shard, std::int64_t rank);
+// Elements per shard of a unit of `numel` elements over `world` ranks.
+inline std::int64_t shard_numel(std::int64_t numel, std::int64_t world) { return (numel + world - 1) / world; }
 
 class ShardedUnits final : public engine::ParameterUnits {
  public:
@@ -69,11 +90,13 @@ class ShardedUnits final : public engine::ParameterUnits {
   double local_gradient_square_sum() const;
   void zero_gradients();
 
-  // Gathers every unit into the parameters and keeps them (saving, export), until release_all().
-  void gather_all();
+  // Gathers every unit into the parameters and keeps them (saving a checkpoint, loading weights),
+  // until release_all() or read_unit_of().
+  void gather_whole() override;
+  void read_unit_of(const at::Tensor& parameter) override;
   void release_all();
-  bool all_gathered() const { return all_gathered_; }
 
+  std::vector<UnitLayout> layout() const;
   ShardResidency residency() const;
   void reset_peaks();
   // Seconds spent waiting for gathers and reductions.
@@ -97,6 +120,7 @@ class ShardedUnits final : public engine::ParameterUnits {
   void start_gather(Unit& unit);
   void wait_gathered(Unit& unit);
   void release(Unit& unit);    // frees unless all gathered, and notes the residency
+  void adopt_whole();          // the gathered whole model's values into this rank's shards
   void free_unit(Unit& unit);  // frees (after a gather in flight has landed)
   void reduce(Unit& unit);
   void wait(const c10::intrusive_ptr<c10d::Work>& work);
@@ -112,6 +136,7 @@ class ShardedUnits final : public engine::ParameterUnits {
   c10::intrusive_ptr<c10d::Backend> backend_;
   int rank_ = 0, world_ = 1;
   bool all_gathered_ = false;
+  std::optional<std::size_t> read_unit_;  // the unit read_unit_of() holds
   ShardResidency residency_;
   double wait_seconds_ = 0;
 };

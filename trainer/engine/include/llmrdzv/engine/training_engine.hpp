@@ -50,6 +50,13 @@ class ParameterUnits {
   virtual void before_forward(int unit) = 0;
   virtual void after_forward(int unit) = 0;
   virtual void before_backward(int unit) = 0;
+  // Every unit gathered into the parameters until the next micro-step or read_unit_of(): for what
+  // reads or writes the whole model at once (a checkpoint's model file, loading the best model).
+  virtual void gather_whole() = 0;
+  // Reading the model one parameter at a time (the streamed export): gathers the unit `parameter`
+  // belongs to and frees the one read before. Values written into a whole model gathered before
+  // (loaded weights) become the shards first. Every rank makes the same calls in the same order.
+  virtual void read_unit_of(const at::Tensor& parameter) = 0;
 };
 
 struct AdamWSettings {
@@ -84,6 +91,18 @@ class GradientNorm {
   at::Tensor unread_;
   std::shared_ptr<HostRead> reading_;  // shared: a norm is copied like a number
 };
+
+// Optimizer state sharded over ranks, across a change of world size. An engine whose saved state
+// is this rank's shard marks it with its `layout` entry; resuming with another number of ranks, the
+// checkpoint loader hands it every old rank's entries as "shard.<k>/<name>" and the number of old
+// ranks under `count`, and the engine cuts its new shard out of them.
+struct ShardedStateKeys {
+  const char* layout;
+  const char* count;
+};
+// --offload optimizer's host shards; --shard_parameters' (ZeRO-3) shards.
+inline constexpr ShardedStateKeys kOffloadShardKeys{"offload.layout", "offload.shards"};
+inline constexpr ShardedStateKeys kParameterShardKeys{"shard_parameters.world_size", "shard_parameters.shards"};
 
 class TrainingEngine {
  public:
@@ -128,8 +147,7 @@ class TrainingEngine {
   // parameters, on every rank. The loop calls it before it evaluates, saves or hands the model
   // on, so those see the weights of every step taken, and a run resumed from a checkpoint
   // continues exactly as the uninterrupted one, which completed its update at the same step.
-  // With parameters sharded it also gathers the whole model into the parameters until the next
-  // micro-step begins, so that what reads them (saving, export, generation) sees every weight.
+  // With parameters sharded, whatever reads the whole model asks parameter_units() for it.
   virtual void complete_updates() {}
 
   // Element-wise sum over all ranks (loss sums, token counts). With one rank: the input.

@@ -1,4 +1,4 @@
-// Hugging Face model directories <-> our models of every family (GPT-2, OPT, Llama). Loading
+// Hugging Face model directories <-> our models of every family. Loading
 // reads config.json (model_type picks the family) and model.safetensors (or its shards), accepts
 // names with or without the base model's prefix ("transformer.", "model."), transposes what the
 // family stores transposed (GPT-2's Conv1D [in, out]), ignores the buffers old checkpoints carry
@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,11 @@ void load_hf_weights(model::CausalLm& model, const std::filesystem::path& weight
 // no lm_head when tied. CPU, contiguous, detached copies in the parameters' dtype.
 NamedTensors to_hf_state_dict(const model::CausalLm& model);
 
+// Called with a parameter of the model just before saving reads its values: an engine that shards
+// parameters (ZeRO-3) gathers that parameter's unit there and frees the one read before, so that a
+// model larger than one rank's memory is written unit by unit. Every rank makes the same calls.
+using ParameterReadHook = std::function<void(const at::Tensor& parameter)>;
+
 // model.safetensors, model.safetensors.index.json or one of its model-*.safetensors shards.
 bool is_weight_file_name(std::string_view name);
 
@@ -53,8 +59,15 @@ inline constexpr std::uint64_t kDefaultMaxShardBytes = 5'000'000'000;
 // order into model-0000K-of-0000N.safetensors of at most max_shard_bytes each (a larger tensor
 // gets a shard of its own), and model.safetensors.index.json ({"metadata": {"total_size"},
 // "weight_map"}), written last. Weight files of an earlier save in dir are removed first.
+// The weights are streamed: each tensor is read from the model (transposed where HF's layout
+// wants it) only when the file reaches it, so saving never copies the whole model. `before_read`,
+// when given, is called with each parameter just before it is read (see ParameterReadHook).
 void save_hf_model(const model::CausalLm& model, const std::filesystem::path& dir,
                    const std::vector<std::filesystem::path>& tokenizer_files = {},
-                   std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+                   std::uint64_t max_shard_bytes = kDefaultMaxShardBytes, const ParameterReadHook& before_read = {});
+
+// The calls save_hf_model makes to `before_read`, in its order, without writing anything: what
+// the ranks that do not write do while one rank saves a sharded model.
+void visit_saved_parameters(const model::CausalLm& model, const ParameterReadHook& before_read);
 
 }  // namespace llmrdzv::io

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -100,5 +101,21 @@ void stream_safetensors(const ChunkSink& sink, std::span<const TensorBytes> tens
 // Writes serialize_safetensors' image to path atomically (see atomic_file.hpp).
 void write_safetensors(const std::filesystem::path& path, std::span<const TensorBytes> tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// One tensor of a streamed file: what the header says of it, and its bytes, fetched only when the
+// writer reaches it (the span must stay valid until the next fetch).
+struct DeferredTensor {
+  std::string name;
+  Dtype dtype = Dtype::F32;
+  std::vector<std::int64_t> shape;
+  std::function<std::span<const std::byte>()> fetch;
+};
+
+// write_safetensors for tensors that need not exist all at once (a model exported unit by unit):
+// the header first, then each tensor fetched in order, written and let go. Throws SafetensorsError
+// as write_safetensors does, and when a fetch returns another byte count than the header gave it;
+// then the file is not created.
+void write_safetensors_streamed(const std::filesystem::path& path, std::span<const DeferredTensor> tensors,
+                                const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace llmrdzv::io

@@ -173,6 +173,9 @@ struct TrainOptions {
   OffloadGradientSync offload_gradient_sync = engine::EngineOptions{}.offload_gradient_sync;
   std::int64_t ddp_bucket_cap_mb = engine::EngineOptions{}.ddp_bucket_cap_mb;
   bool shard_parameters = engine::EngineOptions{}.shard_parameters;
+  // ZeRO-3's parameter offload (DeepSpeed's offload_param): the parameter shards in host memory.
+  // Only where they are there already (a CPU run); a GPU run is refused by the sharded engine.
+  bool offload_parameters = false;
 
   // The YAML file the values came from, if any (for messages).
   std::string config;
