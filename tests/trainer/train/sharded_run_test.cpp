@@ -1,11 +1,12 @@
 // --shard_parameters (ZeRO-3) through the real trainer on Gloo ranks: every family gives the losses
 // of one plain rank on the same global batch at 2, 3 (uneven shards, activation checkpointing) and
 // 4 ranks (an untied head), bf16 follows as plain data parallelism does, each rank's parameter and
-// gradient storages stay within its shards plus the units in flight, a resumed run repeats the
-// uninterrupted one bit for bit, a resume at another world size reshards the optimizer state and
-// continues the same run, and the saved model is the unsharded run's. The schedule's proof on the
-// CPU: one GPU cannot show ZeRO-3. The memory bound covers evaluation and the export, which read
-// the model unit by unit. transformers' documented ZeRO-3 CPU-offload DeepSpeed config runs as it is.
+// gradient storages stay within its shards plus the units in flight (evaluations, checkpoints and
+// the export read the model unit by unit), a resumed run repeats the uninterrupted one bit for
+// bit, a resume at another world size reshards the optimizer state and continues the same run,
+// the saved model is the unsharded run's and --load_best_model_at_end's the best checkpoint's,
+// and transformers' documented ZeRO-3 CPU-offload DeepSpeed config runs as it is. The schedule's
+// proof on the CPU: one GPU cannot show ZeRO-3.
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -209,6 +210,22 @@ TEST_CASE("ZeRO-3 (--shard_parameters): a resumed run repeats the uninterrupted 
     CHECK(sharded_model[i].first == plain_model[i].first);
     CHECK((sharded_model[i].second - plain_model[i].second).abs().max().item<double>() <= 1e-5);
   }
+
+  // --load_best_model_at_end with the worse evaluation ranked best: the step-6 checkpoint's weights
+  // go into the whole model gathered on every rank, and the export is that model, bit for bit.
+  sharded_losses(dir, kGpt2, "best", 3,
+                 with(evaluated, {"--load_best_model_at_end", "true", "--metric_for_best_model", "loss",
+                                  "--greater_is_better", "true"}));
+  const auto best = saved_weights(dir.file("best"));
+  const auto step6 = saved_weights(dir.file("best/checkpoint-6"));
+  REQUIRE(best.size() == step6.size());
+  bool any_differs_from_last = false;
+  for (std::size_t i = 0; i < step6.size(); ++i) {
+    INFO(step6[i].first);
+    CHECK(at::equal(best[i].second, step6[i].second));
+    any_differs_from_last = any_differs_from_last || !at::equal(best[i].second, sharded_model[i].second);
+  }
+  CHECK(any_differs_from_last);  // the step-12 model was not the one exported
 
   // Resumed at another world size (as an elastic restart does): the 3 ranks' optimizer shards cut
   // again for 2 and for 4 ranks, on the same global batch, continue the 1-rank run.

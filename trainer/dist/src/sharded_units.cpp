@@ -285,7 +285,7 @@ void ShardedUnits::zero_gradients() {
 void ShardedUnits::gather_whole() {
   if (all_gathered_) return;
   read_unit_.reset();
-  all_gathered_ = true;  // first: the whole model gathered for saving is not a peak of training
+  all_gathered_ = true;  // first: the whole model gathered for loading is not a peak of training
   for (auto& unit : units_) {
     if (unit.state == State::released) start_gather(unit);
   }

@@ -172,6 +172,7 @@ fs::path save_checkpoint(const fs::path& root, std::int64_t step, const Checkpoi
   if (keep_last < 0) throw CheckpointError("keep_last must be >= 0, got " + std::to_string(keep_last));
   std::set<std::string> names;
   for (const auto& [name, tensors] : data.tensor_files) check_file_name(name, names);
+  for (const auto& [name, tensors] : data.deferred_tensor_files) check_file_name(name, names);
   for (const auto& [name, bytes] : data.blobs) check_file_name(name, names);
 
   std::error_code ec;
@@ -190,6 +191,10 @@ fs::path save_checkpoint(const fs::path& root, std::int64_t step, const Checkpoi
       std::vector<at::Tensor> keep;
       const std::vector<TensorBytes> views = tensor_bytes(tensors, keep);
       records[name] = write_hashed(staging / name, "tensors", [&](const ChunkSink& sink) { stream_safetensors(sink, views); });
+    }
+    for (const auto& [name, tensors] : data.deferred_tensor_files) {
+      records[name] = write_hashed(staging / name, "tensors",
+                                   [&](const ChunkSink& sink) { stream_deferred_safetensors(sink, tensors); });
     }
     for (const auto& [name, bytes] : data.blobs) {
       records[name] = write_hashed(staging / name, "blob", [&](const ChunkSink& sink) {

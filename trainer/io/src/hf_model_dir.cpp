@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "llmrdzv/io/json.hpp"
@@ -161,6 +162,25 @@ NamedTensors to_hf_state_dict(const model::CausalLm& model) {
   return out;
 }
 
+std::vector<DeferredTensor> deferred_hf_state_dict(const model::CausalLm& model, const ParameterReadHook& before_read) {
+  // The tensor being written, let go when the next one is read (shared by every entry's fetch).
+  const auto current = std::make_shared<at::Tensor>();
+  std::vector<DeferredTensor> out;
+  for (SavedWeight& w : saved_weights(model)) {
+    const Dtype dtype = dtype_of(w.parameter.scalar_type());
+    std::vector<std::int64_t> shape = w.hf_shape();
+    std::string name = w.name;
+    out.push_back({std::move(name), dtype, std::move(shape), [current, w = std::move(w), before_read] {
+                     *current = at::Tensor();
+                     if (before_read) before_read(w.parameter);
+                     *current = w.hf_values();
+                     return std::span<const std::byte>(static_cast<const std::byte*>(current->data_ptr()),
+                                                       static_cast<std::size_t>(current->nbytes()));
+                   }});
+  }
+  return out;
+}
+
 void visit_saved_parameters(const model::CausalLm& model, const ParameterReadHook& before_read) {
   for (const SavedWeight& w : saved_weights(model)) before_read(w.parameter);
 }
@@ -172,7 +192,6 @@ bool is_weight_file_name(std::string_view name) {
 
 namespace {
 
-std::uint64_t byte_size(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()) * t.element_size(); }
 
 // Weight files an earlier save may have left: a stale model.safetensors would shadow new shards.
 void remove_weight_files(const fs::path& dir) {
@@ -187,45 +206,31 @@ std::string shard_name(std::size_t index, std::size_t count) {
   return name;
 }
 
-void save_weights(const fs::path& dir, const std::vector<SavedWeight>& weights, std::uint64_t max_shard_bytes,
-                  const ParameterReadHook& before_read) {
-  std::vector<std::vector<const SavedWeight*>> shards(1);
+void save_weights(const fs::path& dir, const std::vector<DeferredTensor>& weights, std::uint64_t max_shard_bytes) {
+  std::vector<std::vector<DeferredTensor>> shards(1);
   std::uint64_t in_shard = 0, total = 0;
-  for (const SavedWeight& w : weights) {
-    const std::uint64_t size = byte_size(w.parameter);
+  for (const DeferredTensor& w : weights) {
+    std::uint64_t size = dtype_size(w.dtype);
+    for (std::int64_t d : w.shape) size *= static_cast<std::uint64_t>(d);
     if (!shards.back().empty() && in_shard + size > max_shard_bytes) {
       shards.emplace_back();
       in_shard = 0;
     }
     in_shard += size;
     total += size;
-    shards.back().push_back(&w);
+    shards.back().push_back(w);
   }
   remove_weight_files(dir);
   const std::map<std::string, std::string> metadata{{"format", "pt"}};
-  at::Tensor current;  // the tensor being written; let go when the next one is read
-  const auto write = [&](const fs::path& path, const std::vector<const SavedWeight*>& shard) {
-    std::vector<DeferredTensor> tensors;
-    for (const SavedWeight* w : shard) {
-      tensors.push_back({w->name, dtype_of(w->parameter.scalar_type()), w->hf_shape(), [&current, w, &before_read] {
-                           current = at::Tensor();
-                           if (before_read) before_read(w->parameter);
-                           current = w->hf_values();
-                           return std::span<const std::byte>(static_cast<const std::byte*>(current.data_ptr()),
-                                                             static_cast<std::size_t>(current.nbytes()));
-                         }});
-    }
-    write_safetensors_streamed(path, tensors, metadata);
-  };
   if (shards.size() == 1) {
-    write(dir / "model.safetensors", shards.front());
+    write_safetensors_streamed(dir / "model.safetensors", shards.front(), metadata);
     return;
   }
   json::Object weight_map;
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const std::string name = shard_name(i, shards.size());
-    write(dir / name, shards[i]);
-    for (const SavedWeight* w : shards[i]) weight_map.emplace_back(w->name, name);
+    write_safetensors_streamed(dir / name, shards[i], metadata);
+    for (const DeferredTensor& w : shards[i]) weight_map.emplace_back(w.name, name);
   }
   std::sort(weight_map.begin(), weight_map.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   const json::Value index(json::Object{{"metadata", json::Object{{"total_size", static_cast<std::int64_t>(total)}}},
@@ -248,7 +253,7 @@ void save_hf_model(const model::CausalLm& model, const fs::path& dir, const std:
     }
     atomic_write(dir / file.filename(), read_file(file));
   }
-  save_weights(dir, saved_weights(model), max_shard_bytes, before_read);
+  save_weights(dir, deferred_hf_state_dict(model, before_read), max_shard_bytes);
   model::save_config(model->config(), dir);
 }
 

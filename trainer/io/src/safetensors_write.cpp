@@ -100,8 +100,8 @@ void write_safetensors(const std::filesystem::path& path, std::span<const Tensor
   });
 }
 
-void write_safetensors_streamed(const std::filesystem::path& path, std::span<const DeferredTensor> tensors,
-                                const std::map<std::string, std::string>& metadata) {
+void stream_deferred_safetensors(const ChunkSink& sink, std::span<const DeferredTensor> tensors,
+                                 const std::map<std::string, std::string>& metadata) {
   std::vector<HeaderEntry> entries;
   entries.reserve(tensors.size());
   for (const DeferredTensor& t : tensors) {
@@ -110,19 +110,21 @@ void write_safetensors_streamed(const std::filesystem::path& path, std::span<con
     }
     entries.push_back({t.name, t.dtype, t.shape, byte_count(t.dtype, t.shape)});
   }
-  const std::vector<std::byte> header = header_bytes(std::span<const HeaderEntry>(entries), metadata);
-  atomic_write(path, [&](const ChunkSink& sink) {
-    sink(header);
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      const std::span<const std::byte> bytes = tensors[i].fetch();
-      if (bytes.size() != entries[i].bytes) {
-        throw SafetensorsError("safetensors writer: tensor \"" + tensors[i].name + "\" came with " +
-                               std::to_string(bytes.size()) + " bytes, its header entry has " +
-                               std::to_string(entries[i].bytes));
-      }
-      sink(bytes);
+  sink(header_bytes(std::span<const HeaderEntry>(entries), metadata));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::span<const std::byte> bytes = tensors[i].fetch();
+    if (bytes.size() != entries[i].bytes) {
+      throw SafetensorsError("safetensors writer: tensor \"" + tensors[i].name + "\" came with " +
+                             std::to_string(bytes.size()) + " bytes, its header entry has " +
+                             std::to_string(entries[i].bytes));
     }
-  });
+    sink(bytes);
+  }
+}
+
+void write_safetensors_streamed(const std::filesystem::path& path, std::span<const DeferredTensor> tensors,
+                                const std::map<std::string, std::string>& metadata) {
+  atomic_write(path, [&](const ChunkSink& sink) { stream_deferred_safetensors(sink, tensors, metadata); });
 }
 
 }  // namespace llmrdzv::io

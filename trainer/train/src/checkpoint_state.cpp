@@ -235,12 +235,20 @@ std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, i
   return rank == 0 ? output_dir : output_dir / ("rank-" + std::to_string(rank));
 }
 
+io::ParameterReadHook unit_reader(engine::TrainingEngine& engine) {
+  engine::ParameterUnits* units = engine.parameter_units();
+  if (!units) return {};
+  return [units](const at::Tensor& parameter) { units->read_unit_of(parameter); };
+}
+
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
-                                               const engine::TrainingEngine& engine, const LoopState& state,
+                                               engine::TrainingEngine& engine, const LoopState& state,
                                                const tokenizer::Tokenizer* tokenizer) {
   io::CheckpointData data;
+  const io::ParameterReadHook read_unit = unit_reader(engine);
+  if (!engine.is_main() && read_unit) io::visit_saved_parameters(model, read_unit);  // rank 0 reads these units
   if (engine.is_main()) {
-    data.tensor_files[kModelFile] = io::to_hf_state_dict(model);
+    data.deferred_tensor_files[kModelFile] = io::deferred_hf_state_dict(model, read_unit);
     data.blobs[kConfigFile] = model::config_to_json(model->config());
     if (tokenizer) {
       for (auto& [name, text] : tokenizer->files()) data.blobs[name] = std::move(text);

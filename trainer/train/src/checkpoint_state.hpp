@@ -18,6 +18,7 @@
 
 #include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/io/checkpoint.hpp"
+#include "llmrdzv/io/hf_model_dir.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 
@@ -41,11 +42,16 @@ struct LoopState {
 // Where `rank` keeps its checkpoints.
 std::filesystem::path checkpoint_root(const std::filesystem::path& output_dir, int rank);
 
+// With parameters sharded (ZeRO-3): what a save calls before it reads a parameter, gathering the
+// parameter's unit (engine::ParameterUnits::read_unit_of); empty when every rank holds the model.
+io::ParameterReadHook unit_reader(engine::TrainingEngine& engine);
+
 // Writes this rank's checkpoint for state.global_step. It removes nothing: older checkpoints go
 // (prune_training_checkpoints) only once every rank has finished this one, so a rank that dies
-// mid-save always leaves a complete checkpoint behind.
+// mid-save always leaves a complete checkpoint behind. Rank 0 writes the model as it reads it,
+// unit by unit where the parameters are sharded (every rank then gathers each unit with it).
 std::filesystem::path save_training_checkpoint(const std::filesystem::path& output_dir, model::CausalLm& model,
-                                               const engine::TrainingEngine& engine, const LoopState& state,
+                                               engine::TrainingEngine& engine, const LoopState& state,
                                                const tokenizer::Tokenizer* tokenizer = nullptr);
 
 // Keeps this rank's newest keep_last checkpoints (0 = all), the one of `saved_step` and, when

@@ -284,15 +284,8 @@ void record_eval(TrainContext& c, std::int64_t step, const Evaluation& e) {
   c.reporter.message(text);
 }
 
-// With parameters sharded (ZeRO-3): the whole model into the parameters, for what reads or writes
-// all of it at once.
-void gather_whole_model(engine::TrainingEngine& engine) {
-  if (engine::ParameterUnits* units = engine.parameter_units()) units->gather_whole();
-}
-
 void save(TrainContext& c, LoopState& state, const TrainBatches& batches) {
   c.engine.complete_updates();
-  gather_whole_model(c.engine);
   state.data_state = batches.state();
   const fs::path dir = save_training_checkpoint(c.o.output_dir, c.model, c.engine, state, &c.tokenizer);
   c.engine.barrier();  // every rank's part is complete: older checkpoints may go
@@ -568,7 +561,8 @@ void load_best_model(TrainContext& c, const LoopState& state, LastEvaluation& la
                 c.o.metric_for_best_model.c_str(), state.best_metric.value_or(NAN));
   if (state.best_step != state.global_step) {
     c.engine.complete_updates();
-    gather_whole_model(c.engine);
+    // With parameters sharded: the whole model into the parameters for the weights to land in.
+    if (engine::ParameterUnits* units = c.engine.parameter_units()) units->gather_whole();
     io::load_hf_weights(c.model, fs::path(c.o.output_dir) / io::checkpoint_dir_name(state.best_step) / "model.safetensors");
     last_eval.reset();
     c.reporter.message(std::string(text) + ", loaded for the final evaluation and export");
@@ -780,10 +774,7 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
     summary.eval_bits_per_byte = last_eval->second.bits_per_byte;
   }
   // With parameters sharded the export reads the model unit by unit, every rank gathering each.
-  io::ParameterReadHook read_unit;
-  if (engine::ParameterUnits* units = engine.parameter_units()) {
-    read_unit = [units](const at::Tensor& parameter) { units->read_unit_of(parameter); };
-  }
+  const io::ParameterReadHook read_unit = unit_reader(engine);
   if (!engine.is_main() && o.do_train && read_unit) io::visit_saved_parameters(model, read_unit);
   if (engine.is_main()) {
     if (o.do_train) {

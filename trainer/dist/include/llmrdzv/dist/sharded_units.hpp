@@ -14,8 +14,8 @@
 //     are flattened in fp32, reduce-scattered (the mean over ranks), added to this rank's fp32
 //     gradient shard and freed with the unit's parameters. No rank ever holds all gradients.
 // The optimizer (the one-process engine's fused AdamW, on fp32 masters where the parameters are
-// bf16/fp16) updates only the shards; gather_whole() puts the whole model back into the
-// parameters for a checkpoint, and read_unit_of() lets an export read it unit by unit.
+// bf16/fp16) updates only the shards; read_unit_of() lets checkpoints and the export read the model
+// unit by unit, and gather_whole() puts all of it into the parameters for loading weights.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -90,8 +90,8 @@ class ShardedUnits final : public engine::ParameterUnits {
   double local_gradient_square_sum() const;
   void zero_gradients();
 
-  // Gathers every unit into the parameters and keeps them (saving a checkpoint, loading weights),
-  // until release_all() or read_unit_of().
+  // Gathers every unit into the parameters and keeps them (loading weights into the model), until
+  // release_all() or read_unit_of().
   void gather_whole() override;
   void read_unit_of(const at::Tensor& parameter) override;
   void release_all();

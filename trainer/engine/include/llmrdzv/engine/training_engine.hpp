@@ -50,8 +50,8 @@ class ParameterUnits {
   virtual void before_forward(int unit) = 0;
   virtual void after_forward(int unit) = 0;
   virtual void before_backward(int unit) = 0;
-  // Every unit gathered into the parameters until the next micro-step or read_unit_of(): for what
-  // reads or writes the whole model at once (a checkpoint's model file, loading the best model).
+  // Every unit gathered into the parameters until the next micro-step or read_unit_of(): for
+  // writing weights into the whole model (loading the best checkpoint's at the end).
   virtual void gather_whole() = 0;
   // Reading the model one parameter at a time (the streamed export): gathers the unit `parameter`
   // belongs to and frees the one read before. Values written into a whole model gathered before

@@ -27,6 +27,9 @@ class CheckpointError : public std::runtime_error {
 struct CheckpointData {
   // File name (e.g. "model.safetensors", "optimizer.safetensors") -> tensors written to it.
   std::map<std::string, NamedTensors> tensor_files;
+  // File name -> tensors read only as the file is written (a model saved unit by unit: see
+  // deferred_hf_state_dict). Loading gives them back as tensor_files.
+  std::map<std::string, std::vector<DeferredTensor>> deferred_tensor_files;
   // File name (e.g. "trainer_state.json", "rng_state.bin") -> exact bytes.
   std::map<std::string, std::string> blobs;
   // Free-form string metadata stored in the manifest (e.g. "global_step").

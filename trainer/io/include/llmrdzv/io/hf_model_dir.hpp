@@ -47,6 +47,12 @@ NamedTensors to_hf_state_dict(const model::CausalLm& model);
 // model larger than one rank's memory is written unit by unit. Every rank makes the same calls.
 using ParameterReadHook = std::function<void(const at::Tensor& parameter)>;
 
+// to_hf_state_dict's tensors, each read from the model only when a writer fetches it (after
+// `before_read`, when given, was called with its parameter), so that a file can be written without
+// copying the model: what save_hf_model and checkpoints write. The model must outlive the result.
+std::vector<DeferredTensor> deferred_hf_state_dict(const model::CausalLm& model,
+                                                   const ParameterReadHook& before_read = {});
+
 // model.safetensors, model.safetensors.index.json or one of its model-*.safetensors shards.
 bool is_weight_file_name(std::string_view name);
 

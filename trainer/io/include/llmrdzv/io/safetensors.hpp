@@ -111,6 +111,13 @@ struct DeferredTensor {
   std::function<std::span<const std::byte>()> fetch;
 };
 
+// stream_safetensors for tensors that need not exist all at once (a model exported unit by unit):
+// the header first, then each tensor fetched in order and passed to `sink`. Throws
+// SafetensorsError as serialize_safetensors does, and when a fetch returns another byte count
+// than the header gave it.
+void stream_deferred_safetensors(const ChunkSink& sink, std::span<const DeferredTensor> tensors,
+                                 const std::map<std::string, std::string>& metadata = {});
+
 // write_safetensors for tensors that need not exist all at once (a model exported unit by unit):
 // the header first, then each tensor fetched in order, written and let go. Throws SafetensorsError
 // as write_safetensors does, and when a fetch returns another byte count than the header gave it;
