@@ -1,13 +1,13 @@
 // In-process elastic restart with the real trainer binary and a real rdzvd: 3 ranks in an elastic
-// rendezvous (LLM_RDZV_MIN_WORLD=2, LLM_RDZV_MAX_WORLD=3); rank 2 is SIGKILLed mid-run. Ranks 0
-// and 1 learn it from rdzvd, re-execute themselves, form round 2 as a world of 2 after the last
-// call, resume from the newest complete checkpoint (the sampler at the exact block offset, the
-// optimizer from rank 0 or, with --offload optimizer, the 3 shards resharded into 2) and finish
-// max_steps. Their losses after the resume and the final model equal those of `trainer --nproc 2`
-// resumed from a copy of the same checkpoint (and, with offload, one process resumed from it
-// within 1e-5: the shards concatenated instead of resharded). And the limits: LLM_RDZV_MAX_RESTARTS=0 ends the
-// survivors with exit code 3; a survivor left below the minimum gives up re-joining with exit
-// code 3 and a message saying so.
+// rendezvous (LLM_RDZV_MIN_WORLD=2, LLM_RDZV_MAX_WORLD=3); one rank is SIGKILLed mid-run. The
+// survivors learn it from rdzvd, re-execute themselves, form round 2 as a world of 2 after the
+// last call, resume from the newest complete checkpoint (the sampler at the exact block offset,
+// the optimizer from rank 0 or, with --offload optimizer or --shard_parameters, the 3 shards
+// resharded into 2) and finish max_steps. Their losses after the resume and the final model equal
+// those of `trainer --nproc 2` resumed from a copy of the same checkpoint (and, with sharded
+// state, one rank resumed from it within 1e-5: the shards concatenated instead of resharded). And
+// the limits: LLM_RDZV_MAX_RESTARTS=0 ends the survivors with exit code 3; a survivor left below
+// the minimum gives up re-joining with exit code 3 and a message saying so.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -78,19 +78,22 @@ std::int64_t last_step(const fs::path& metrics) {
 struct Setup {
   ScratchDir dir;
   std::string offload = "none";
+  bool shard_parameters = false;  // ZeRO-3
   int max_steps = 30;
   int save_steps = 5;
 
   Setup() { dir.write("corpus.txt", corpus()); }
 
   std::vector<std::string> args(const std::string& out) const {
-    return {TRAINER_BINARY, "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
+    std::vector<std::string> all{TRAINER_BINARY, "--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
             "--output_dir", dir.file(out), "--token_cache_dir", dir.file("cache"),
             "--config_overrides", "n_layer=2,n_head=2,n_embd=64,n_positions=64,resid_pdrop=0,embd_pdrop=0,attn_pdrop=0",
             "--block_size", "64", "--per_device_train_batch_size", "2", "--gradient_accumulation_steps", "2",
             "--learning_rate", "3e-3", "--weight_decay", "0.1", "--max_grad_norm", "0.5", "--warmup_steps", "2",
             "--max_steps", std::to_string(max_steps), "--logging_steps", "1", "--save_steps", std::to_string(save_steps), "--threads", "1",
             "--seed", "5", "--offload", offload};
+    if (shard_parameters) all.insert(all.end(), {"--shard_parameters", "true"});
+    return all;
   }
 };
 
@@ -164,9 +167,10 @@ void copy_checkpoint(const fs::path& from_out, const fs::path& to_out, const std
 }
 
 // The whole scenario for one --offload setting and victim.
-void kill_one_of_three_and_compare(const std::string& offload, int victim) {
+void kill_one_of_three_and_compare(const std::string& offload, int victim, bool shard_parameters = false) {
   Setup setup;
   setup.offload = offload;
+  setup.shard_parameters = shard_parameters;
   const fs::path out = setup.dir.path() / "out";
   const auto started = std::chrono::steady_clock::now();
   ElasticRun run(setup, {});
@@ -241,14 +245,15 @@ void kill_one_of_three_and_compare(const std::string& offload, int victim) {
   }
   CHECK(read_file(out / "model.safetensors") == read_file(setup.dir.path() / "ref" / "model.safetensors"));
 
-  if (offload == "optimizer") {
+  if (offload == "optimizer" || shard_parameters) {
     // An independent check of the resharding: one process (a world of one, the 3 shards simply
-    // concatenated) with the same global batch of 8 trains like the 2 survivors, within float
-    // rounding of the other micro-batch size.
+    // concatenated; under ZeRO-3 one rank of --nproc 1) with the same global batch of 8 trains
+    // like the 2 survivors, within float rounding of the other micro-batch size.
     copy_checkpoint(out, setup.dir.path() / "one", name);
     std::vector<std::string> one_args = setup.args("one");
     one_args.insert(one_args.end(), {"--resume_from_checkpoint", (setup.dir.path() / "one" / name).string(),
                                      "--per_device_train_batch_size", "4"});
+    if (shard_parameters) one_args.insert(one_args.end(), {"--nproc", "1"});
     ChildProcess one(one_args, {{"RDZV_ENDPOINT", std::nullopt}, {"OMP_NUM_THREADS", "1"}}, setup.dir.file("one.err"));
     one.read_remaining_lines(kRunTimeout);
     const auto one_code = one.wait(std::chrono::seconds(30));
@@ -262,7 +267,7 @@ void kill_one_of_three_and_compare(const std::string& offload, int victim) {
       CHECK(std::fabs(after[i] - single[i]) <= 1e-5 * std::fabs(single[i]));
     }
   }
-  WARN("offload " << offload << ": elastic run (kill at step " << run.killed_at_step << ", resume from " << name
+  WARN("offload " << offload << (shard_parameters ? ", ZeRO-3" : "") << ": elastic run (kill at step " << run.killed_at_step << ", resume from " << name
                   << ") took " << elastic_seconds << " s; the world-2 reference " << ref_seconds << " s");
 }
 
@@ -274,6 +279,10 @@ TEST_CASE("elastic: survivors of a killed rank resume from the last checkpoint a
 
 TEST_CASE("elastic: offload optimizer shards of 3 ranks are resharded for the 2 survivors of a killed rank 0") {
   kill_one_of_three_and_compare("optimizer", 0);
+}
+
+TEST_CASE("elastic: ZeRO-3 (--shard_parameters) optimizer shards of 3 ranks are resharded for the 2 survivors of a killed rank 1") {
+  kill_one_of_three_and_compare("none", 1, true);
 }
 
 TEST_CASE("elastic: with LLM_RDZV_MAX_RESTARTS=0 the survivors stop with exit code 3") {

@@ -347,7 +347,8 @@ class DistributedEngine final : public engine::TrainingEngine {
     }
     if (parameters.empty()) throw std::invalid_argument("the model has no trainable parameters");
     if (options_.shard_parameters) {
-      sharded_ = std::make_unique<ShardedStep>(parameters, settings, options_, backend_);
+      sharded_ = std::make_unique<ShardedStep>(parameters, settings, options_, backend_,
+                                               [this] { watch_->await_verdict(); });
       return;
     }
     const bool offload = options_.offload == engine::Offload::optimizer;

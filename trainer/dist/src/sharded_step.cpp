@@ -14,8 +14,10 @@
 namespace llmrdzv::dist {
 
 ShardedStep::ShardedStep(const std::vector<engine::NamedParameter>& parameters, const engine::AdamWSettings& settings,
-                         const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend)
-    : backend_(std::move(backend)), units_(std::make_unique<ShardedUnits>(parameters, backend_)) {
+                         const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend,
+                         std::function<void()> before_failing)
+    : backend_(std::move(backend)),
+      units_(std::make_unique<ShardedUnits>(parameters, backend_, std::move(before_failing))) {
   masters_.emplace(units_->shard_parameters());
   engine::EngineOptions local = options;
   local.shard_parameters = false;

@@ -65,8 +65,11 @@ PiecePlace shard_piece(std::int64_t lo, std::int64_t hi, std::int64_t shard, std
 }
 
 ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters,
-                           c10::intrusive_ptr<c10d::Backend> backend)
-    : backend_(std::move(backend)), rank_(backend_->getRank()), world_(backend_->getSize()) {
+                           c10::intrusive_ptr<c10d::Backend> backend, std::function<void()> before_failing)
+    : backend_(std::move(backend)),
+      before_failing_(std::move(before_failing)),
+      rank_(backend_->getRank()),
+      world_(backend_->getSize()) {
   if (parameters.empty()) throw std::invalid_argument("--shard_parameters: the model has no trainable parameters");
   const at::TensorOptions options = parameters.front().tensor.options().requires_grad(false);
   int last_unit = 0;
@@ -151,9 +154,19 @@ ShardedUnits::~ShardedUnits() {
   }
 }
 
+template <class F>
+auto ShardedUnits::guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const std::exception&) {
+    if (before_failing_) before_failing_();
+    throw;
+  }
+}
+
 void ShardedUnits::wait(const c10::intrusive_ptr<c10d::Work>& work) {
   const auto start = std::chrono::steady_clock::now();
-  work->wait();
+  guarded([&] { work->wait(); });
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -175,7 +188,7 @@ void ShardedUnits::start_gather(Unit& unit) {
   // As bytes: the same for every dtype, bf16 included.
   at::Tensor out = unit.whole.view(at::kByte);
   at::Tensor in = unit.local.view(at::kByte);
-  unit.pending = backend_->_allgather_base(out, in);
+  unit.pending = guarded([&] { return backend_->_allgather_base(out, in); });
   unit.state = State::gathering;
 }
 
@@ -254,7 +267,7 @@ void ShardedUnits::reduce(Unit& unit) {
     at::Tensor mine = at::empty({unit.shard}, flat.options());
     c10d::ReduceScatterOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
-    wait(backend_->_reduce_scatter_base(mine, flat, options));
+    wait(guarded([&] { return backend_->_reduce_scatter_base(mine, flat, options); }));
     unit_gradients_[u].add_(mine);
   } else {
     unit_gradients_[u].add_(flat);

@@ -7,6 +7,7 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,9 +22,11 @@ namespace llmrdzv::dist {
 
 class ShardedStep {
  public:
-  // `parameters` already equal on every rank (the engine broadcast rank 0's).
+  // `parameters` already equal on every rank (the engine broadcast rank 0's); `before_failing`:
+  // ShardedUnits'.
   ShardedStep(const std::vector<engine::NamedParameter>& parameters, const engine::AdamWSettings& settings,
-              const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend);
+              const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend,
+              std::function<void()> before_failing);
 
   ShardedUnits& units() { return *units_; }
 

@@ -22,6 +22,7 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -66,8 +67,12 @@ class ShardedUnits final : public engine::ParameterUnits {
   // `parameters` in the model's order with their units (1..L consecutive blocks, 0 the rest),
   // already equal on every rank. Takes over their storage: from here on each parameter's data
   // lives in its unit's buffer, released until gathered. Throws std::invalid_argument for mixed
-  // dtypes or devices, or units that are not 0..L.
-  ShardedUnits(const std::vector<engine::NamedParameter>& parameters, c10::intrusive_ptr<c10d::Backend> backend);
+  // dtypes or devices, or units that are not 0..L. `before_failing` is called when a collective
+  // fails (a peer died), before the error goes on: these run inside the model's forward and
+  // autograd's backward, outside the engine's calls, and the engine's failure watch must get its
+  // chance to act on rdzvd's verdict (an elastic restart, or exit 3) there too.
+  ShardedUnits(const std::vector<engine::NamedParameter>& parameters, c10::intrusive_ptr<c10d::Backend> backend,
+               std::function<void()> before_failing = {});
   ~ShardedUnits() override;
   ShardedUnits(const ShardedUnits&) = delete;
   ShardedUnits& operator=(const ShardedUnits&) = delete;
@@ -124,6 +129,9 @@ class ShardedUnits final : public engine::ParameterUnits {
   void free_unit(Unit& unit);  // frees (after a gather in flight has landed)
   void reduce(Unit& unit);
   void wait(const c10::intrusive_ptr<c10d::Work>& work);
+  // Runs a collective's call, letting before_failing_ act first when it throws.
+  template <class F>
+  auto guarded(F&& f) -> decltype(f());
   void note_gathered();
   bool in_range(int unit) const { return unit >= 0 && static_cast<std::size_t>(unit) < units_.size(); }
 
@@ -134,6 +142,7 @@ class ShardedUnits final : public engine::ParameterUnits {
   std::vector<at::Tensor> shard_gradients_;
   std::vector<at::Tensor> unit_gradients_;  // per unit: [shard] fp32, what shard_gradients_ view
   c10::intrusive_ptr<c10d::Backend> backend_;
+  std::function<void()> before_failing_;
   int rank_ = 0, world_ = 1;
   bool all_gathered_ = false;
   std::optional<std::size_t> read_unit_;  // the unit read_unit_of() holds
