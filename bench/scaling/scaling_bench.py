@@ -57,7 +57,8 @@ OFFLOAD_FLAGS = {
 }
 
 # Rank 0's report of what --shard_parameters held (the trainer's run log, stderr).
-RESIDENCY = re.compile(r"rank 0: --shard_parameters over \d+ ranks: (\d+) bytes of parameter and gradient shards held; "
+RESIDENCY = re.compile(r"rank 0: --shard_parameters over \d+ ranks: (\d+) bytes of parameter and gradient shards and "
+                       r"(\d+) bytes of optimizer state held; "
                        r"at most (\d+) bytes of whole-unit parameters and (\d+) bytes of whole-unit gradients .*"
                        r"\(the whole model: (\d+) bytes")
 
@@ -93,9 +94,9 @@ def held_bytes(log_text):
     found = RESIDENCY.search(log_text)
     if not found:
         return {}
-    shards, gathered, gradients, model = map(int, found.groups())
-    return {"held_bytes": {"shards": shards, "peak_gathered_parameters": gathered, "peak_whole_unit_gradients": gradients,
-                           "whole_model_parameters": model}}
+    shards, optimizer, gathered, gradients, model = map(int, found.groups())
+    return {"held_bytes": {"shards": shards, "optimizer_state": optimizer, "peak_gathered_parameters": gathered,
+                           "peak_whole_unit_gradients": gradients, "whole_model_parameters": model}}
 
 
 def cores_used(row):
@@ -161,7 +162,8 @@ def main():
             if "held_bytes" in row:
                 held = row["held_bytes"]
                 print(f"{offload} at {row['ranks']} ranks, rank 0 held (bytes, from its live storages): "
-                      f"{held['shards']} of parameter and gradient shards, at most {held['peak_gathered_parameters']} "
+                      f"{held['shards']} of parameter and gradient shards, {held['optimizer_state']} of optimizer "
+                      f"state, at most {held['peak_gathered_parameters']} "
                       f"of gathered parameters and {held['peak_whole_unit_gradients']} of whole-unit gradients at "
                       f"once; the whole model's parameters are {held['whole_model_parameters']}")
     print(json.dumps({"cores": os.cpu_count(), "per_device_batch": args.batch, "block": shape["block"],

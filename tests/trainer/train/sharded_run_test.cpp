@@ -41,21 +41,21 @@ constexpr int kGlobalBatch = 12;
 
 // What a rank reported of the bytes it held (ShardedStep::residency_report).
 struct Residency {
-  std::int64_t shards, peak_parameters, peak_gradients, whole_model, largest_unit, outer_unit;
+  std::int64_t shards, optimizer, peak_parameters, peak_gradients, whole_model, largest_unit, outer_unit;
 };
 
 std::vector<Residency> residencies(const RunResult& run, int ranks) {
   static const std::regex line(
-      R"(rank (\d+): --shard_parameters over (\d+) ranks: (\d+) bytes of parameter and gradient shards held; at most (\d+) bytes of whole-unit parameters and (\d+) bytes of whole-unit gradients alive at once during training \(the whole model: (\d+) bytes; its largest unit (\d+), unit 0 (\d+)\))");
-  std::vector<Residency> found(static_cast<std::size_t>(ranks), Residency{-1, -1, -1, -1, -1, -1});
+      R"(rank (\d+): --shard_parameters over (\d+) ranks: (\d+) bytes of parameter and gradient shards and (\d+) bytes of optimizer state held; at most (\d+) bytes of whole-unit parameters and (\d+) bytes of whole-unit gradients alive at once during training \(the whole model: (\d+) bytes; its largest unit (\d+), unit 0 (\d+)\))");
+  std::vector<Residency> found(static_cast<std::size_t>(ranks), Residency{-1, -1, -1, -1, -1, -1, -1});
   const std::string text = run.out + run.err;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator(); ++it) {
     const auto& m = *it;
     const int rank = std::stoi(m[1]);
     REQUIRE(std::stoi(m[2]) == ranks);
     REQUIRE(rank < ranks);
-    found[static_cast<std::size_t>(rank)] = {std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]),
-                                             std::stoll(m[6]), std::stoll(m[7]), std::stoll(m[8])};
+    found[static_cast<std::size_t>(rank)] = {std::stoll(m[3]), std::stoll(m[4]), std::stoll(m[5]), std::stoll(m[6]),
+                                             std::stoll(m[7]), std::stoll(m[8]), std::stoll(m[9])};
   }
   for (const auto& r : found) REQUIRE(r.shards >= 0);  // every rank reported
   return found;
@@ -64,18 +64,23 @@ std::vector<Residency> residencies(const RunResult& run, int ranks) {
 // The memory bound of ZeRO-3, from the storages each rank held: its shards are 1/N of the model's
 // parameters and their fp32 gradients (plus each unit's padding to a multiple of N), at most unit 0
 // and two blocks (the one computing, the next one prefetched) were gathered at once, and at most
-// one unit's gradients (autograd's and their fp32 flat copy) existed whole. fp32 parameters.
-void check_bounds(const std::vector<Residency>& ranks, int world, int units) {
+// one unit's gradients (autograd's and their fp32 flat copy) existed whole. AdamW's two fp32
+// moments are 1/N of the model's, and with bf16 parameters the fp32 masters too. Per byte of the
+// parameters' type (fp32, or bf16 with `bf16`): shards and their fp32 gradients 2 (3 in bf16),
+// optimizer state 2 (6), a unit's gradients twice 2 (3).
+void check_bounds(const std::vector<Residency>& ranks, int world, int units, bool bf16 = false) {
+  const std::int64_t shard_factor = bf16 ? 3 : 2, optimizer_factor = bf16 ? 6 : 2;
   for (const auto& r : ranks) {
-    INFO("shards " << r.shards << ", peak parameters " << r.peak_parameters << ", peak gradients "
-                   << r.peak_gradients << ", model " << r.whole_model << ", largest unit " << r.largest_unit
-                   << ", unit 0 " << r.outer_unit);
+    INFO("shards " << r.shards << ", optimizer " << r.optimizer << ", peak parameters " << r.peak_parameters
+                   << ", peak gradients " << r.peak_gradients << ", model " << r.whole_model << ", largest unit "
+                   << r.largest_unit << ", unit 0 " << r.outer_unit);
     const std::int64_t padding = static_cast<std::int64_t>(units) * 4 * world;
-    CHECK(r.shards <= 2 * (r.whole_model / world + padding));
+    CHECK(r.shards <= shard_factor * (r.whole_model / world + padding));
+    CHECK(std::abs(r.optimizer - optimizer_factor * r.whole_model / world) <= optimizer_factor * padding);
     CHECK(r.peak_parameters > 0);
     CHECK(r.peak_parameters <= r.outer_unit + 2 * r.largest_unit + padding);
     if (units > 3) CHECK(r.peak_parameters < r.whole_model);  // more than unit 0 and two blocks: never all of it
-    CHECK(r.peak_gradients <= 2 * std::max(r.outer_unit, r.largest_unit) + padding);
+    CHECK(r.peak_gradients <= shard_factor * std::max(r.outer_unit, r.largest_unit) + padding);
   }
 }
 
@@ -164,7 +169,9 @@ TEST_CASE("ZeRO-3 (--shard_parameters) at 4 ranks with an untied head and in bf1
   expect_ok(run_trainer(with(run_args(dir, kLlama, dir.file("plain-bf16"), "", kGlobalBatch / 2),
                              {"--nproc", "2", "--bf16", "true"})));
   const auto plain = metric_series(dir.file("plain-bf16/metrics.jsonl"), "loss");
-  expect_same_losses(sharded_losses(dir, kLlama, "sharded-bf16", 2, {"--bf16", "true"}), plain, 2e-4, "bf16, 2 ranks");
+  expect_same_losses(sharded_losses(dir, kLlama, "sharded-bf16", 2, {"--bf16", "true"}, &held), plain, 2e-4,
+                     "bf16, 2 ranks");
+  check_bounds(held, 2, units_of(kLlama), /*bf16=*/true);
 }
 
 TEST_CASE("ZeRO-3 (--shard_parameters): a resumed run repeats the uninterrupted one bit for bit, resumes at 2 and 4 ranks from 3 by resharding, and saves the 1-rank run's model",

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -96,11 +97,29 @@ void ShardedStep::load_optimizer_state(const engine::TensorMap& saved) {
 
 double ShardedStep::wait_seconds() const { return units_->wait_seconds() + norm_wait_seconds_; }
 
+std::int64_t ShardedStep::optimizer_state_bytes() const {
+  std::set<const c10::StorageImpl*> seen;
+  std::int64_t bytes = 0;
+  const auto add = [&](const at::Tensor& t) {
+    if (t.defined() && seen.insert(t.storage().unsafeGetStorageImpl()).second) {
+      bytes += static_cast<std::int64_t>(t.storage().nbytes());
+    }
+  };
+  for (const auto& [name, tensor] : optimizer_->optimizer_state()) {
+    if (!name.starts_with("step.")) add(tensor);  // the step counts are made for saving
+  }
+  if (masters_->copies()) {
+    for (const at::Tensor& master : masters_->master_tensors()) add(master);
+  }
+  return bytes;
+}
+
 std::string ShardedStep::residency_report(int rank) const {
   const ShardResidency r = units_->residency();
   std::ostringstream out;
   out << "trainer: rank " << rank << ": --shard_parameters over " << backend_->getSize() << " ranks: " << r.shard_bytes
-      << " bytes of parameter and gradient shards held; at most " << r.peak_gathered_bytes
+      << " bytes of parameter and gradient shards and " << optimizer_state_bytes()
+      << " bytes of optimizer state held; at most " << r.peak_gathered_bytes
       << " bytes of whole-unit parameters and " << r.peak_gradient_bytes
       << " bytes of whole-unit gradients alive at once during training (the whole model: " << r.whole_model_bytes
       << " bytes; its largest unit " << r.largest_unit_bytes << ", unit 0 " << r.outer_unit_bytes << ")";

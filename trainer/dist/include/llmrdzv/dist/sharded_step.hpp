@@ -40,11 +40,15 @@ class ShardedStep {
   // resharded when it holds every old rank's entries (shard_resharding.hpp), refused otherwise.
   void load_optimizer_state(const engine::TensorMap& saved);
 
-  // "rank R: --shard_parameters: ..." with the bytes held (ShardResidency), for the run log.
+  // "rank R: --shard_parameters: ..." with the bytes held (ShardResidency and the optimizer
+  // state's storages), for the run log.
   std::string residency_report(int rank) const;
   double wait_seconds() const;
 
  private:
+  // AdamW's moments and the fp32 masters of bf16/fp16 shards, read from their storages.
+  std::int64_t optimizer_state_bytes() const;
+
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::unique_ptr<ShardedUnits> units_;
   std::optional<engine::MasterWeights> masters_;
