@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -108,50 +109,37 @@ TEST_CASE("ZeRO-3 resharding gives each new rank exactly the slice it would have
 TEST_CASE("ZeRO-3 resharding refuses a missing piece, another model's layout, disagreeing steps and stray entries by name",
           "[dist][sharded][malformed]") {
   const Truth truth = make_truth();
-  TensorMap saved = collected(truth, 3);
-
-  TensorMap missing = saved;
-  missing.erase("shard.1/exp_avg.unit2.no_decay");
-  CHECK_THAT(refusal(missing), Catch::Contains("rank 1's piece of 'exp_avg.unit2.no_decay' is missing"));
-
-  TensorMap resized = saved;
-  resized["shard.0/master.unit0.decay"] = at::zeros({3});
-  CHECK_THAT(refusal(resized), Catch::Contains("rank 0's piece of 'master.unit0.decay' has 3 elements and this model's layout gives it 4"));
-
-  TensorMap foreign_unit = saved;
-  foreign_unit["shard.0/exp_avg.unit9.decay"] = at::zeros({2});
-  CHECK_THAT(refusal(foreign_unit), Catch::Contains("is for unit 9 and this model has 3 units"));
-
-  TensorMap steps = saved;
-  steps["shard.2/step.unit2.no_decay"] = at::tensor(std::int64_t{8}, at::kLong);
-  CHECK_THAT(refusal(steps), Catch::Contains("step counts for 'step.unit2.no_decay' differ"));
-
-  TensorMap stray = saved;
-  stray["shard.0/loss_scale"] = at::zeros({1});
-  CHECK_THAT(refusal(stray), Catch::Contains("unexpected entry 'shard.0/loss_scale'"));
-
-  TensorMap huge_unit = saved;
-  huge_unit["shard.0/exp_avg.unit99999999999.decay"] = at::zeros({1});
-  CHECK_THAT(refusal(huge_unit), Catch::Contains("unexpected entry 'shard.0/exp_avg.unit99999999999.decay'"));
-
-  TensorMap beyond = saved;
-  beyond["shard.3/exp_avg.unit0.decay"] = at::zeros({4});
-  CHECK_THAT(refusal(beyond), Catch::Contains("an entry of rank 3 of 3"));
-
-  TensorMap world_said = saved;
-  world_said["shard.2/shard_parameters.world_size"] = at::tensor(std::int64_t{4}, at::kLong);
-  CHECK_THAT(refusal(world_said), Catch::Contains("rank 2's state was sharded over 4 ranks, but the checkpoint was written by 3"));
-
-  TensorMap no_count = saved;
-  no_count.erase("shard_parameters.shards");
-  CHECK_THAT(refusal(no_count), Catch::Contains("no 'shard_parameters.shards' entry"));
-
-  TensorMap odd_count = saved;
-  odd_count["shard_parameters.shards"] = at::zeros({2});
-  CHECK_THAT(refusal(odd_count), Catch::Contains("'shard_parameters.shards' is not one integer"));
-
-  // A piece saved by a rank the layout gives none (unit 1 has no undecayed part).
-  TensorMap extra_piece = saved;
-  extra_piece["shard.0/exp_avg.unit1.no_decay"] = at::zeros({1});
-  CHECK_THAT(refusal(extra_piece), Catch::Contains("a piece this model's layout does not give it"));
+  const TensorMap saved = collected(truth, 3);
+  const auto one = [](std::int64_t value) { return at::tensor(value, at::kLong); };
+  struct Damage {
+    std::function<void(TensorMap&)> apply;
+    std::string says;
+  };
+  const std::vector<Damage> damages{
+      {[](TensorMap& m) { m.erase("shard.1/exp_avg.unit2.no_decay"); },
+       "rank 1's piece of 'exp_avg.unit2.no_decay' is missing"},
+      {[](TensorMap& m) { m["shard.0/master.unit0.decay"] = at::zeros({3}); },
+       "rank 0's piece of 'master.unit0.decay' has 3 elements and this model's layout gives it 4"},
+      {[](TensorMap& m) { m["shard.0/exp_avg.unit9.decay"] = at::zeros({2}); },
+       "is for unit 9 and this model has 3 units"},
+      {[&](TensorMap& m) { m["shard.2/step.unit2.no_decay"] = one(8); },
+       "step counts for 'step.unit2.no_decay' differ"},
+      {[](TensorMap& m) { m["shard.0/loss_scale"] = at::zeros({1}); }, "unexpected entry 'shard.0/loss_scale'"},
+      {[](TensorMap& m) { m["shard.0/exp_avg.unit99999999999.decay"] = at::zeros({1}); },
+       "unexpected entry 'shard.0/exp_avg.unit99999999999.decay'"},
+      {[](TensorMap& m) { m["shard.3/exp_avg.unit0.decay"] = at::zeros({4}); }, "an entry of rank 3 of 3"},
+      {[&](TensorMap& m) { m["shard.2/shard_parameters.world_size"] = one(4); },
+       "rank 2's state was sharded over 4 ranks, but the checkpoint was written by 3"},
+      {[](TensorMap& m) { m.erase("shard_parameters.shards"); }, "no 'shard_parameters.shards' entry"},
+      {[](TensorMap& m) { m["shard_parameters.shards"] = at::zeros({2}); },
+       "'shard_parameters.shards' is not one integer"},
+      // A piece saved by a rank the layout gives none (unit 1 has no undecayed part).
+      {[](TensorMap& m) { m["shard.0/exp_avg.unit1.no_decay"] = at::zeros({1}); },
+       "a piece this model's layout does not give it"},
+  };
+  for (const Damage& damage : damages) {
+    TensorMap damaged = saved;
+    damage.apply(damaged);
+    CHECK_THAT(refusal(damaged), Catch::Contains(damage.says));
+  }
 }

@@ -200,8 +200,8 @@ TEST_CASE("ZeRO-3 (--shard_parameters): a resumed run repeats the uninterrupted 
   CHECK(resumed == whole);
   CHECK(read_file(dir.file("resumed/model.safetensors")) == read_file(dir.file("whole/model.safetensors")));
 
-  // The export (streamed unit by unit) is bit for bit the model the last checkpoint holds (written
-  // from the whole model gathered), and the 1-rank run's to rounding.
+  // The export and the last checkpoint hold the same model bit for bit (both written unit by unit
+  // from the shards), and it is the 1-rank run's to rounding.
   const auto sharded_model = saved_weights(dir.file("whole"));
   const auto checkpointed = saved_weights(dir.file("whole/checkpoint-12"));
   REQUIRE(sharded_model.size() == checkpointed.size());
@@ -233,6 +233,13 @@ TEST_CASE("ZeRO-3 (--shard_parameters): a resumed run repeats the uninterrupted 
     any_differs_from_last = any_differs_from_last || !at::equal(best[i].second, sharded_model[i].second);
   }
   CHECK(any_differs_from_last);  // the step-12 model was not the one exported
+
+  // The sharded optimizer state does not fit a run without --shard_parameters: refused by name.
+  const RunResult unsharded = run_trainer(with(run_args(dir, kGpt2, dir.file("unsharded"), "", kGlobalBatch / 2),
+                                               {"--nproc", "2", "--resume_from_checkpoint", dir.file("whole/checkpoint-6")}));
+  CHECK(unsharded.exit_code != 0);
+  CHECK_THAT(unsharded.out + unsharded.err,
+             Catch::Contains("was saved with --shard_parameters (ZeRO-3): resume it with --shard_parameters true"));
 
   // Resumed at another world size (as an elastic restart does): the 3 ranks' optimizer shards cut
   // again for 2 and for 4 ranks, on the same global batch, continue the 1-rank run.

@@ -324,12 +324,23 @@ class DistributedEngine final : public engine::TrainingEngine {
   template <class F>
   auto guarded(F&& f) -> decltype(f()) {
     try {
+      const EngineCall call(in_engine_call_);
       return f();
     } catch (const std::exception&) {
       watch_->await_verdict();
       throw;
     }
   }
+
+  // Marks the time inside guarded(), where a failure already waits for the verdict once.
+  struct EngineCall {
+    explicit EngineCall(bool& flag) : flag_(flag), outer_(flag) { flag_ = true; }
+    ~EngineCall() { flag_ = outer_; }
+    EngineCall(const EngineCall&) = delete;
+    EngineCall& operator=(const EngineCall&) = delete;
+    bool& flag_;
+    bool outer_;
+  };
 
   // Waits for a collective, counting the time in comm_wait_.
   void wait(const c10::intrusive_ptr<c10d::Work>& work) {
@@ -347,8 +358,10 @@ class DistributedEngine final : public engine::TrainingEngine {
     }
     if (parameters.empty()) throw std::invalid_argument("the model has no trainable parameters");
     if (options_.shard_parameters) {
-      sharded_ = std::make_unique<ShardedStep>(parameters, settings, options_, backend_,
-                                               [this] { watch_->await_verdict(); });
+      // A gather in the model's forward or autograd's backward fails outside guarded().
+      sharded_ = std::make_unique<ShardedStep>(parameters, settings, options_, backend_, [this] {
+        if (!in_engine_call_) watch_->await_verdict();
+      });
       return;
     }
     const bool offload = options_.offload == engine::Offload::optimizer;
@@ -477,6 +490,7 @@ class DistributedEngine final : public engine::TrainingEngine {
   bool low_precision_ = false;                    // the parameters are bf16/fp16
   at::Tensor grad_scale_;  // the offloaded update's clipping scale, fp64 on the device (finish_gradients())
   double comm_wait_ = 0;  // comm_wait_seconds()
+  bool in_engine_call_ = false;  // inside guarded()
 };
 
 }  // namespace

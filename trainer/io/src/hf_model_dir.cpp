@@ -192,7 +192,6 @@ bool is_weight_file_name(std::string_view name) {
 
 namespace {
 
-
 // Weight files an earlier save may have left: a stale model.safetensors would shadow new shards.
 void remove_weight_files(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -210,8 +209,7 @@ void save_weights(const fs::path& dir, const std::vector<DeferredTensor>& weight
   std::vector<std::vector<DeferredTensor>> shards(1);
   std::uint64_t in_shard = 0, total = 0;
   for (const DeferredTensor& w : weights) {
-    std::uint64_t size = dtype_size(w.dtype);
-    for (std::int64_t d : w.shape) size *= static_cast<std::uint64_t>(d);
+    const std::uint64_t size = tensor_byte_count(w.dtype, w.shape);
     if (!shards.back().empty() && in_shard + size > max_shard_bytes) {
       shards.emplace_back();
       in_shard = 0;

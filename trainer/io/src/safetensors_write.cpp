@@ -19,12 +19,6 @@ struct HeaderEntry {
   std::uint64_t bytes;
 };
 
-std::uint64_t byte_count(Dtype dtype, const std::vector<std::int64_t>& shape) {
-  std::uint64_t numel = 1;
-  for (std::int64_t d : shape) numel *= static_cast<std::uint64_t>(d);
-  return numel * dtype_size(dtype);
-}
-
 // The 8-byte length prefix followed by the padded header.
 std::vector<std::byte> header_bytes(std::span<const HeaderEntry> tensors,
                                     const std::map<std::string, std::string>& metadata) {
@@ -45,7 +39,7 @@ std::vector<std::byte> header_bytes(std::span<const HeaderEntry> tensors,
       if (d < 0) throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has a negative dimension");
       shape.emplace_back(d);
     }
-    const std::uint64_t need = byte_count(t.dtype, t.shape);
+    const std::uint64_t need = tensor_byte_count(t.dtype, t.shape);
     if (need != t.bytes) {
       throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has " + std::to_string(t.bytes) +
                              " bytes, its shape and dtype need " + std::to_string(need));
@@ -78,6 +72,12 @@ std::vector<std::byte> header_bytes(std::span<const TensorBytes> tensors,
 
 }  // namespace
 
+std::uint64_t tensor_byte_count(Dtype dtype, std::span<const std::int64_t> shape) {
+  std::uint64_t numel = 1;
+  for (std::int64_t d : shape) numel *= static_cast<std::uint64_t>(d);
+  return numel * dtype_size(dtype);
+}
+
 std::vector<std::byte> serialize_safetensors(std::span<const TensorBytes> tensors,
                                              const std::map<std::string, std::string>& metadata) {
   std::vector<std::byte> out = header_bytes(tensors, metadata);
@@ -108,7 +108,7 @@ void stream_deferred_safetensors(const ChunkSink& sink, std::span<const Deferred
     for (std::int64_t d : t.shape) {
       if (d < 0) throw SafetensorsError("safetensors writer: tensor \"" + t.name + "\" has a negative dimension");
     }
-    entries.push_back({t.name, t.dtype, t.shape, byte_count(t.dtype, t.shape)});
+    entries.push_back({t.name, t.dtype, t.shape, tensor_byte_count(t.dtype, t.shape)});
   }
   sink(header_bytes(std::span<const HeaderEntry>(entries), metadata));
   for (std::size_t i = 0; i < tensors.size(); ++i) {

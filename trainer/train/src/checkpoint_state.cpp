@@ -143,6 +143,11 @@ const std::string& state_blob(const std::filesystem::path& dir, const io::Checkp
 
 void load_optimizer(const std::filesystem::path& dir, engine::TrainingEngine& engine,
                     const engine::TensorMap& optimizer) {
+  const bool sharded_parameters = optimizer.contains(engine::kParameterShardKeys.layout) ||
+                                  optimizer.contains(engine::kParameterShardKeys.count);
+  if (sharded_parameters && !engine.parameter_units()) {
+    fail(dir, "was saved with --shard_parameters (ZeRO-3): resume it with --shard_parameters true");
+  }
   try {
     engine.load_optimizer_state(optimizer);
   } catch (const std::runtime_error& e) {

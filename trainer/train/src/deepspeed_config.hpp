@@ -32,7 +32,7 @@ struct DeepSpeedMapping {
 
 // `file_or_json`: a path, or the JSON itself when it starts with '{' (HF accepts a dict). Throws
 // UsageError naming the file, the key and the problem: unreadable or malformed JSON, a value of
-// the wrong kind, a setting this trainer does not have (ZeRO stage 3, offload_param, nvme, an
+// the wrong kind, a setting this trainer does not have (offload_param without stage 3, nvme, an
 // optimizer other than Adam/AdamW, another scheduler), or an unknown key.
 DeepSpeedMapping read_deepspeed_config(const std::string& file_or_json);
 

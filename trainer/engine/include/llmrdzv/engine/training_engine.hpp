@@ -53,9 +53,10 @@ class ParameterUnits {
   // Every unit gathered into the parameters until the next micro-step or read_unit_of(): for
   // writing weights into the whole model (loading the best checkpoint's at the end).
   virtual void gather_whole() = 0;
-  // Reading the model one parameter at a time (the streamed export): gathers the unit `parameter`
-  // belongs to and frees the one read before. Values written into a whole model gathered before
-  // (loaded weights) become the shards first. Every rank makes the same calls in the same order.
+  // Reading the model one parameter at a time (checkpoints, the export): gathers the unit
+  // `parameter` belongs to and frees the one read before. Values written into a whole model
+  // gathered before (loaded weights) become the shards first, though not the optimizer's fp32
+  // masters (weights are loaded after the last step). Every rank makes the same calls in order.
   virtual void read_unit_of(const at::Tensor& parameter) = 0;
 };
 

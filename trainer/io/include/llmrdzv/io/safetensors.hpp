@@ -32,6 +32,8 @@ enum class Dtype { BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32
 
 std::string_view dtype_name(Dtype dtype);         // "F32", ...
 std::size_t dtype_size(Dtype dtype);              // bytes per element
+// Bytes of a tensor of this dtype and shape (no negative dimension).
+std::uint64_t tensor_byte_count(Dtype dtype, std::span<const std::int64_t> shape);
 bool dtype_from_name(std::string_view name, Dtype& out);
 
 // Header cap: the reference implementation's 100 MB.
