@@ -1,6 +1,7 @@
 // Damaged model files of a Hugging Face model directory: config.json (GPT-2, OPT and Llama as
-// our export writes them), model.safetensors and a sharded model's index; and a training
-// checkpoint's MANIFEST.json (its files are held to their SHA-256 there). Each is refused with
+// our export writes them), model.safetensors (also as a model built without values reads it) and
+// a sharded model's index; and a training checkpoint's MANIFEST.json (its files are held to their
+// SHA-256 there). Each is refused with
 // the loader's own errors (ConfigError, HfFormatError, SafetensorsError), never with a torch
 // internal ("shape '[24, 72]' is invalid for input of size 70") or a standard library one.
 // config.json goes through the parser and validation only: a damaged size such as
@@ -15,6 +16,7 @@
 #include "feed_damaged.hpp"
 #include "llmrdzv/io/checkpoint.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/io/safetensors.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/model/config_error.hpp"
@@ -75,6 +77,15 @@ TEST_CASE("damaged model weights or a damaged shard index are refused with the l
   });
   feed_damaged<Refused>("load_hf_weights, model.safetensors.index.json", {index}, 2000, [&](const std::string& text) {
     refused_as_loader_errors([&] { io::load_hf_weights(model, scratch.write("sharded/model.safetensors.index.json", text)); });
+  });
+  // A model built without values (each ZeRO-3 rank's) checks the same files with nothing but its
+  // shapes, then reads them a parameter at a time.
+  model::CausalLm deferred = model::make_causal_lm(tiny_gpt2(), model::WeightInit::deferred);
+  feed_damaged<Refused>("HfWeights of a deferred model, model.safetensors", {weights}, 1000, [&](const std::string& bytes) {
+    refused_as_loader_errors([&] {
+      const io::HfWeights files(deferred, scratch.write("damaged/model.safetensors", bytes));
+      for (const auto& item : deferred->named_parameters()) files.read(item.key(), at::empty(item.value().sizes()));
+    });
   });
 }
 

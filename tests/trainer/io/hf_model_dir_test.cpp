@@ -4,7 +4,8 @@
 // logits, loss and gradients (GPT-2 also in the legacy layout and in shards); a model we save
 // loads in AutoModelForCausalLM with the same logits, and saving reads each parameter only when it
 // is written (a sharded model is exported unit by unit); bad directories and weight files are
-// rejected naming the file and the tensor.
+// rejected naming the file and the tensor; a model built without values (ZeRO-3) reads the
+// files one parameter at a time.
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
@@ -16,6 +17,7 @@
 #include <fstream>
 
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "scratch_dir.hpp"
 
@@ -185,6 +187,37 @@ TEST_CASE("a model saved in shards loads in transformers and back into ours", "[
   CHECK(fs::exists(out / "model.safetensors"));
   CHECK_FALSE(fs::exists(out / "model.safetensors.index.json"));
   CHECK_FALSE(fs::exists(out / shards.front()));
+}
+
+TEST_CASE("a model built without values (ZeRO-3) is checked against the weight files and reads them one parameter at a time",
+          "[hf][deferred]") {
+  testing::ScratchDir dir;
+  torch::manual_seed(13);
+  model::CausalLm m = model::make_causal_lm(tiny());
+  const fs::path one = dir / "one", shards = dir / "shards";
+  io::save_hf_model(m, one);
+  io::save_hf_model(m, shards, {}, 8000);
+  for (const fs::path& weights : {one / "model.safetensors", shards / "model.safetensors.index.json"}) {
+    INFO(weights);
+    CHECK(io::hf_weights_path(weights.parent_path()) == weights);
+    model::CausalLm deferred = model::make_causal_lm(m->config(), model::WeightInit::deferred);
+    const io::HfWeights files(deferred, weights);
+    const auto theirs = m->named_parameters();
+    for (const auto& item : deferred->named_parameters()) {  // Conv1D's [in, out] read back as [out, in]
+      INFO(item.key());
+      const at::Tensor values = at::empty(item.value().sizes(), at::kDouble);
+      files.read(item.key(), values);
+      CHECK(at::equal(values.to(at::kFloat), theirs[item.key()]));
+    }
+    CHECK_THROWS_WITH(files.read("transformer.h.9.ln_1.weight", at::empty({24})),
+                      Catch::Contains("no weights were checked for parameter \"transformer.h.9.ln_1.weight\""));
+  }
+  // The checks need the model's shapes only: a tied head that differs is refused before any read.
+  io::NamedTensors untied = io::to_hf_state_dict(m);
+  untied.emplace_back("lm_head.weight", untied[0].second + 1.0);
+  io::save_tensors(dir / "untied.safetensors", untied);
+  CHECK_THROWS_WITH(io::HfWeights(model::make_causal_lm(m->config(), model::WeightInit::deferred), dir / "untied.safetensors"),
+                    Catch::Contains("lm_head.weight differs from transformer.wte.weight"));
 }
 
 TEST_CASE("saving streams the model: each parameter is read only after its hook and not after the next one's, in one file or in shards",

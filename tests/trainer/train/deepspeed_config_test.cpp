@@ -111,6 +111,8 @@ TEST_CASE("ZeRO-3 is --shard_parameters with offload_param cpu as --offload_para
   CHECK(seeds.train.shard_parameters);
   CHECK(seeds.train.offload_parameters);
   CHECK(seeds.train.offload == Offload::optimizer);
+  CHECK(has_note(seeds, "zero_optimization.stage3_gather_16bit_weights_on_model_save: always on here"));
+  CHECK(has_note(seeds, "zero_optimization.stage3_max_live_parameters: no effect here"));
   CHECK_THAT(refusal(R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})"),
              Catch::Contains("\"zero_optimization.offload_param.device\": parameter offload") &&
                  Catch::Contains("needs \"zero_optimization.stage\": 3"));

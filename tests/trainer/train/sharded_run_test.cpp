@@ -4,8 +4,8 @@
 // gradient storages stay within its shards plus the units in flight (evaluations, checkpoints and
 // the export read the model unit by unit), a resumed run repeats the uninterrupted one bit for
 // bit, a resume at another world size reshards the optimizer state and continues the same run,
-// the saved model is the unsharded run's and --load_best_model_at_end's the best checkpoint's,
-// and transformers' documented ZeRO-3 CPU-offload DeepSpeed config runs as it is. The schedule's
+// the saved model is the unsharded run's and --load_best_model_at_end's the best checkpoint's, a
+// saved model is fine-tuned read unit by unit from its shard files, and transformers' documented ZeRO-3 CPU-offload DeepSpeed config runs as it is. The schedule's
 // proof on the CPU: one GPU cannot show ZeRO-3.
 #include <ATen/ATen.h>
 
@@ -146,21 +146,49 @@ TEST_CASE("ZeRO-3 (--shard_parameters): GPT-2, OPT, Llama, Mistral, Qwen2, Qwen3
   }
 }
 
-TEST_CASE("ZeRO-3 (--shard_parameters) at 4 ranks with an untied head and in bf16 as plain data parallelism follows fp32",
+TEST_CASE("ZeRO-3 (--shard_parameters) at 4 ranks with an untied head, fine-tuning that model read unit by unit, and in bf16 as plain data parallelism follows fp32",
           "[train][sharded]") {
   ScratchDir dir("sharded-four");
   dir.write("corpus.txt", corpus());
   const std::string untied = ",tie_word_embeddings=false";
+  // Saved in shards of at most 20 KB, with model.safetensors.index.json: fine-tuned below.
   const auto reference = [&] {
-    expect_ok(run_trainer(run_args(dir, kLlama, dir.file("one"), untied, kGlobalBatch)));
+    expect_ok(run_trainer(with(run_args(dir, kLlama, dir.file("one"), untied, kGlobalBatch),
+                               {"--save_safetensors_max_shard_size", "20KB"})));
     return metric_series(dir.file("one/metrics.jsonl"), "loss");
   }();
+  REQUIRE(std::filesystem::exists(dir.file("one/model.safetensors.index.json")));
   std::vector<Residency> held;
   expect_same_losses(sharded_losses(dir, kLlama, "four", 4, {}, &held, untied), reference, 1e-5, "4 ranks, untied");
   check_bounds(held, 4, units_of(kLlama));
   bool head = false;
   for (const auto& [name, tensor] : saved_weights(dir.file("four"))) head = head || name == "lm_head.weight";
   CHECK(head);
+
+  // Fine-tuning that model: each ZeRO-3 rank builds it without values and reads it from the
+  // shard files a unit at a time (no rank holds it whole, within the same bounds), and the run is
+  // one plain rank's fine-tuning: the same first loss (the weights read are the saved ones) and
+  // the same curve.
+  const auto fine_tune = [&](const std::string& out, int ranks, std::vector<std::string> extra) {
+    std::vector<std::string> args{"--do_train", "--train_file", dir.file("corpus.txt"), "--validation_split_percentage", "0",
+                                  "--output_dir", dir.file(out), "--token_cache_dir", dir.file("cache"),
+                                  "--model_name_or_path", dir.file("one"), "--block_size", "16",
+                                  "--per_device_train_batch_size", std::to_string(kGlobalBatch / ranks),
+                                  "--gradient_accumulation_steps", "2", "--learning_rate", "1e-3", "--max_steps", "12",
+                                  "--logging_steps", "1", "--save_steps", "12", "--threads", "1", "--seed", "5"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const RunResult run = run_trainer(args);
+    expect_ok(run);
+    if (ranks > 1) held = residencies(run, ranks);
+    const auto losses = metric_series(dir.file(out + "/metrics.jsonl"), "loss");
+    REQUIRE(losses.size() == 12);
+    return losses;
+  };
+  const auto plain_tuned = fine_tune("tuned-one", 1, {});
+  CHECK(plain_tuned.front() < reference.front() - 0.2);  // it starts from the trained model, not from scratch
+  const auto sharded_tuned = fine_tune("tuned-three", 3, {"--nproc", "3", "--shard_parameters", "true"});
+  expect_same_losses(sharded_tuned, plain_tuned, 1e-5, "fine-tuned at 3 ranks");
+  check_bounds(held, 3, units_of(kLlama));
 
   // bf16 on the CPU: 2 sharded ranks against 2 plain data-parallel ones. The fp32 masters are
   // rounded to bf16 after every step, so a last-bit difference in the clip coefficient (the norm
@@ -273,4 +301,20 @@ TEST_CASE("ZeRO-3 (--shard_parameters): transformers' documented ZeRO-3 CPU-offl
   const auto losses = metric_series(dir.file("seeds/metrics.jsonl"), "loss");
   REQUIRE(losses.size() == 12);
   expect_same_losses(losses, reference, 1e-5, "the ZeRO-3 config at 2 ranks");
+}
+
+TEST_CASE("ZeRO-3 (--shard_parameters): a model whose shards this node cannot hold is refused before any parameter is made, saying what it needs",
+          "[train][sharded][memory]") {
+  ScratchDir dir("sharded-too-big");
+  dir.write("corpus.txt", corpus());
+  // 80.5 billion parameters: 16 bytes each over 2 ranks, both on this node, is some 1.2 TiB.
+  const RunResult run = run_trainer(with(run_args(dir, kGpt2, dir.file("out"), ",n_layer=100,n_embd=8192,n_head=64", 6),
+                                         {"--nproc", "2", "--shard_parameters", "true"}));
+  CHECK(run.exit_code != 0);
+  const std::string text = run.out + run.err;
+  CHECK_THAT(text, Catch::Contains("--shard_parameters: this model's 80.5 billion parameters need 12") &&
+                       Catch::Contains("of host memory on this node (2 ranks x") &&
+                       Catch::Contains("16 bytes per parameter over 2 ranks for the fp32 shards") &&
+                       Catch::Contains("GiB available"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("out/model.safetensors")));
 }

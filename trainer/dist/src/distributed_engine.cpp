@@ -230,7 +230,13 @@ class DistributedEngine final : public engine::TrainingEngine {
   c10::Device device() const override { return device_; }
 
   void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) override {
-    guarded([&] { attach_parameters(std::move(parameters), settings); });
+    guarded([&] { attach_parameters(std::move(parameters), settings, nullptr); });
+  }
+
+  void attach_deferred(std::vector<NamedParameter> parameters, const AdamWSettings& settings,
+                       const engine::DeferredValues& values) override {
+    if (!options_.shard_parameters) engine::TrainingEngine::attach_deferred(std::move(parameters), settings, values);
+    guarded([&] { attach_parameters(std::move(parameters), settings, &values); });
   }
 
   void begin_micro_step(bool last_micro_step) override {
@@ -349,8 +355,10 @@ class DistributedEngine final : public engine::TrainingEngine {
     comm_wait_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void attach_parameters(std::vector<NamedParameter> parameters, const AdamWSettings& settings) {
-    broadcast_from_rank0(parameters);
+  // `deferred`: the values come unit by unit (ShardedUnits), else rank 0's are broadcast first.
+  void attach_parameters(std::vector<NamedParameter> parameters, const AdamWSettings& settings,
+                         const engine::DeferredValues* deferred) {
+    if (!deferred) broadcast_from_rank0(parameters);
     std::vector<at::Tensor> tensors;
     for (const auto& p : parameters) {
       tensors.push_back(p.tensor);
@@ -359,9 +367,8 @@ class DistributedEngine final : public engine::TrainingEngine {
     if (parameters.empty()) throw std::invalid_argument("the model has no trainable parameters");
     if (options_.shard_parameters) {
       // A gather in the model's forward or autograd's backward fails outside guarded().
-      sharded_ = std::make_unique<ShardedStep>(parameters, settings, options_, backend_, [this] {
-        if (!in_engine_call_) watch_->await_verdict();
-      });
+      sharded_ = std::make_unique<ShardedStep>(
+          parameters, settings, options_, backend_, [this] { if (!in_engine_call_) watch_->await_verdict(); }, deferred);
       return;
     }
     const bool offload = options_.offload == engine::Offload::optimizer;

@@ -16,9 +16,9 @@ namespace llmrdzv::dist {
 
 ShardedStep::ShardedStep(const std::vector<engine::NamedParameter>& parameters, const engine::AdamWSettings& settings,
                          const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend,
-                         std::function<void()> before_failing)
+                         std::function<void()> before_failing, const engine::DeferredValues* deferred)
     : backend_(std::move(backend)),
-      units_(std::make_unique<ShardedUnits>(parameters, backend_, std::move(before_failing))) {
+      units_(std::make_unique<ShardedUnits>(parameters, backend_, std::move(before_failing), deferred)) {
   masters_.emplace(units_->shard_parameters());
   engine::EngineOptions local = options;
   local.shard_parameters = false;

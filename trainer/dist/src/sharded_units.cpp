@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "llmrdzv/kernel_support/tensor_storage.hpp"
+
 namespace llmrdzv::dist {
 namespace {
 
@@ -26,24 +28,6 @@ class GradientHook final : public torch::autograd::PostAccumulateGradHook {
   ShardedUnits& owner_;
   std::size_t index_;
 };
-
-// A unit's whole buffer without memory: every view of it (the model's parameters, the tensors
-// autograd saved for backward) keeps its shape and its storage object, whose bytes come back with
-// allocate() before anything reads them again. The version counters do not move, so autograd's
-// saved tensors stay valid across the swap.
-void free_storage(const at::Tensor& whole) {
-  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
-  storage->set_data_ptr_noswap(at::DataPtr(nullptr, whole.device()));
-  storage->set_nbytes(0);
-}
-
-void allocate_storage(const at::Tensor& whole) {
-  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
-  const std::size_t bytes = static_cast<std::size_t>(whole.numel()) * whole.element_size();
-  if (storage->nbytes() == bytes) return;
-  storage->set_data_ptr_noswap(storage->allocator()->allocate(bytes));
-  storage->set_nbytes(bytes);
-}
 
 std::int64_t storage_bytes(const at::Tensor& t) { return static_cast<std::int64_t>(t.storage().nbytes()); }
 
@@ -65,16 +49,18 @@ PiecePlace shard_piece(std::int64_t lo, std::int64_t hi, std::int64_t shard, std
 }
 
 ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters,
-                           c10::intrusive_ptr<c10d::Backend> backend, std::function<void()> before_failing)
+                           c10::intrusive_ptr<c10d::Backend> backend, std::function<void()> before_failing,
+                           const engine::DeferredValues* deferred)
     : backend_(std::move(backend)),
       before_failing_(std::move(before_failing)),
       rank_(backend_->getRank()),
       world_(backend_->getSize()) {
   if (parameters.empty()) throw std::invalid_argument("--shard_parameters: the model has no trainable parameters");
-  const at::TensorOptions options = parameters.front().tensor.options().requires_grad(false);
+  const at::TensorOptions options = parameters.front().tensor.options().requires_grad(false).dtype(
+      deferred ? deferred->dtype : parameters.front().tensor.scalar_type());
   int last_unit = 0;
   for (const auto& p : parameters) {
-    if (p.tensor.scalar_type() != options.dtype().toScalarType() || p.tensor.device() != options.device()) {
+    if (p.tensor.scalar_type() != parameters.front().tensor.scalar_type() || p.tensor.device() != options.device()) {
       throw std::invalid_argument("--shard_parameters: every parameter must have one dtype and device ('" + p.name +
                                   "' differs)");
     }
@@ -97,7 +83,7 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
   parameters_.reserve(parameters.size());
   for (const auto& p : parameters) parameters_.push_back(p.tensor);
   unit_of_.resize(parameters.size());
-  const std::int64_t element = static_cast<std::int64_t>(parameters.front().tensor.element_size());
+  const auto element = static_cast<std::int64_t>(c10::elementSize(options.dtype().toScalarType()));
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& unit = units_[u];
     for (std::size_t m : unit.members) {
@@ -106,16 +92,16 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
       if (parameters[m].decay) unit.decay_numel += parameters_[m].numel();
     }
     unit.shard = shard_numel(unit.numel, world_);
-    unit.whole = at::zeros({unit.shard * world_}, options);
+    unit.whole = deferred ? at::empty({unit.shard * world_}, options) : at::zeros({unit.shard * world_}, options);
     std::int64_t offset = 0;
     for (std::size_t m : unit.members) {
       at::Tensor& p = parameters_[m];
       at::Tensor slot = unit.whole.narrow(0, offset, p.numel()).view(p.sizes());
-      slot.copy_(p);
+      if (!deferred) slot.copy_(p);
       p.set_data(slot);
       offset += p.numel();
     }
-    unit.local = unit.whole.narrow(0, rank_ * unit.shard, unit.shard).clone();
+    unit.local = deferred ? at::zeros({unit.shard}, options) : unit.whole.narrow(0, rank_ * unit.shard, unit.shard).clone();
     unit_gradients_.push_back(at::zeros({unit.shard}, options.dtype(at::kFloat)));
     // This rank's shard of the unit, split where the decayed parameters end (the padding past
     // numel belongs to neither part and stays zero).
@@ -130,14 +116,40 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
     };
     add_part(0, unit.decay_numel, true);
     add_part(unit.decay_numel, unit.numel, false);
-    free_storage(unit.whole);
+    kernel_support::release_storage(unit.whole);
     residency_.whole_model_bytes += unit.numel * element;
     residency_.largest_unit_bytes = std::max(residency_.largest_unit_bytes, unit.numel * element);
     residency_.shard_bytes += storage_bytes(unit.local) + storage_bytes(unit_gradients_.back());
   }
   residency_.outer_unit_bytes = units_[0].numel * element;
+  if (deferred) fill_deferred(deferred->fill);
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], std::make_unique<GradientHook>(*this, i));
+  }
+}
+
+void ShardedUnits::fill_deferred(const std::function<void(std::size_t, const at::Tensor&)>& fill) {
+  // In model order, as the values are drawn: unit 0 (embeddings first, final norm and head last)
+  // stays from its first parameter to its last, each block only while its own are filled.
+  std::vector<std::size_t> filled(units_.size(), 0);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Unit& unit = units_[unit_of_[i]];
+    if (filled[unit_of_[i]] == 0) {
+      kernel_support::allocate_storage(unit.whole);
+      unit.whole.zero_();  // the padding past numel stays zero in every shard
+      note_gathered();
+    }
+    const at::Tensor values = at::empty(parameters_[i].sizes(), at::TensorOptions().dtype(at::kFloat));
+    fill(i, values);
+    parameters_[i].detach().copy_(values);
+    if (++filled[unit_of_[i]] < unit.members.size()) continue;
+    if (world_ > 1) {  // rank 0's values, as bytes (any dtype)
+      std::vector<at::Tensor> bytes{unit.whole.view(at::kByte)};
+      wait(guarded([&] { return backend_->broadcast(bytes); }));
+    }
+    unit.local.copy_(unit.whole.narrow(0, rank_ * unit.shard, unit.shard));
+    kernel_support::release_storage(unit.whole);
+    note_gathered();
   }
 }
 
@@ -178,7 +190,7 @@ void ShardedUnits::note_gathered() {
 }
 
 void ShardedUnits::start_gather(Unit& unit) {
-  allocate_storage(unit.whole);
+  kernel_support::allocate_storage(unit.whole);
   note_gathered();
   if (world_ == 1) {
     unit.whole.copy_(unit.local);
@@ -210,7 +222,7 @@ void ShardedUnits::release(Unit& unit) {
 void ShardedUnits::free_unit(Unit& unit) {
   if (unit.state == State::released) return;
   wait_gathered(unit);  // a gather in flight writes into the buffer: let it land first
-  free_storage(unit.whole);
+  kernel_support::release_storage(unit.whole);
   unit.state = State::released;
 }
 

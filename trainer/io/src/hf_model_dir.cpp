@@ -3,59 +3,21 @@
 // and tokenizer files.
 #include "llmrdzv/io/hf_model_dir.hpp"
 
-#include <ATen/ops/equal.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
 
+#include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/io/json.hpp"
 
 namespace llmrdzv::io {
-namespace {
 
 namespace fs = std::filesystem;
 
-std::string shape_text(at::IntArrayRef shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-bool is_floating(Dtype d) { return d == Dtype::F32 || d == Dtype::F16 || d == Dtype::BF16 || d == Dtype::F64; }
-
-// The weight files behind `path`: the file itself, or the shards a model.safetensors.index.json
-// names (plain file names next to it, each holding the tensors its weight_map assigns to it).
-std::vector<fs::path> weight_files(const fs::path& path, std::map<fs::path, std::vector<std::string>>& expected) {
-  if (!path.string().ends_with(".index.json")) return {path};
-  auto fail = [&](const std::string& what) -> void { throw HfFormatError(path.string() + ": " + what); };
-  json::Value doc;
-  try {
-    doc = json::parse(read_file(path));
-  } catch (const json::ParseError& e) {
-    fail(std::string("not valid JSON: ") + e.what());
-  }
-  const json::Value* map = doc.is_object() ? doc.find("weight_map") : nullptr;
-  if (!map || !map->is_object()) fail("no \"weight_map\" object");
-  std::vector<fs::path> files;
-  for (const auto& [name, file] : map->as_object()) {
-    if (!file.is_string() || file.as_string().empty() || file.as_string().find('/') != std::string::npos) {
-      fail("weight_map entry \"" + name + "\" is not a plain file name");
-    }
-    const fs::path shard = path.parent_path() / file.as_string();
-    if (!expected.count(shard)) files.push_back(shard);
-    expected[shard].push_back(name);
-  }
-  return files;
-}
-
-}  // namespace
-
-model::CausalLm load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
+fs::path hf_weights_path(const fs::path& dir) {
   if (!fs::is_directory(dir)) throw HfFormatError(dir.string() + ": not a directory");
-  const model::ModelConfig config = model::load_config(dir / "config.json");
   fs::path weights = dir / "model.safetensors";
   if (!fs::exists(weights)) weights = dir / "model.safetensors.index.json";
   if (!fs::exists(weights)) {
@@ -64,65 +26,19 @@ model::CausalLm load_hf_model(const fs::path& dir, const HfLoadOptions& options)
     }
     throw HfFormatError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
   }
-  model::CausalLm model = model::make_causal_lm(config, model::WeightInit::for_loading);  // every weight is loaded next
+  return weights;
+}
+
+model::CausalLm load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
+  const fs::path weights = hf_weights_path(dir);
+  model::CausalLm model = model::make_causal_lm(model::load_config(dir / "config.json"), model::WeightInit::for_loading);
   load_hf_weights(model, weights, options);
   return model;
 }
 
 void load_hf_weights(model::CausalLm& model, const fs::path& weights_path, const HfLoadOptions& options) {
-  std::map<fs::path, std::vector<std::string>> expected_by_shard;
-  const std::vector<fs::path> files = weight_files(weights_path, expected_by_shard);
-  std::map<std::string, at::Tensor> params;
-  for (auto& item : model->named_parameters()) params.emplace(item.key(), item.value());
-  std::set<std::string> loaded;
-  const bool tied = model->config().tie_word_embeddings();
-  const std::string prefix(model->hf_prefix()), embedding = model->embedding_name();
-  const std::string family(model->config().model_type());
-  at::Tensor lm_head;  // tied: a copy of the embedding some files carry, checked against it
-  at::NoGradGuard no_grad;
-
-  for (const fs::path& path : files) {
-    const SafetensorsFile file = SafetensorsFile::open(
-        path, options.low_cpu_mem_usage ? SafetensorsFile::Mode::mmap : SafetensorsFile::Mode::read);
-    auto fail = [&](const std::string& what) { throw HfFormatError(path.string() + ": " + what); };
-    for (const std::string& name : expected_by_shard[path]) {
-      if (!file.find(name)) fail("tensor \"" + name + "\" listed in " + weights_path.filename().string() + " is not in this shard");
-    }
-    for (const TensorInfo& info : file.tensors()) {
-      if (model->hf_ignored(info.name)) continue;
-      if (tied && info.name == "lm_head.weight") {
-        lm_head = tensor_from(file, info, /*alias=*/true);  // compared with wte once that is loaded
-        continue;
-      }
-      const std::string name =
-          info.name.starts_with(prefix) || info.name == "lm_head.weight" ? info.name : prefix + info.name;
-      const auto it = params.find(name);
-      if (it == params.end()) fail("unexpected tensor \"" + info.name + "\" (not a parameter of this " + family + " model)");
-      if (!loaded.insert(name).second) {
-        fail("tensor \"" + name + "\" appears twice (with and without the " + prefix + " prefix, or in two shards)");
-      }
-      if (!is_floating(info.dtype)) fail("tensor \"" + info.name + "\" has dtype " + std::string(dtype_name(info.dtype)) + ", not a float type");
-      at::Tensor& param = it->second;
-      const bool transposed = model->hf_transposed(name);
-      std::vector<std::int64_t> expected = param.sizes().vec();
-      if (transposed) std::swap(expected[0], expected[1]);
-      if (info.shape != expected) {
-        fail("tensor \"" + info.name + "\" has shape " + shape_text(info.shape) + ", config.json implies " +
-             shape_text(expected) + (transposed ? " (Conv1D [in, out])" : ""));
-      }
-      const at::Tensor source = tensor_from(file, info, /*alias=*/true);
-      param.copy_(transposed ? source.t() : source);
-    }
-  }
-  for (const auto& [name, param] : params) {
-    if (!loaded.count(name)) throw HfFormatError(weights_path.string() + ": missing tensor \"" + name + "\"");
-  }
-  const at::Tensor& wte = params.at(embedding);
-  if (lm_head.defined() && (lm_head.sizes() != wte.sizes() || !at::equal(lm_head.to(wte.scalar_type()), wte.cpu()))) {
-    throw HfFormatError(weights_path.string() + ": lm_head.weight differs from " + embedding +
-                        ", but the config ties them (tie_word_embeddings is true): set \"tie_word_embeddings\": "
-                        "false in config.json for a model with its own LM head");
-  }
+  HfWeights(model, weights_path)
+      .read_all(model, options.low_cpu_mem_usage ? SafetensorsFile::Mode::mmap : SafetensorsFile::Mode::read);
 }
 
 namespace {

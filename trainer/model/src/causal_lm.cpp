@@ -24,6 +24,11 @@ namespace llmrdzv::model {
 
 CausalLmImpl::CausalLmImpl(ModelConfig config) : config_(std::move(config)) {}
 
+void CausalLmImpl::init_weights() {
+  const WeightInitializer init = weight_initializer();
+  for (auto& item : named_parameters()) init(item.key(), item.value());
+}
+
 void CausalLmImpl::check_input_ids(const torch::Tensor& input_ids, std::int64_t past) const {
   if (input_ids.dim() != 2 || input_ids.scalar_type() != at::kLong) {
     throw std::invalid_argument("input_ids must be a 2-D int64 tensor [batch, time]");

@@ -5,10 +5,13 @@
 #include <ATen/ops/scalar_tensor.h>
 
 #include <cmath>
+#include <memory>
 #include <set>
+#include <string>
 
 #include "fast_dropout.hpp"
 #include "fast_linear.hpp"
+#include "llmrdzv/kernel_support/tensor_storage.hpp"
 #include "llmrdzv/model/decoder_lm.hpp"
 #include "module_paths.hpp"
 
@@ -36,12 +39,22 @@ DecoderLmImpl::DecoderLmImpl(ModelConfig config, DecoderRecipe recipe, WeightIni
     project_in_ = register_at(*this, n.project_in, projection(r.embed_dim, r.hidden_size));
   }
   embedding_dropout_ = register_module("embedding_dropout", torch::nn::Dropout(r.embedding_dropout));
+  // Deferred: each part's bytes go as soon as it is made, so at most one block's exist at once.
+  const auto made = [init](const torch::nn::Module& part) {
+    if (init != WeightInit::deferred) return;
+    for (const auto& p : part.parameters()) kernel_support::release_storage(p);
+  };
+  made(*this);
   layers_ = register_at(*this, n.layers, torch::nn::ModuleList());
-  for (std::int64_t i = 0; i < r.num_layers; ++i) layers_->push_back(DecoderLayer(recipe_, i));
+  for (std::int64_t i = 0; i < r.num_layers; ++i) {
+    layers_->push_back(DecoderLayer(recipe_, i));
+    made(*layers_[static_cast<std::size_t>(i)]);
+  }
   if (r.final_norm) final_norm_ = detail::make_norm(*this, r, n.final_norm, r.hidden_size);
   if (!r.tied_head) {
     lm_head_ = register_at(*this, n.lm_head, torch::nn::Linear(torch::nn::LinearOptions(r.embed_dim, r.vocab_size).bias(false)));
   }
+  made(*this);
   if (init == WeightInit::hf) init_weights();
 }
 
@@ -88,30 +101,30 @@ bool DecoderLmImpl::hf_ignored(std::string_view name) const {
   return false;
 }
 
-void DecoderLmImpl::init_weights() {
-  at::NoGradGuard no_grad;
-  const DecoderRecipe& r = *recipe_;
-  std::set<const void*> norms;
-  for (const auto& module : modules(/*include_self=*/false)) {  // (a constructor's `this` is no shared_ptr yet)
-    if (!module->as<torch::nn::LayerNorm>() && !module->as<RmsNorm>()) continue;
-    for (const auto& p : module->parameters()) norms.insert(p.unsafeGetTensorImpl());
+WeightInitializer DecoderLmImpl::weight_initializer() const {
+  // (named_modules() without self: a constructor's `this` is no shared_ptr yet.)
+  auto norms = std::make_shared<std::set<std::string>>();
+  for (const auto& item : named_modules(/*name_prefix=*/"", /*include_self=*/false)) {
+    if (!item.value()->as<torch::nn::LayerNorm>() && !item.value()->as<RmsNorm>()) continue;
+    for (const auto& p : item.value()->named_parameters(/*recurse=*/false)) norms->insert(item.key() + "." + p.key());
   }
-  const double output_std = r.init_std / std::sqrt(2.0 * static_cast<double>(r.num_layers));
-  const auto output_projection = [&](const std::string& name) {
-    for (const std::string* part : {&r.names.o, &r.names.fc_out, &r.names.down}) {
-      if (!part->empty() && name.ends_with("." + *part + ".weight")) return true;
-    }
-    return false;
-  };
-  for (auto& item : named_parameters()) {
-    const std::string& name = item.key();
-    torch::Tensor& p = item.value();
+  const double output_std = recipe_->init_std / std::sqrt(2.0 * static_cast<double>(recipe_->num_layers));
+  const std::string embedding = embedding_name();
+  return [recipe = recipe_, norms, output_std, embedding](const std::string& name, const at::Tensor& p) {
+    const DecoderRecipe& r = *recipe;
+    at::NoGradGuard no_grad;
+    const auto output_projection = [&] {
+      for (const std::string* part : {&r.names.o, &r.names.fc_out, &r.names.down}) {
+        if (!part->empty() && name.ends_with("." + *part + ".weight")) return true;
+      }
+      return false;
+    };
     if (name.ends_with(".bias")) p.zero_();
-    else if (norms.contains(p.unsafeGetTensorImpl())) p.fill_(r.norm == NormKind::rms_norm_one_plus ? 0.0 : 1.0);
-    else if (r.scaled_output_init && output_projection(name)) p.normal_(0.0, output_std);
+    else if (norms->contains(name)) p.fill_(r.norm == NormKind::rms_norm_one_plus ? 0.0 : 1.0);
+    else if (r.scaled_output_init && output_projection()) p.normal_(0.0, output_std);
     else p.normal_(0.0, r.init_std);
-  }
-  if (r.padding_idx) tokens_->weight[*r.padding_idx].zero_();
+    if (r.padding_idx && name == embedding) p[*r.padding_idx].zero_();
+  };
 }
 
 }  // namespace llmrdzv::model

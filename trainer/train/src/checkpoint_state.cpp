@@ -340,7 +340,7 @@ VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir) {
   return {dir, io::load_checkpoint(dir, /*alias=*/true)};
 }
 
-void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model) {
+io::HfWeights checkpoint_weights(const VerifiedCheckpoint& checkpoint, const model::CausalLm& model) {
   if (!checkpoint.data.tensor_files.contains(kModelFile)) fail(checkpoint.dir, "holds no model weights");
   const auto config_blob = checkpoint.data.blobs.find(kConfigFile);
   if (config_blob == checkpoint.data.blobs.end()) fail(checkpoint.dir, std::string("has no ") + kConfigFile);
@@ -348,7 +348,11 @@ void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model)
   if (model::config_to_json(saved) != model::config_to_json(model->config())) {
     fail(checkpoint.dir, "was written for another model configuration (compare its config.json with this run's options)");
   }
-  io::load_hf_weights(model, checkpoint.dir / kModelFile);
+  return io::HfWeights(model, checkpoint.dir / kModelFile);
+}
+
+void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model) {
+  checkpoint_weights(checkpoint, model).read_all(model, io::SafetensorsFile::Mode::read);
 }
 
 LoopState restore_state(const VerifiedCheckpoint& checkpoint, engine::TrainingEngine& engine) {

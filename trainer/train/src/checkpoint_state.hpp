@@ -19,6 +19,7 @@
 #include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/io/checkpoint.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 
@@ -82,8 +83,13 @@ struct VerifiedCheckpoint {
 // Throws io::CheckpointError naming the checkpoint and the problem (partial or corrupt files).
 VerifiedCheckpoint open_training_checkpoint(const std::filesystem::path& dir);
 
+// The checkpoint's model weights, checked against `model` (whose parameters need shapes, not
+// values): a model built without values (ZeRO-3) reads them unit by unit. Throws
+// io::CheckpointError when the checkpoint holds no model or one of another configuration.
+io::HfWeights checkpoint_weights(const VerifiedCheckpoint& checkpoint, const model::CausalLm& model);
+
 // Rank 0, before engine.attach (which makes the other ranks' weights equal to rank 0's): the
-// model weights. Throws io::CheckpointError when the checkpoint holds no model or another shape.
+// model weights, as checkpoint_weights reads them.
 void restore_model(const VerifiedCheckpoint& checkpoint, model::CausalLm& model);
 
 // Every rank, after engine.attach: optimizer state, RNG states and the loop state. A checkpoint of

@@ -319,6 +319,10 @@ class Walker {
       } else if (name == "allgather_bucket_size" || name == "reduce_bucket_size" || name == "allgather_partitions" ||
                  name == "reduce_scatter" || name == "round_robin_gradients") {
         note(key, "no effect here: --ddp_bucket_cap_mb and --offload_chunk_mb size the reductions and copies");
+      } else if (name == "stage3_gather_16bit_weights_on_model_save" || name == "stage3_gather_fp16_weights_on_model_save") {
+        // DeepSpeed's switch for saving the whole 16-bit model besides the ranks' partitions.
+        note(key, "always on here: checkpoints and the final model hold the whole model in HF's layout, gathered and "
+                  "written a unit at a time, beside each rank's optimizer shards");
       } else if (name == "elastic_checkpoint" || name == "load_from_fp32_weights" ||
                  name == "ignore_unused_parameters" || name == "legacy_stage1" || name == "memory_efficient_linear" ||
                  name == "zero_hpz_partition_size" || name == "mics_shard_size" || name == "sub_group_size" ||

@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 #include <stdexcept>
 
 #include "llmrdzv/hub/hub_cache.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
+#include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/io/json.hpp"
 #include "llmrdzv/model/decoder_lm.hpp"
 
@@ -163,6 +165,30 @@ model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenize
   require_model_type(source, model->config(), "the model in '" + source.model_name_or_path + "'");
   require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
   return model;
+}
+
+model::ModelConfig model_config_of(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
+  if (source.model_name_or_path.empty()) {
+    model::ModelConfig config = fresh_config(source, tokenizer);
+    require_covers_vocab(config, tokenizer, "the model config");
+    return config;
+  }
+  const std::string origin = "the model in '" + source.model_name_or_path + "'";
+  model::ModelConfig config = model::load_config(std::filesystem::path(source.model_name_or_path) / "config.json");
+  require_model_type(source, config, origin);
+  require_covers_vocab(config, tokenizer, origin);
+  return config;
+}
+
+DeferredModel build_deferred_model(const ModelSource& source, const model::ModelConfig& config) {
+  DeferredModel built{model::make_causal_lm(config, model::WeightInit::deferred), {}};
+  if (source.model_name_or_path.empty()) {
+    built.values = built.model->weight_initializer();
+    return built;
+  }
+  auto weights = std::make_shared<io::HfWeights>(built.model, io::hf_weights_path(source.model_name_or_path));
+  built.values = [weights](const std::string& name, const at::Tensor& values) { weights->read(name, values); };
+  return built;
 }
 
 model::CausalLm load_model(const std::string& dir, bool low_cpu_mem_usage) {

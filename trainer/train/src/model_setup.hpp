@@ -53,6 +53,19 @@ struct ModelSource {
 // global torch RNG (seed it first). Throws std::invalid_argument naming the problem.
 model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
 
+// The configuration build_model would make or load, checked as it checks it, without weights.
+model::ModelConfig model_config_of(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
+
+// ZeRO-3's model (--shard_parameters): built without values (model::WeightInit::deferred) and
+// where they come from, parameter by parameter (named_parameters() names): HF's initialisation
+// from the global RNG (seed it first, as for build_model), or the model directory's weights,
+// checked against the model before any is read (io::HfWeights). `config`: model_config_of's.
+struct DeferredModel {
+  model::CausalLm model;
+  model::WeightInitializer values;
+};
+DeferredModel build_deferred_model(const ModelSource& source, const model::ModelConfig& config);
+
 // A saved HF model directory (training and generate). One whose fp32 weights exceed this
 // machine's memory is refused from its config.json alone, before any weight is read, instead of
 // the kernel's OOM killer ending the process without a word.

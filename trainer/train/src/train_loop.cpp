@@ -36,6 +36,7 @@
 #include "llmrdzv/train/progress.hpp"
 #include "model_setup.hpp"
 #include "step_profiler.hpp"
+#include "trained_model.hpp"
 #include "training_data.hpp"
 
 namespace llmrdzv::train {
@@ -689,31 +690,17 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   const std::string config = locate(o.config_name, "--config_name", NamedThing::config, hub, hub_log);
   const ChosenTokenizer chosen = load_tokenizer(tokenizer_dir, model_dir);
   const tokenizer::Tokenizer& tokenizer = chosen.tokenizer;
-  model::CausalLm model = build_model({model_dir, config, o.model_type, o.config_overrides, o.low_cpu_mem_usage}, tokenizer);
-  model->set_activation_checkpointing(o.gradient_checkpointing);
-  const std::uint64_t block_size = resolve_block_size(o, model->config());
-
   std::optional<VerifiedCheckpoint> resume;
   if (!o.resume_from_checkpoint.empty()) {
     resume = open_training_checkpoint(resolve_checkpoint(o.resume_from_checkpoint, o.output_dir, engine.rank()));
-    if (engine.is_main()) restore_model(*resume, model);
   }
   const DeviceTraits device = device_traits(engine.device());
   const Precision precision = resolve_precision(o, device);
-  std::int64_t parameter_count = 0;
-  for (const auto& p : model->parameters()) parameter_count += p.numel();
-  if (const auto shortfall = device_memory_shortfall(parameter_count, precision.dtype, o.offload == Offload::optimizer,
-                                                     engine.world_size(), device)) {
-    throw std::runtime_error(*shortfall);
-  }
   apply_math_modes(precision);
-  // In one move: a bf16 model never exists in fp32 on the GPU.
-  model->to(engine.device(), scalar_type(precision.dtype));
-  engine.attach(trainable_parameters(model), {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay});
-  if (engine::ParameterUnits* units = engine.parameter_units()) {
-    model->set_unit_hooks({[units](int u) { units->before_forward(u); }, [units](int u) { units->after_forward(u); },
-                           [units](int u) { units->before_backward(u); }});
-  }
+  TrainedModel made = make_trained_model(o, {model_dir, config, o.model_type, o.config_overrides, o.low_cpu_mem_usage},
+                                         tokenizer, resume ? &*resume : nullptr, precision, engine);
+  model::CausalLm model = made.model;
+  const std::uint64_t block_size = resolve_block_size(o, model->config());
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
   const fs::path logging_dir = resolve_logging_dir(o, resume, state.logging_dir);
@@ -744,7 +731,8 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
 
   Reporter reporter(o, engine.is_main(), logging_dir, state.global_step, resume.has_value(), resumes_in_place(o, resume));
   for (const std::string& line : hub_log) reporter.message(line);
-  reporter.message("training on " + device_traits(engine.device()).name + " in " + describe(precision));
+  reporter.message("training on " + device.name + " in " + describe(precision));
+  for (const std::string& line : made.log) reporter.message(line);
   if (engine.device().is_cpu()) reporter.message("fp32 matrix products on " + model::cpu_gemm_backend());
   if (o.offload_parameters && engine.device().is_cpu()) {
     reporter.message("--offload_parameters: on the CPU the parameter shards are in host memory already");

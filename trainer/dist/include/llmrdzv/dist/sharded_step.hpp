@@ -22,11 +22,11 @@ namespace llmrdzv::dist {
 
 class ShardedStep {
  public:
-  // `parameters` already equal on every rank (the engine broadcast rank 0's); `before_failing`:
-  // ShardedUnits'.
+  // `parameters` already equal on every rank (the engine broadcast rank 0's), or without values
+  // and `deferred` to fill them; `before_failing`, `deferred`: ShardedUnits'.
   ShardedStep(const std::vector<engine::NamedParameter>& parameters, const engine::AdamWSettings& settings,
               const engine::EngineOptions& options, c10::intrusive_ptr<c10d::Backend> backend,
-              std::function<void()> before_failing);
+              std::function<void()> before_failing, const engine::DeferredValues* deferred = nullptr);
 
   ShardedUnits& units() { return *units_; }
 

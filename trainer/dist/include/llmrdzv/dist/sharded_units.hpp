@@ -71,8 +71,12 @@ class ShardedUnits final : public engine::ParameterUnits {
   // fails (a peer died), before the error goes on: these run inside the model's forward and
   // autograd's backward, outside the engine's calls, and the engine's failure watch must get its
   // chance to act on rdzvd's verdict (an elastic restart, or exit 3) there too.
+  // With `deferred` the parameters have shapes but no values (model::WeightInit::deferred): the
+  // units take DeferredValues' dtype, and each is filled (in model order), broadcast from rank 0
+  // and cut into shards before the next block's values exist, so no rank ever holds more than
+  // unit 0 and one block of them.
   ShardedUnits(const std::vector<engine::NamedParameter>& parameters, c10::intrusive_ptr<c10d::Backend> backend,
-               std::function<void()> before_failing = {});
+               std::function<void()> before_failing = {}, const engine::DeferredValues* deferred = nullptr);
   ~ShardedUnits() override;
   ShardedUnits(const ShardedUnits&) = delete;
   ShardedUnits& operator=(const ShardedUnits&) = delete;
@@ -122,6 +126,7 @@ class ShardedUnits final : public engine::ParameterUnits {
     std::size_t gradients_seen = 0;
   };
 
+  void fill_deferred(const std::function<void(std::size_t, const at::Tensor&)>& fill);
   void start_gather(Unit& unit);
   void wait_gathered(Unit& unit);
   void release(Unit& unit);    // frees unless all gathered, and notes the residency

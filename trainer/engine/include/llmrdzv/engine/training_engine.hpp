@@ -21,9 +21,12 @@
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
+#include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +61,17 @@ class ParameterUnits {
   // gathered before (loaded weights) become the shards first, though not the optimizer's fp32
   // masters (weights are loaded after the last step). Every rank makes the same calls in order.
   virtual void read_unit_of(const at::Tensor& parameter) = 0;
+};
+
+// The parameters' values for a model built without them (model::WeightInit::deferred), so that
+// an engine sharding parameters (ZeRO-3) materialises the model one unit at a time and no rank
+// ever holds all of it. `fill(i, values)` writes parameter i's values (attach's order) into
+// `values`, an fp32 tensor of its shape on the CPU; every rank calls it for every parameter in
+// model order (where the values are drawn from the RNG every rank draws the same), and rank 0's
+// values become every rank's. `dtype`: the type the parameters train in.
+struct DeferredValues {
+  std::function<void(std::size_t index, const at::Tensor& values)> fill;
+  at::ScalarType dtype = at::kFloat;
 };
 
 struct AdamWSettings {
@@ -121,6 +135,12 @@ class TrainingEngine {
   // optimizer state is loaded): make the parameters identical on all ranks and set the
   // optimizer up over them. `parameters` is in the model's order, the same on every rank.
   virtual void attach(std::vector<NamedParameter> parameters, const AdamWSettings& settings) = 0;
+  // attach() for a model built without values (DeferredValues): only an engine sharding the
+  // parameters takes one (the others throw std::logic_error; they hold the whole model anyway).
+  virtual void attach_deferred(std::vector<NamedParameter> /*parameters*/, const AdamWSettings& /*settings*/,
+                               const DeferredValues& /*values*/) {
+    throw std::logic_error("a model built without its values needs an engine that shards the parameters");
+  }
 
   // Before each micro-batch's backward. Only the last micro-batch of an accumulation
   // (`last_micro_step`) needs its gradients synchronised.

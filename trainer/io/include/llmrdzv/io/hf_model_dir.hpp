@@ -29,8 +29,12 @@ struct HfLoadOptions {
   bool low_cpu_mem_usage = false;
 };
 
-// Builds the model from dir/config.json and fills it from dir/model.safetensors, or from the
-// shards that dir/model.safetensors.index.json lists.
+// dir/model.safetensors, else dir/model.safetensors.index.json; HfFormatError when dir is no
+// directory or holds neither (naming a pytorch_model.bin found instead).
+std::filesystem::path hf_weights_path(const std::filesystem::path& dir);
+
+// Builds the model from dir/config.json and fills it from hf_weights_path(dir) (io::HfWeights
+// checks the files against the model first).
 model::CausalLm load_hf_model(const std::filesystem::path& dir, const HfLoadOptions& options = {});
 
 // Fills an existing model (shapes must match its config) from a safetensors file in HF layout, or

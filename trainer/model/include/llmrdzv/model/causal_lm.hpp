@@ -35,8 +35,17 @@ struct CausalLmOutput {
 
 // How a new model's weights start: HF's initialisation (init_weights), or left as torch's modules
 // make them when weights are loaded right after (skips a normal_ pass over every parameter:
-// 0.7 s of a 124M model's 3 s load here).
-enum class WeightInit { hf, for_loading };
+// 0.7 s of a 124M model's 3 s load here), or without values at all: `deferred` lets go of each
+// block's parameter bytes as soon as the block is made (kernel_support/tensor_storage.hpp), so
+// that a model larger than one process's memory can be built; the parameters keep their shapes
+// and the fp32 type, and nothing may run the model until an engine that shards it (ZeRO-3) has
+// filled them unit by unit (weight_initializer() or loaded weights). torch's modules draw from the
+// global RNG while they are made, in every mode, so HF's initialisation after a deferred build
+// draws the same numbers as init_weights() does after a full one.
+enum class WeightInit { hf, for_loading, deferred };
+
+// HF's initialisation of one parameter, by its name in the model (named_parameters()).
+using WeightInitializer = std::function<void(const std::string& name, const at::Tensor& values)>;
 
 // Calls around the model's parameter units, for an engine that keeps each unit's parameters
 // sharded across ranks and gathers them only while they are used (ZeRO-3). Unit 0 is every
@@ -84,9 +93,12 @@ class CausalLmImpl : public torch::nn::Module {
   // the tokens to generate, not the context (a 7B Llama-2's full 4096 positions take 2 GiB in bf16).
   KvCache new_cache(std::int64_t batch, std::int64_t positions = 0) const;
 
-  // The family's HF initialisation (normal(0, its std) for weights, zero biases, unit norms, ...).
-  // Uses the global torch RNG.
-  virtual void init_weights() = 0;
+  // The family's HF initialisation (normal(0, its std) for weights, zero biases, unit norms, ...)
+  // of every parameter in model order: weight_initializer() on each. Uses the global torch RNG.
+  void init_weights();
+  // The same initialisation for one parameter at a time, into any fp32 tensor of its shape (a
+  // deferred model's values, filled unit by unit): the same draws when called in model order.
+  virtual WeightInitializer weight_initializer() const = 0;
 
   // Activation checkpointing: recompute each block in backward (RNG state restored, so dropout
   // masks match and gradients equal the non-checkpointed ones).

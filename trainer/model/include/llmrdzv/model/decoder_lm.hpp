@@ -85,7 +85,7 @@ class DecoderLmImpl : public CausalLmImpl {
  public:
   DecoderLmImpl(ModelConfig config, DecoderRecipe recipe, WeightInit init = WeightInit::hf);
 
-  void init_weights() override;
+  WeightInitializer weight_initializer() const override;
 
   std::string_view hf_prefix() const override { return prefix_; }
   std::string embedding_name() const override { return recipe_->names.embed_tokens + ".weight"; }
