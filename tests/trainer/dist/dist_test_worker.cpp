@@ -10,6 +10,10 @@
 //                a run with delayed updates from step 2 on: the parameters it shows after each
 //                step, what they should be (the undelayed run's one step late) and its state()
 //   hang         joins, then blocks in an all-reduce (a test kills a peer)
+//   deferred-fill  ShardedUnits over parameters without values (ZeRO-3's deferred model) of
+//                --dtype, each rank filling different values: prints "rank <r> equal <0|1> peak
+//                <bytes> outer <bytes> largest <bytes>": whether every rank ends with rank 0's
+//                values (gathered whole) and the most whole-unit bytes alive while filling
 //   offload-overlap  (GPU) steps OffloadAdamW over one parameter of --params floats on cuda:0 in
 //                chunks of --chunk through an NCCL group, --steps times, printing per step
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
@@ -45,8 +49,10 @@
 #include "llmrdzv/dist/offload_optimizer.hpp"
 #include "llmrdzv/dist/process_group.hpp"
 #include "llmrdzv/dist/rdzv_store.hpp"
+#include "llmrdzv/dist/sharded_units.hpp"
 #include "llmrdzv/engine/single_process_engine.hpp"
 #include "llmrdzv/engine/training_engine.hpp"
+#include "llmrdzv/kernel_support/tensor_storage.hpp"
 
 namespace {
 
@@ -201,6 +207,41 @@ int run_memory(const Args& a) {
   dist::OffloadAdamW optimizer({{param, true}}, {{0, a.params}}, g.backend, {}, {}, a.chunk);
   const long grown = resident_bytes() - before;
   std::printf("rank %d rss_growth %ld state_bytes %zu\n", g.assignment.rank, grown, optimizer.state_bytes());
+  g.backend->barrier()->wait();
+  g.client->leave();
+  return 0;
+}
+
+// Three units of odd sizes (unit 0 split around the blocks, as a model's embeddings and head are)
+// whose parameters have shapes and no bytes; rank r fills parameter i with i + 0.001 * k + 100 r.
+int run_deferred_fill(const Args& a) {
+  Group g = join_group();
+  const int rank = g.assignment.rank;
+  const at::ScalarType dtype = a.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
+  const std::vector<std::pair<std::vector<std::int64_t>, int>> shapes{
+      {{37, 5}, 0}, {{11}, 0}, {{13, 7}, 1}, {{7}, 1}, {{29, 3}, 2}, {{3}, 2}, {{17, 5}, 0}};
+  std::vector<engine::NamedParameter> params;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    at::Tensor p = torch::empty(shapes[i].first).requires_grad_(true);
+    kernel_support::release_storage(p);
+    params.push_back({"p" + std::to_string(i), p, shapes[i].first.size() > 1, shapes[i].second});
+  }
+  const auto values_of = [](std::size_t i, const at::Tensor& like, int filler) {
+    return (torch::arange(like.numel(), torch::kFloat) * 0.001 + double(i) + 100.0 * filler).view(like.sizes());
+  };
+  const engine::DeferredValues deferred{
+      [&](std::size_t i, const at::Tensor& values) { values.copy_(values_of(i, values, rank)); }, dtype};
+  dist::ShardedUnits units(params, g.backend, {}, &deferred);
+  const dist::ShardResidency filled = units.residency();
+  units.gather_whole();
+  bool equal = true;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const at::Tensor& p = params[i].tensor;
+    equal = equal && p.scalar_type() == dtype && at::equal(p.detach(), values_of(i, p, 0).to(dtype));
+  }
+  std::printf("rank %d equal %d peak %lld outer %lld largest %lld\n", rank, int(equal),
+              static_cast<long long>(filled.peak_gathered_bytes), static_cast<long long>(filled.outer_unit_bytes),
+              static_cast<long long>(filled.largest_unit_bytes));
   g.backend->barrier()->wait();
   g.client->leave();
   return 0;
@@ -464,6 +505,7 @@ int main(int argc, char** argv) {
     if (a.mode == "memory") return run_memory(a);
     if (a.mode == "offload-bits") return run_offload_bits(a);
     if (a.mode == "hang") return run_hang();
+    if (a.mode == "deferred-fill") return run_deferred_fill(a);
     if (a.mode == "offload-overlap") return run_offload_overlap(a);
     if (a.mode == "offload-delayed-order") return run_offload_delayed_order(a);
     std::cerr << "dist-test-worker: unknown --mode '" << a.mode << "'\n";

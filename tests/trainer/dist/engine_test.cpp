@@ -2,7 +2,8 @@
 // 2 and 4 ranks (real processes, Gloo over loopback, a real rdzvd) give the same losses, gradient
 // norms and final weights as 1 rank, for plain data parallel and for --offload optimizer, with
 // and without gradient accumulation. Also: offload state per rank falls as 1/world (measured
-// RSS), and a rank that dies ends the others promptly with a clear error.
+// RSS), ZeRO-3's model built without values ends as rank 0's on every rank, filled a unit at a
+// time, and a rank that dies ends the others promptly with a clear error.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -125,6 +126,30 @@ TEST_CASE("offload optimizer state per rank falls as 1/world (measured RSS)") {
   CHECK(growth_per_world[1] >= 0.9 * 12 * params);
   CHECK(growth_per_world[2] / growth_per_world[1] == Approx(0.5).margin(0.06));
   CHECK(growth_per_world[4] / growth_per_world[1] == Approx(0.25).margin(0.06));
+}
+
+TEST_CASE("ZeRO-3's deferred model: units filled in model order with different values on every rank end as rank 0's, never more than unit 0 and one block whole") {
+  for (const std::string dtype : {"f32", "bf16"}) {
+    for (const int world : {1, 3}) {
+      INFO(dtype << " at " << world << " ranks");
+      const WorkerRun run = run_workers(world, {"--mode", "deferred-fill", "--dtype", dtype});
+      require_success(run);
+      const auto lines = lines_with(run, "rank ");
+      REQUIRE(lines.size() == std::size_t(world));
+      for (const auto& line : lines) {
+        INFO(line);
+        std::istringstream in(line);
+        std::string word;
+        int rank = 0, equal = 0;
+        long long peak = 0, outer = 0, largest = 0;
+        in >> word >> rank >> word >> equal >> word >> peak >> word >> outer >> word >> largest;
+        CHECK(equal == 1);
+        // Unit 0 (the first and the last parameters) and one block at a time, padded to the ranks.
+        CHECK(peak > std::max(outer, largest));
+        CHECK(peak <= outer + largest + 2 * 4 * world);
+      }
+    }
+  }
 }
 
 TEST_CASE("a hung rank ends the others promptly with a clear error instead of a stuck collective") {

@@ -2,12 +2,14 @@
 // family's parameters have their shapes and no bytes, and HF's initialisation filled into them one
 // parameter at a time in model order (weight_initializer, as the engine fills them unit by unit)
 // draws exactly what a fully built model's init_weights draws, leaving the RNG where it leaves it
-// (OPT's padding row zeroed, as HF's _init_weights leaves it).
+// (OPT's padding row zeroed, as HF's _init_weights leaves it). The per-parameter rules themselves
+// are init_weights' (one WeightInitializer both use): what this shows is that a model built
+// without values and filled in model order draws the same numbers in the same order.
 #include <ATen/ops/equal.h>
 #include <ATen/ops/rand.h>
 #include <torch/utils.h>
 
-#include "family_runs.hpp"
+#include "tiny_families.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 
 // Last: c10/util/Logging.h defines its own CHECK macro, Catch's must win.

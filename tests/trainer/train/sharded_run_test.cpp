@@ -316,5 +316,4 @@ TEST_CASE("ZeRO-3 (--shard_parameters): a model whose shards this node cannot ho
                        Catch::Contains("of host memory on this node (2 ranks x") &&
                        Catch::Contains("16 bytes per parameter over 2 ranks for the fp32 shards") &&
                        Catch::Contains("GiB available"));
-  CHECK_FALSE(std::filesystem::exists(dir.file("out/model.safetensors")));
 }

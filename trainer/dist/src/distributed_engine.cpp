@@ -235,7 +235,9 @@ class DistributedEngine final : public engine::TrainingEngine {
 
   void attach_deferred(std::vector<NamedParameter> parameters, const AdamWSettings& settings,
                        const engine::DeferredValues& values) override {
-    if (!options_.shard_parameters) engine::TrainingEngine::attach_deferred(std::move(parameters), settings, values);
+    if (!options_.shard_parameters) {
+      throw std::logic_error("a model built without its values needs --shard_parameters (the engine holds it whole)");
+    }
     guarded([&] { attach_parameters(std::move(parameters), settings, &values); });
   }
 
@@ -362,7 +364,7 @@ class DistributedEngine final : public engine::TrainingEngine {
     std::vector<at::Tensor> tensors;
     for (const auto& p : parameters) {
       tensors.push_back(p.tensor);
-      low_precision_ = low_precision_ || p.tensor.scalar_type() != at::kFloat;
+      low_precision_ = low_precision_ || (deferred ? deferred->dtype : p.tensor.scalar_type()) != at::kFloat;
     }
     if (parameters.empty()) throw std::invalid_argument("the model has no trainable parameters");
     if (options_.shard_parameters) {

@@ -1,6 +1,7 @@
-// Loading and saving Hugging Face model directories: name mapping (optional base-model prefix),
-// the family's transposed weights, tied-head checks and untied heads (lm_head.weight), config.json
-// and tokenizer files.
+// Loading and saving Hugging Face model directories: where the weights are, config.json, the
+// weights read through io::HfWeights (which maps names and checks them), and saving in HF's
+// layout (the family's transposed weights, no lm_head when tied, shards and their index) with the
+// tokenizer files.
 #include "llmrdzv/io/hf_model_dir.hpp"
 
 #include <algorithm>
@@ -30,8 +31,10 @@ fs::path hf_weights_path(const fs::path& dir) {
 }
 
 model::CausalLm load_hf_model(const fs::path& dir, const HfLoadOptions& options) {
+  if (!fs::is_directory(dir)) throw HfFormatError(dir.string() + ": not a directory");
+  const model::ModelConfig config = model::load_config(dir / "config.json");
   const fs::path weights = hf_weights_path(dir);
-  model::CausalLm model = model::make_causal_lm(model::load_config(dir / "config.json"), model::WeightInit::for_loading);
+  model::CausalLm model = model::make_causal_lm(config, model::WeightInit::for_loading);  // every weight is loaded next
   load_hf_weights(model, weights, options);
   return model;
 }

@@ -39,7 +39,9 @@ DecoderLmImpl::DecoderLmImpl(ModelConfig config, DecoderRecipe recipe, WeightIni
     project_in_ = register_at(*this, n.project_in, projection(r.embed_dim, r.hidden_size));
   }
   embedding_dropout_ = register_module("embedding_dropout", torch::nn::Dropout(r.embedding_dropout));
-  // Deferred: each part's bytes go as soon as it is made, so at most one block's exist at once.
+  // Deferred: each part's bytes go as soon as it is made: the embeddings (and projections) once
+  // made, each block after it, the final norm and an untied head at the end; so at most the
+  // embeddings or the head, or one block, exist at once.
   const auto made = [init](const torch::nn::Module& part) {
     if (init != WeightInit::deferred) return;
     for (const auto& p : part.parameters()) kernel_support::release_storage(p);

@@ -154,19 +154,6 @@ void require_fits_in_memory(const model::ModelConfig& config, const std::string&
 
 }  // namespace
 
-model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
-  if (source.model_name_or_path.empty()) {
-    const model::ModelConfig config = fresh_config(source, tokenizer);
-    require_covers_vocab(config, tokenizer, "the model config");
-    require_fits_in_memory(config, "the model config");
-    return model::make_causal_lm(config);
-  }
-  auto model = load_model(source.model_name_or_path, source.low_cpu_mem_usage);
-  require_model_type(source, model->config(), "the model in '" + source.model_name_or_path + "'");
-  require_covers_vocab(model->config(), tokenizer, "the model in '" + source.model_name_or_path + "'");
-  return model;
-}
-
 model::ModelConfig model_config_of(const ModelSource& source, const tokenizer::Tokenizer& tokenizer) {
   if (source.model_name_or_path.empty()) {
     model::ModelConfig config = fresh_config(source, tokenizer);
@@ -180,14 +167,21 @@ model::ModelConfig model_config_of(const ModelSource& source, const tokenizer::T
   return config;
 }
 
+model::CausalLm build_model(const ModelSource& source, const model::ModelConfig& config) {
+  if (!source.model_name_or_path.empty()) return load_model(source.model_name_or_path, source.low_cpu_mem_usage);
+  require_fits_in_memory(config, "the model config");
+  return model::make_causal_lm(config);
+}
+
+model::WeightInitializer read_weights(std::shared_ptr<const io::HfWeights> weights) {
+  return [weights = std::move(weights)](const std::string& name, const at::Tensor& values) { weights->read(name, values); };
+}
+
 DeferredModel build_deferred_model(const ModelSource& source, const model::ModelConfig& config) {
-  DeferredModel built{model::make_causal_lm(config, model::WeightInit::deferred), {}};
-  if (source.model_name_or_path.empty()) {
-    built.values = built.model->weight_initializer();
-    return built;
-  }
-  auto weights = std::make_shared<io::HfWeights>(built.model, io::hf_weights_path(source.model_name_or_path));
-  built.values = [weights](const std::string& name, const at::Tensor& values) { weights->read(name, values); };
+  DeferredModel built{model::make_causal_lm(config, model::WeightInit::deferred), {}, source.model_name_or_path.empty()};
+  built.values = built.drawn ? built.model->weight_initializer()
+                             : read_weights(std::make_shared<const io::HfWeights>(
+                                   built.model, io::hf_weights_path(source.model_name_or_path)));
   return built;
 }
 

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "llmrdzv/engine/training_engine.hpp"
+#include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
 #include "llmrdzv/tokenizer/tokenizer.hpp"
 
@@ -47,24 +49,32 @@ struct ModelSource {
   bool low_cpu_mem_usage = false;
 };
 
-// With model_name_or_path set, config_name and config_overrides must be empty (the CLI checks).
-// A loaded model must cover the tokenizer's ids. A fresh model takes the tokenizer's vocabulary
-// size and EOS id (as run_clm sizes embeddings to len(tokenizer)), and is initialised from the
-// global torch RNG (seed it first). Throws std::invalid_argument naming the problem.
-model::CausalLm build_model(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
-
-// The configuration build_model would make or load, checked as it checks it, without weights.
+// The configuration of the model the options name, without building it: with
+// model_name_or_path set (config_name and config_overrides then empty: the CLI checks) its
+// config.json, which must agree with --model_type; else a fresh model's from --config_name,
+// --model_type and --config_overrides, taking the tokenizer's vocabulary size and EOS id (as
+// run_clm sizes embeddings to len(tokenizer)). Either must cover the tokenizer's ids. Throws
+// std::invalid_argument naming the problem.
 model::ModelConfig model_config_of(const ModelSource& source, const tokenizer::Tokenizer& tokenizer);
+
+// The model of `config` (model_config_of's): loaded from model_name_or_path, or fresh and
+// initialised from the global torch RNG (seed it first). Refused when its fp32 weights exceed
+// this machine's memory (every rank holds it whole).
+model::CausalLm build_model(const ModelSource& source, const model::ModelConfig& config);
 
 // ZeRO-3's model (--shard_parameters): built without values (model::WeightInit::deferred) and
 // where they come from, parameter by parameter (named_parameters() names): HF's initialisation
-// from the global RNG (seed it first, as for build_model), or the model directory's weights,
-// checked against the model before any is read (io::HfWeights). `config`: model_config_of's.
+// drawn from the global RNG (`drawn`; seed it first, as for build_model), or the model
+// directory's weights, checked against the model before any is read (io::HfWeights).
 struct DeferredModel {
   model::CausalLm model;
   model::WeightInitializer values;
+  bool drawn = false;
 };
 DeferredModel build_deferred_model(const ModelSource& source, const model::ModelConfig& config);
+
+// Values read from checked weight files, as a deferred model's source.
+model::WeightInitializer read_weights(std::shared_ptr<const io::HfWeights> weights);
 
 // A saved HF model directory (training and generate). One whose fp32 weights exceed this
 // machine's memory is refused from its config.json alone, before any weight is read, instead of

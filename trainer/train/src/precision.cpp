@@ -30,7 +30,7 @@ Precision resolve_precision(const TrainOptions& o, const DeviceTraits& device) {
 }
 
 double device_bytes_per_parameter(ComputeDtype dtype, bool offload, int world_size) {
-  const double type = dtype == ComputeDtype::fp32 ? 4 : 2;
+  const double type = compute_dtype_bytes(dtype);
   if (offload) return 2 * type;  // parameter + gradient; masters and moments are on the host
   const double masters = dtype == ComputeDtype::fp32 ? 0 : 4 + 4;  // fp32 copy and its gradient
   const double sync_buffer = world_size > 1 ? 4 : 0;

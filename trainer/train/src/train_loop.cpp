@@ -5,7 +5,6 @@
 
 #include <torch/utils.h>
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +13,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <limits>
 #include <numbers>
 #include <optional>
 #include <span>
@@ -24,6 +22,7 @@
 
 #include "checkpoint_state.hpp"
 #include "device_traits.hpp"
+#include "host_allocator.hpp"
 #include "llmrdzv/io/atomic_file.hpp"
 #include "llmrdzv/io/checkpoint_name.hpp"
 #include "llmrdzv/io/hf_model_dir.hpp"
@@ -44,20 +43,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-// glibc's malloc serves blocks above 128 KiB-32 MiB (its sliding mmap threshold) with fresh mmaps and
-// trims the heap top on free, so every training step page-faults its activations, gradients and
-// logits in again (the kernel zeroes each page): 10-20% of a gpt2-124M step on 2 cores. Keep freed
-// memory in the heap for the next step instead: no mmap'd blocks (glibc still maps the rare block a
-// thread arena cannot hold), no trimming. The process then keeps its peak heap, which training
-// reaches in the first step anyway. The maths is untouched.
-void keep_freed_memory() {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  mallopt(M_TOP_PAD, 64 << 20);
-#endif
-}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -690,6 +675,9 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   const std::string config = locate(o.config_name, "--config_name", NamedThing::config, hub, hub_log);
   const ChosenTokenizer chosen = load_tokenizer(tokenizer_dir, model_dir);
   const tokenizer::Tokenizer& tokenizer = chosen.tokenizer;
+  const ModelSource source{model_dir, config, o.model_type, o.config_overrides, o.low_cpu_mem_usage};
+  const model::ModelConfig model_config = model_config_of(source, tokenizer);
+  const std::uint64_t block_size = resolve_block_size(o, model_config);
   std::optional<VerifiedCheckpoint> resume;
   if (!o.resume_from_checkpoint.empty()) {
     resume = open_training_checkpoint(resolve_checkpoint(o.resume_from_checkpoint, o.output_dir, engine.rank()));
@@ -697,10 +685,8 @@ TrainSummary run_training(const TrainOptions& o, engine::TrainingEngine& engine)
   const DeviceTraits device = device_traits(engine.device());
   const Precision precision = resolve_precision(o, device);
   apply_math_modes(precision);
-  TrainedModel made = make_trained_model(o, {model_dir, config, o.model_type, o.config_overrides, o.low_cpu_mem_usage},
-                                         tokenizer, resume ? &*resume : nullptr, precision, engine);
+  TrainedModel made = make_trained_model(o, source, model_config, resume ? &*resume : nullptr, precision, engine);
   model::CausalLm model = made.model;
-  const std::uint64_t block_size = resolve_block_size(o, model->config());
   LoopState state;
   if (resume) state = restore_state(*resume, engine);
   const fs::path logging_dir = resolve_logging_dir(o, resume, state.logging_dir);

@@ -1,36 +1,35 @@
 // make_trained_model: the whole-model path and ZeRO-3's deferred one (see trained_model.hpp).
 #include "trained_model.hpp"
 
-#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 
 #include "device_traits.hpp"
+#include "host_allocator.hpp"
 #include "llmrdzv/io/hf_weights.hpp"
 #include "llmrdzv/train/sharded_host_memory.hpp"
 
 namespace llmrdzv::train {
 namespace {
 
-// Ranks on this node, as the launcher (srun --llm-rdzv, --nproc) tells each.
-int node_ranks() {
-  const char* value = std::getenv("LOCAL_WORLD_SIZE");
-  const int ranks = value ? std::atoi(value) : 1;
-  return ranks > 0 ? ranks : 1;
-}
-
-// Refuses a run this node's host memory cannot hold (sharded_host_memory.hpp); the log's line
-// about it otherwise (none when /proc does not say what is available).
-std::optional<std::string> plan_sharded_host_memory(const ShardedModelSize& size, ComputeDtype dtype, int world_size) {
-  const std::optional<double> available = available_host_memory();
-  if (!available) return std::nullopt;
-  const int ranks = node_ranks();
-  const ShardedHostNeed need = sharded_host_need(size, dtype, world_size, ranks);
-  if (auto shortfall = sharded_host_shortfall(need, size, dtype, world_size, ranks, *available)) {
-    throw std::invalid_argument(*shortfall);
+// ZeRO-3's host memory plan against `available` (read once, before this rank made anything).
+// Every rank takes part in the verdict, so that none goes on to fill units that a peer will
+// never gather: the rank whose node is short says what it needs, the others that it was refused.
+// The log's line when it fits (none when /proc does not say what is available).
+std::optional<std::string> plan_host_memory(const ShardedModelSize& size, ComputeDtype dtype,
+                                            const std::optional<double>& available, engine::TrainingEngine& engine) {
+  const ShardedHostNeed need = sharded_host_need(size, dtype, engine.world_size(), ranks_on_this_node());
+  const std::optional<std::string> shortfall = available ? sharded_host_shortfall(need, *available) : std::nullopt;
+  const double refusing = engine.all_reduce_sum({shortfall ? 1.0 : 0.0}).front();
+  if (shortfall) throw std::invalid_argument(*shortfall);
+  if (refusing > 0) {
+    throw std::invalid_argument("--shard_parameters: " + std::to_string(static_cast<int>(refusing)) +
+                                " rank(s) found too little host memory on their node for this model (their logs say "
+                                "how much it needs)");
   }
-  return describe_sharded_host_need(need, dtype, world_size, ranks, *available);
+  if (!available) return std::nullopt;
+  return describe_sharded_host_need(need, *available);
 }
 
 ShardedModelSize unit_sizes(const std::vector<engine::NamedParameter>& parameters) {
@@ -51,9 +50,9 @@ engine::AdamWSettings adamw_settings(const TrainOptions& o) {
   return {o.adam_beta1, o.adam_beta2, o.adam_epsilon, o.weight_decay};
 }
 
-TrainedModel make_whole(const TrainOptions& o, const ModelSource& source, const tokenizer::Tokenizer& tokenizer,
+TrainedModel make_whole(const TrainOptions& o, const ModelSource& source, const model::ModelConfig& config,
                         const VerifiedCheckpoint* resume, const Precision& precision, engine::TrainingEngine& engine) {
-  model::CausalLm model = build_model(source, tokenizer);
+  model::CausalLm model = build_model(source, config);
   if (resume && engine.is_main()) restore_model(*resume, model);
   std::int64_t parameter_count = 0;
   for (const auto& p : model->parameters()) parameter_count += p.numel();
@@ -67,29 +66,28 @@ TrainedModel make_whole(const TrainOptions& o, const ModelSource& source, const 
   return {model, {}};
 }
 
-TrainedModel make_sharded(const TrainOptions& o, const ModelSource& source, const tokenizer::Tokenizer& tokenizer,
+TrainedModel make_sharded(const TrainOptions& o, const ModelSource& source, const model::ModelConfig& config,
                           const VerifiedCheckpoint* resume, const Precision& precision, engine::TrainingEngine& engine) {
-  TrainedModel made{nullptr, {}};
+  // Units' blocks come and go once each here: back to the kernel when freed, not kept in the heap.
+  const LargeBlocksReturned returned;
+  const std::optional<double> available = available_host_memory();
   // Before anything is made, from the config: the units are not known yet, a block taken as the
   // model's share per layer (embeddings included), unit 0 as nothing beyond it.
-  const model::ModelConfig config = model_config_of(source, tokenizer);
   const double count = model::parameter_count(config);
-  plan_sharded_host_memory({count, 0, count / static_cast<double>(config.num_layers())}, precision.dtype,
-                           engine.world_size());
+  plan_host_memory({count, 0, count / static_cast<double>(config.num_layers())}, precision.dtype, available, engine);
   DeferredModel deferred = build_deferred_model(source, config);
-  made.model = deferred.model;
-  if (resume) {
-    // Rank 0's values become every rank's; the RNG states come from the checkpoint afterwards.
-    if (engine.is_main()) {
-      auto weights = std::make_shared<io::HfWeights>(checkpoint_weights(*resume, made.model));
-      deferred.values = [weights](const std::string& name, const at::Tensor& values) { weights->read(name, values); };
-    } else {
-      deferred.values = [](const std::string&, const at::Tensor&) {};
-    }
-  }
+  TrainedModel made{deferred.model, {}};
   std::vector<engine::NamedParameter> parameters = trainable_parameters(made.model);
-  if (auto line = plan_sharded_host_memory(unit_sizes(parameters), precision.dtype, engine.world_size())) {
+  if (auto line = plan_host_memory(unit_sizes(parameters), precision.dtype, available, engine)) {
     made.log.push_back(*line);
+  }
+  // Rank 0's values become every rank's. The other ranks draw HF's initialisation too, so that
+  // their RNG goes on as a whole model's would; weights read from files they need not read.
+  // Resumed, rank 0 reads the checkpoint's (the RNG states come from it afterwards).
+  if (resume && engine.is_main()) {
+    deferred.values = read_weights(std::make_shared<const io::HfWeights>(checkpoint_weights(*resume, made.model)));
+  } else if (!engine.is_main() && (resume || !deferred.drawn)) {
+    deferred.values = [](const std::string&, const at::Tensor&) {};
   }
   std::vector<std::string> names;
   for (const auto& p : parameters) names.push_back(p.name);
@@ -103,10 +101,10 @@ TrainedModel make_sharded(const TrainOptions& o, const ModelSource& source, cons
 }  // namespace
 
 TrainedModel make_trained_model(const TrainOptions& options, const ModelSource& source,
-                                const tokenizer::Tokenizer& tokenizer, const VerifiedCheckpoint* resume,
+                                const model::ModelConfig& config, const VerifiedCheckpoint* resume,
                                 const Precision& precision, engine::TrainingEngine& engine) {
-  TrainedModel made = options.shard_parameters ? make_sharded(options, source, tokenizer, resume, precision, engine)
-                                               : make_whole(options, source, tokenizer, resume, precision, engine);
+  TrainedModel made = options.shard_parameters ? make_sharded(options, source, config, resume, precision, engine)
+                                               : make_whole(options, source, config, resume, precision, engine);
   made.model->set_activation_checkpointing(options.gradient_checkpointing);
   if (engine::ParameterUnits* units = engine.parameter_units()) {
     made.model->set_unit_hooks({[units](int u) { units->before_forward(u); }, [units](int u) { units->after_forward(u); },

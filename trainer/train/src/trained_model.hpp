@@ -13,7 +13,6 @@
 #include "checkpoint_state.hpp"
 #include "llmrdzv/engine/training_engine.hpp"
 #include "llmrdzv/model/causal_lm.hpp"
-#include "llmrdzv/tokenizer/tokenizer.hpp"
 #include "llmrdzv/train/options.hpp"
 #include "llmrdzv/train/precision.hpp"
 #include "model_setup.hpp"
@@ -25,10 +24,11 @@ struct TrainedModel {
   std::vector<std::string> log;  // lines for the run log (the ZeRO-3 host memory plan)
 };
 
-// `resume`: the checkpoint to continue from, or nullptr. Throws std::invalid_argument for a model
-// the options or the machine cannot take, io errors for unreadable weights.
+// `config`: model_config_of(source, ...); `resume`: the checkpoint to continue from, or nullptr.
+// Throws std::invalid_argument for a model the options or the machine cannot take, io errors for
+// unreadable weights.
 TrainedModel make_trained_model(const TrainOptions& options, const ModelSource& source,
-                                const tokenizer::Tokenizer& tokenizer, const VerifiedCheckpoint* resume,
+                                const model::ModelConfig& config, const VerifiedCheckpoint* resume,
                                 const Precision& precision, engine::TrainingEngine& engine);
 
 }  // namespace llmrdzv::train

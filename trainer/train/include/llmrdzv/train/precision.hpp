@@ -40,6 +40,8 @@ Precision resolve_precision(const TrainOptions& options, const DeviceTraits& dev
 // precision) and both AdamW moments; an fp32 gradient buffer for synchronisation with several
 // ranks. --offload optimizer leaves the parameters and one gradient in their type.
 double device_bytes_per_parameter(ComputeDtype dtype, bool offload, int world_size);
+// Bytes of one parameter in the training type: 4, or 2 for bf16 and fp16.
+inline double compute_dtype_bytes(ComputeDtype dtype) { return dtype == ComputeDtype::fp32 ? 4 : 2; }
 // The refusal, before the model reaches a GPU, of a run whose parameters, gradients and
 // optimizer state alone exceed the GPU's free memory: a message naming the need, what the GPU has,
 // and what to do; nullopt when it may fit (activations come on top and may still not fit).
