@@ -33,6 +33,12 @@ comm % is total comm_wait_s / total step_time_s over the timed steps. Each confi
 --rounds times, interleaved with the others, and the table shows its fastest run (others' load
 only slows a run down), with the load average around that run. Speedup is tokens/s over the
 1-rank tokens/s of the same offload mode, efficiency is speedup / N.
+
+Memory: while a run trains, the bench samples every rank's anonymous resident memory (RssAnon:
+its heap and maps, not the libraries' pages the ranks share) every 0.2 s, and "MiB/rank" is the
+largest rank's peak; "mem vs DP" is that over plain data parallelism's at the same rank count, in
+the same invocation. --shape picks a larger model of trainer-bench's (gpt2: 124M parameters)
+where memory, not the runtime's own 200 MiB, is what the ranks hold.
 """
 import argparse
 import json
@@ -41,6 +47,8 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trainer"))
 from trainer_bench import SHAPES, loadavg, run_trainer  # noqa: E402  (the same model and trainer flags)
@@ -63,13 +71,58 @@ RESIDENCY = re.compile(r"rank 0: --shard_parameters over \d+ ranks: (\d+) bytes 
                        r"\(the whole model: (\d+) bytes")
 
 
+def status_field(pid, field):
+    """A number of /proc/<pid>/status (kB), or the text of a field; None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    value = line.split()[1]
+                    return int(value) if value.isdigit() else value
+    except OSError:
+        return None
+    return None
+
+
+class RankMemory:
+    """Samples the peak RssAnon of the trainer's ranks (trainer processes whose parent is one too:
+    the launcher of --nproc, or the one-process trainer itself when no rank has a trainer parent)
+    every 0.2 s while the bench runs one trainer at a time."""
+
+    def __init__(self):
+        self.peaks = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            trainers = {int(p) for p in os.listdir("/proc") if p.isdigit() and status_field(p, "Name") == "trainer"}
+            ranks = {p for p in trainers if status_field(p, "PPid") in trainers} or trainers
+            for pid in ranks:
+                anon = status_field(pid, "RssAnon")
+                if isinstance(anon, int):
+                    self.peaks[pid] = max(self.peaks.get(pid, 0), anon)
+            time.sleep(0.2)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def largest_mib(self):
+        return round(max(self.peaks.values()) / 1024, 1) if self.peaks else None
+
+
 def run_config(args, shape, offload, ranks, workdir):
     """One run of a configuration, summarised from its timed steps."""
     world = max(ranks, 1)
     extra = OFFLOAD_FLAGS[offload] + (["--nproc", str(ranks)] if ranks != PLAIN else [])
     load_before = loadavg()
     log_path = os.path.join(workdir, "trainer.log")
-    with open(log_path, "w") as log:
+    with open(log_path, "w") as log, RankMemory() as memory:
         try:
             records, _ = run_trainer(args.trainer, shape, args.warmup + args.steps, args.threads_per_rank, workdir, "",
                                      extra, stderr=log)
@@ -86,7 +139,7 @@ def run_config(args, shape, offload, ranks, workdir):
             "step_ms": round(1000 * statistics.median(steps), 2),
             "comm_wait_ms": round(1000 * statistics.median(waits), 2),
             "comm_fraction": round(sum(waits) / sum(steps), 4),
-            "load": [load_before, loadavg()], **held_bytes(log_text)}
+            "load": [load_before, loadavg()], "peak_rank_anon_mib": memory.largest_mib(), **held_bytes(log_text)}
 
 
 def held_bytes(log_text):
@@ -109,14 +162,18 @@ def main():
     parser.add_argument("--ranks", default="1,2,4", help="comma-separated rank counts; the first is the baseline")
     parser.add_argument("--offload", default="none,optimizer,optimizer-reduce",
                         help="comma-separated modes: " + ", ".join(OFFLOAD_FLAGS))
-    parser.add_argument("--batch", type=int, default=SHAPES["default"]["batch"], help="per-device batch")
+    parser.add_argument("--shape", default="default", choices=sorted(SHAPES),
+                        help="trainer-bench's model shape (default: 4 layers, n_embd 256; gpt2: 124M parameters)")
+    parser.add_argument("--batch", type=int, help="per-device batch (default: the shape's)")
     parser.add_argument("--threads_per_rank", type=int, default=1, help="torch threads of every rank")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per run")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per run")
     parser.add_argument("--rounds", type=int, default=3, help="runs per configuration, interleaved")
     args = parser.parse_args()
 
-    shape = dict(SHAPES["default"], batch=args.batch)
+    shape = dict(SHAPES[args.shape])
+    args.batch = args.batch or shape["batch"]
+    shape["batch"] = args.batch
     for offload in args.offload.split(","):
         if offload not in OFFLOAD_FLAGS:
             parser.error(f"--offload: unknown mode '{offload}' (known: {', '.join(OFFLOAD_FLAGS)})")
@@ -139,24 +196,30 @@ def main():
             plain = results.get("none", {}).get(key)
             if offload != "none" and plain:
                 row["vs_dp"] = round(row["tokens_per_s"] / plain["tokens_per_s"], 3)
+                if row["peak_rank_anon_mib"] and plain["peak_rank_anon_mib"]:
+                    row["memory_vs_dp"] = round(row["peak_rank_anon_mib"] / plain["peak_rank_anon_mib"], 3)
             row["speedup"] = round(row["tokens_per_s"] / base["tokens_per_s"], 3)
             row["efficiency"] = round(row["speedup"] * base["ranks"] / row["ranks"], 3)
             row["per_core_efficiency"] = round(row["speedup"] * cores_used(base) / cores_used(row), 3)
 
-    print(f"cores={os.cpu_count()} model=default(4x256, block {shape['block']}) per-device batch={args.batch} "
+    config = shape["config"]
+    layers, width = config.get("n_layer", config.get("num_hidden_layers")), config.get("n_embd", config.get("hidden_size"))
+    print(f"cores={os.cpu_count()} model={args.shape}({layers}x{width}, block {shape['block']}) per-device batch={args.batch} "
           f"threads/rank={args.threads_per_rank} warmup={args.warmup} timed_steps={args.steps} rounds={args.rounds} "
           f"(fastest run of each; medians over its timed steps; comm % = total comm wait / total step time)")
     print(f"{'offload':<16} {'ranks':>6} {'batch':>6} {'tok/s':>9} {'speedup':>8} {'effic.':>7} {'per core':>8} "
-          f"{'step ms':>8} {'comm ms':>8} {'comm %':>7} {'vs DP':>6} {'load 1m':>11}")
+          f"{'step ms':>8} {'comm ms':>8} {'comm %':>7} {'vs DP':>6} {'MiB/rank':>9} {'mem vs DP':>9} {'load 1m':>11}")
     for offload, rows in results.items():
         for row in rows.values():
             ranks = "1 (1p)" if row["one_process"] else str(row["ranks"])
             print(f"{offload:<16} {ranks:>6} {row['global_batch']:>6} {row['tokens_per_s']:>9.1f} "
                   f"{row['speedup']:>8.3f} {row['efficiency']:>7.3f} {row['per_core_efficiency']:>8.3f} "
                   f"{row['step_ms']:>8.1f} {row['comm_wait_ms']:>8.1f} {100 * row['comm_fraction']:>6.1f}% "
-                  f"{row['vs_dp'] if 'vs_dp' in row else '':>6} {row['load'][0]:>5.2f}-{row['load'][1]:<5.2f}")
+                  f"{row['vs_dp'] if 'vs_dp' in row else '':>6} {row['peak_rank_anon_mib'] or '':>9} "
+                  f"{row.get('memory_vs_dp', ''):>9} {row['load'][0]:>5.2f}-{row['load'][1]:<5.2f}")
     print("(1p: plain one-process trainer, no --nproc; speedup and efficiency are against --nproc "
-          f"{rank_counts[0]} of the same offload mode; vs DP: against --offload none at the same rank count)")
+          f"{rank_counts[0]} of the same offload mode; vs DP: against --offload none at the same rank count; "
+          "MiB/rank: the largest rank's peak anonymous resident memory, sampled)")
     for offload, rows in results.items():
         for row in rows.values():
             if "held_bytes" in row:
@@ -166,7 +229,7 @@ def main():
                       f"state, at most {held['peak_gathered_parameters']} "
                       f"of gathered parameters and {held['peak_whole_unit_gradients']} of whole-unit gradients at "
                       f"once; the whole model's parameters are {held['whole_model_parameters']}")
-    print(json.dumps({"cores": os.cpu_count(), "per_device_batch": args.batch, "block": shape["block"],
+    print(json.dumps({"cores": os.cpu_count(), "shape": args.shape, "per_device_batch": args.batch, "block": shape["block"],
                       "threads_per_rank": args.threads_per_rank, "warmup": args.warmup, "timed_steps": args.steps,
                       "rounds": args.rounds, **results}))
     return 0

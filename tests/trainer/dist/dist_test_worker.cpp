@@ -212,14 +212,15 @@ int run_memory(const Args& a) {
   return 0;
 }
 
-// Three units of odd sizes (unit 0 split around the blocks, as a model's embeddings and head are)
-// whose parameters have shapes and no bytes; rank r fills parameter i with i + 0.001 * k + 100 r.
+// Three units of odd sizes, two blocks alike and unit 0 split around them (as a model's embeddings
+// and head are), whose parameters have shapes and no bytes; rank r fills parameter i with
+// i + 0.001 * k + 100 r.
 int run_deferred_fill(const Args& a) {
   Group g = join_group();
   const int rank = g.assignment.rank;
   const at::ScalarType dtype = a.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
   const std::vector<std::pair<std::vector<std::int64_t>, int>> shapes{
-      {{37, 5}, 0}, {{11}, 0}, {{13, 7}, 1}, {{7}, 1}, {{29, 3}, 2}, {{3}, 2}, {{17, 5}, 0}};
+      {{37, 5}, 0}, {{11}, 0}, {{13, 7}, 1}, {{7}, 1}, {{13, 7}, 2}, {{7}, 2}, {{17, 5}, 0}};
   std::vector<engine::NamedParameter> params;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     at::Tensor p = torch::empty(shapes[i].first).requires_grad_(true);

@@ -116,7 +116,7 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
     };
     add_part(0, unit.decay_numel, true);
     add_part(unit.decay_numel, unit.numel, false);
-    kernel_support::release_storage(unit.whole);
+    kernel_support::release_storage(unit.whole);  // (never allocated when deferred: nothing to keep)
     residency_.whole_model_bytes += unit.numel * element;
     residency_.largest_unit_bytes = std::max(residency_.largest_unit_bytes, unit.numel * element);
     residency_.shard_bytes += storage_bytes(unit.local) + storage_bytes(unit_gradients_.back());
@@ -135,7 +135,7 @@ void ShardedUnits::fill_deferred(const std::function<void(std::size_t, const at:
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Unit& unit = units_[unit_of_[i]];
     if (filled[unit_of_[i]] == 0) {
-      kernel_support::allocate_storage(unit.whole);
+      take_buffer(unit.whole);
       unit.whole.zero_();  // the padding past numel stays zero in every shard
       note_gathered();
     }
@@ -148,7 +148,7 @@ void ShardedUnits::fill_deferred(const std::function<void(std::size_t, const at:
       wait(guarded([&] { return backend_->broadcast(bytes); }));
     }
     unit.local.copy_(unit.whole.narrow(0, rank_ * unit.shard, unit.shard));
-    kernel_support::release_storage(unit.whole);
+    keep_buffer(unit.whole);
     note_gathered();
   }
 }
@@ -185,12 +185,34 @@ void ShardedUnits::wait(const c10::intrusive_ptr<c10d::Work>& work) {
 void ShardedUnits::note_gathered() {
   std::int64_t alive = 0;
   for (const auto& unit : units_) alive += storage_bytes(unit.whole);
+  for (const auto& spare : spare_) alive += static_cast<std::int64_t>(spare.bytes);
   residency_.gathered_bytes = alive;
   if (!all_gathered_) residency_.peak_gathered_bytes = std::max(residency_.peak_gathered_bytes, alive);
 }
 
+void ShardedUnits::take_buffer(const at::Tensor& whole) {
+  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
+  const std::size_t bytes = static_cast<std::size_t>(whole.numel()) * whole.element_size();
+  if (storage->nbytes() == bytes) return;
+  const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const Spare& b) { return b.bytes == bytes; });
+  if (spare == spare_.end()) return kernel_support::allocate_storage(whole);
+  storage->set_data_ptr_noswap(std::move(spare->data));
+  storage->set_nbytes(bytes);
+  spare_.erase(spare);
+}
+
+void ShardedUnits::keep_buffer(const at::Tensor& whole) {
+  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
+  const std::size_t bytes = storage->nbytes();
+  if (bytes == 0) return;
+  at::DataPtr data = storage->set_data_ptr(at::DataPtr(nullptr, whole.device()));
+  storage->set_nbytes(0);
+  const auto same = std::count_if(spare_.begin(), spare_.end(), [&](const Spare& b) { return b.bytes == bytes; });
+  if (same < kSparePerSize) spare_.push_back({bytes, std::move(data)});
+}
+
 void ShardedUnits::start_gather(Unit& unit) {
-  kernel_support::allocate_storage(unit.whole);
+  take_buffer(unit.whole);
   note_gathered();
   if (world_ == 1) {
     unit.whole.copy_(unit.local);
@@ -222,7 +244,7 @@ void ShardedUnits::release(Unit& unit) {
 void ShardedUnits::free_unit(Unit& unit) {
   if (unit.state == State::released) return;
   wait_gathered(unit);  // a gather in flight writes into the buffer: let it land first
-  kernel_support::release_storage(unit.whole);
+  keep_buffer(unit.whole);
   unit.state = State::released;
 }
 
@@ -260,8 +282,12 @@ void ShardedUnits::reduce(Unit& unit) {
   at::NoGradGuard no_grad;
   unit.gradients_seen = 0;
   const std::size_t u = static_cast<std::size_t>(&unit - units_.data());
-  at::Tensor flat = at::zeros({unit.shard * world_}, unit.local.options().dtype(at::kFloat));
-  std::int64_t alive = storage_bytes(flat);
+  if (!flat_gradient_.defined() || flat_gradient_.numel() < unit.shard * world_) {  // kept: see flat_gradient_
+    flat_gradient_ = at::Tensor();
+    flat_gradient_ = at::empty({unit.shard * world_}, unit.local.options().dtype(at::kFloat));
+  }
+  at::Tensor flat = flat_gradient_.narrow(0, 0, unit.shard * world_).zero_();
+  std::int64_t alive = storage_bytes(flat_gradient_);
   std::int64_t offset = 0;
   for (std::size_t m : unit.members) {
     at::Tensor& p = parameters_[m];

@@ -3,7 +3,8 @@
 // unit 0) is one flat buffer split into N equal shards (the last padded with zeros), and each rank
 // keeps only its own shard of the parameters, of the accumulated gradient and of the optimizer
 // state. The model's parameter tensors stay what the model reads, but their storage is the
-// unit's whole buffer, which exists only while the unit computes:
+// unit's whole buffer, which the unit holds only while it computes (the memory itself goes to the
+// next unit of its size, as FSDP2's reusable buffers do):
 //   - before_forward(u) all-gathers u's shards into it (waiting for a prefetch already started)
 //     and starts gathering the next block's, so communication overlaps the current block;
 //   - after_forward(u) frees it (unit 0 at the end of an evaluation's pass; in training it stays
@@ -127,6 +128,14 @@ class ShardedUnits final : public engine::ParameterUnits {
   };
 
   void fill_deferred(const std::function<void(std::size_t, const at::Tensor&)>& fill);
+  // A unit's whole buffer: one kept from a unit of the same size let go before, else a new one;
+  // and back, kept for the next (at most kSparePerSize of a size: the unit computing and the one
+  // prefetched) instead of going back to malloc. ZeRO-3's buffers come and go in a pattern that,
+  // handed back to a heap that keeps freed memory (training's malloc settings), leaves holes a
+  // same-size buffer no longer fits: measured, the heap grew by about 1 GB per rank over a 124M
+  // model's first steps at 4 ranks.
+  void take_buffer(const at::Tensor& whole);
+  void keep_buffer(const at::Tensor& whole);
   void start_gather(Unit& unit);
   void wait_gathered(Unit& unit);
   void release(Unit& unit);    // frees unless all gathered, and notes the residency
@@ -146,6 +155,15 @@ class ShardedUnits final : public engine::ParameterUnits {
   std::vector<engine::NamedParameter> shard_parameters_;
   std::vector<at::Tensor> shard_gradients_;
   std::vector<at::Tensor> unit_gradients_;  // per unit: [shard] fp32, what shard_gradients_ view
+  struct Spare {
+    std::size_t bytes;
+    at::DataPtr data;
+  };
+  static constexpr std::ptrdiff_t kSparePerSize = 2;
+  std::vector<Spare> spare_;  // whole-unit buffers let go, counted as gathered in the residency
+  // The fp32 flat gradient of the unit being reduced (the front of it: it grows to the largest
+  // unit), kept for the next reduction for the same reason as the spare buffers.
+  at::Tensor flat_gradient_;
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::function<void()> before_failing_;
   int rank_ = 0, world_ = 1;
