@@ -14,6 +14,13 @@
 //                --dtype, each rank filling different values: prints "rank <r> equal <0|1> peak
 //                <bytes> outer <bytes> largest <bytes>": whether every rank ends with rank 0's
 //                values (gathered whole) and the most whole-unit bytes alive while filling
+//   sharded-gradients  ShardedUnits over two units of fp32 parameters, two micro-batches whose
+//                loss differs per rank, the second's backward asked for a graph (autograd then
+//                replaces .grad instead of adding into the unit's buffer): prints "rank <r> error
+//                <e> seen <bytes> unit0 <bytes> block <bytes>", the largest difference between
+//                this rank's shard gradient and the mean over ranks of the gradients computed
+//                here on plain tensors, summed over the micro-batches, and the most gradient
+//                buffer bytes alive at once
 //   offload-overlap  (GPU) steps OffloadAdamW over one parameter of --params floats on cuda:0 in
 //                chunks of --chunk through an NCCL group, --steps times, printing per step
 //                "step <k> chunks <n> landed <m>": how many gradient downloads had landed (CUDA
@@ -207,6 +214,69 @@ int run_memory(const Args& a) {
   dist::OffloadAdamW optimizer({{param, true}}, {{0, a.params}}, g.backend, {}, {}, a.chunk);
   const long grown = resident_bytes() - before;
   std::printf("rank %d rss_growth %ld state_bytes %zu\n", g.assignment.rank, grown, optimizer.state_bytes());
+  g.backend->barrier()->wait();
+  g.client->leave();
+  return 0;
+}
+
+// Unit 0 of two parameters and one block of two, every parameter decayed (each unit one part of
+// the shard); rank r's loss on micro-batch k is the sum over parameters of (p * c)^2 with c
+// depending on r, k and the parameter.
+int run_sharded_gradients() {
+  Group g = join_group();
+  const int rank = g.assignment.rank, world = g.assignment.world_size;
+  const std::vector<std::pair<std::vector<std::int64_t>, int>> shapes{{{9, 4}, 0}, {{5}, 0}, {{7, 3}, 1}, {{3}, 1}};
+  std::vector<engine::NamedParameter> params;
+  std::vector<at::Tensor> plain;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const at::Tensor values = (torch::arange(c10::multiply_integers(shapes[i].first), torch::kFloat) * 0.01 + double(i))
+                                  .view(shapes[i].first);
+    params.push_back({"p" + std::to_string(i), values.clone().requires_grad_(true), true, shapes[i].second});
+    plain.push_back(values.clone().requires_grad_(true));
+  }
+  const auto coefficient = [](const at::Tensor& like, int r, int k, std::size_t i) {
+    return torch::arange(like.numel(), torch::kFloat).view(like.sizes()) * 1e-3 + 0.1 * double(i + 1) + 0.01 * r +
+           0.001 * k;
+  };
+  const auto loss = [&](const std::vector<at::Tensor>& ps, int r, int k) {
+    at::Tensor total = torch::zeros({});
+    for (std::size_t i = 0; i < ps.size(); ++i) total = total + (ps[i] * coefficient(ps[i], r, k, i)).pow(2).sum();
+    return total;
+  };
+  // What the shards must hold: over both micro-batches, the mean over ranks.
+  for (int k = 0; k < 2; ++k) {
+    for (int r = 0; r < world; ++r) (loss(plain, r, k) / double(world)).backward();
+  }
+
+  dist::ShardedUnits units(params, g.backend);
+  std::vector<at::Tensor> tensors;
+  for (const auto& p : params) tensors.push_back(p.tensor);
+  for (int k = 0; k < 2; ++k) {
+    units.before_forward(0);
+    units.before_forward(1);  // kept gathered through backward: the loss saves the parameters
+    const at::Tensor l = loss(tensors, rank, k);
+    units.after_forward(0);
+    l.backward({}, /*retain_graph=*/false, /*create_graph=*/k == 1);
+  }
+  units.finish_backward();
+
+  double error = 0;
+  const auto& shards = units.shard_parameters();
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    std::vector<at::Tensor> members;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (params[i].unit == shards[s].unit) members.push_back(plain[i].grad().detach().flatten());
+    }
+    const at::Tensor flat = torch::cat(members);
+    const std::int64_t shard = dist::shard_numel(flat.numel(), world);
+    const std::int64_t from = std::min<std::int64_t>(rank * shard, flat.numel());
+    const at::Tensor expected = flat.narrow(0, from, shards[s].tensor.numel());
+    error = std::max(error, (units.shard_gradients()[s] - expected).abs().max().item<double>());
+  }
+  const dist::ShardResidency held = units.residency();
+  std::printf("rank %d error %g seen %lld unit0 %lld block %lld\n", rank, error,
+              static_cast<long long>(held.peak_gradient_bytes), static_cast<long long>(36 + 5) * 4,
+              static_cast<long long>(21 + 3) * 4);
   g.backend->barrier()->wait();
   g.client->leave();
   return 0;
@@ -507,6 +577,7 @@ int main(int argc, char** argv) {
     if (a.mode == "offload-bits") return run_offload_bits(a);
     if (a.mode == "hang") return run_hang();
     if (a.mode == "deferred-fill") return run_deferred_fill(a);
+    if (a.mode == "sharded-gradients") return run_sharded_gradients();
     if (a.mode == "offload-overlap") return run_offload_overlap(a);
     if (a.mode == "offload-delayed-order") return run_offload_delayed_order(a);
     std::cerr << "dist-test-worker: unknown --mode '" << a.mode << "'\n";

@@ -152,6 +152,30 @@ TEST_CASE("ZeRO-3's deferred model: units filled in model order with different v
   }
 }
 
+TEST_CASE("ZeRO-3's gradients land in each unit's buffer and every rank's shard gets the mean over ranks, summed over micro-batches, also when autograd replaces .grad",
+          "[sharded]") {
+  for (const int world : {1, 3}) {
+    INFO(world << " ranks");
+    const WorkerRun run = run_workers(world, {"--mode", "sharded-gradients"});
+    require_success(run);
+    const auto lines = lines_with(run, "rank ");
+    REQUIRE(lines.size() == std::size_t(world));
+    for (const auto& line : lines) {
+      INFO(line);
+      std::istringstream in(line);
+      std::string word;
+      int rank = 0;
+      double error = 1;
+      long long seen = 0, unit0 = 0, block = 0;
+      in >> word >> rank >> word >> error >> word >> seen >> word >> unit0 >> word >> block;
+      CHECK(error < 1e-5);
+      // Unit 0's buffer and the block's, each padded to the ranks, alive at once at most.
+      CHECK(seen > std::max(unit0, block));
+      CHECK(seen <= unit0 + block + 2 * 4 * world);
+    }
+  }
+}
+
 TEST_CASE("a hung rank ends the others promptly with a clear error instead of a stuck collective") {
   ScratchDir dir;
   RdzvdProcess rdzvd(dir);  // heartbeat timeout 1 s

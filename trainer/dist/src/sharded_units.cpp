@@ -31,12 +31,6 @@ class GradientHook final : public torch::autograd::PostAccumulateGradHook {
 
 std::int64_t storage_bytes(const at::Tensor& t) { return static_cast<std::int64_t>(t.storage().nbytes()); }
 
-std::int64_t gradient_bytes(const at::Tensor& g) {
-  if (!g.defined()) return 0;
-  const at::Tensor values = g.is_sparse() ? g._values() : g;
-  return values.numel() * static_cast<std::int64_t>(values.element_size());
-}
-
 }  // namespace
 
 std::string shard_part_name(int unit, bool decay) {
@@ -102,6 +96,8 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
       offset += p.numel();
     }
     unit.local = deferred ? at::zeros({unit.shard}, options) : unit.whole.narrow(0, rank_ * unit.shard, unit.shard).clone();
+    unit.gradient = at::empty({unit.shard * world_}, options.dtype(at::kFloat));
+    kernel_support::release_storage(unit.gradient);
     unit_gradients_.push_back(at::zeros({unit.shard}, options.dtype(at::kFloat)));
     // This rank's shard of the unit, split where the decayed parameters end (the padding past
     // numel belongs to neither part and stays zero).
@@ -124,6 +120,9 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
   residency_.outer_unit_bytes = units_[0].numel * element;
   if (deferred) fill_deferred(deferred->fill);
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    arrival_hooks_.push_back(parameters_[i].register_hook([this, i](const at::Tensor& g) {
+      if (g.defined()) on_gradient_arriving(i);
+    }));
     torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], std::make_unique<GradientHook>(*this, i));
   }
 }
@@ -135,7 +134,7 @@ void ShardedUnits::fill_deferred(const std::function<void(std::size_t, const at:
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Unit& unit = units_[unit_of_[i]];
     if (filled[unit_of_[i]] == 0) {
-      take_buffer(unit.whole);
+      parameter_buffers_.take(unit.whole);
       unit.whole.zero_();  // the padding past numel stays zero in every shard
       note_gathered();
     }
@@ -148,13 +147,16 @@ void ShardedUnits::fill_deferred(const std::function<void(std::size_t, const at:
       wait(guarded([&] { return backend_->broadcast(bytes); }));
     }
     unit.local.copy_(unit.whole.narrow(0, rank_ * unit.shard, unit.shard));
-    keep_buffer(unit.whole);
+    parameter_buffers_.keep(unit.whole);
     note_gathered();
   }
 }
 
 ShardedUnits::~ShardedUnits() {
-  for (auto& p : parameters_) torch::autograd::impl::set_post_acc_grad_hooks(p, nullptr);
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    parameters_[i].remove_hook(arrival_hooks_[i]);
+    torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], nullptr);
+  }
   for (auto& unit : units_) {
     if (unit.pending) {
       try {
@@ -185,34 +187,18 @@ void ShardedUnits::wait(const c10::intrusive_ptr<c10d::Work>& work) {
 void ShardedUnits::note_gathered() {
   std::int64_t alive = 0;
   for (const auto& unit : units_) alive += storage_bytes(unit.whole);
-  for (const auto& spare : spare_) alive += static_cast<std::int64_t>(spare.bytes);
-  residency_.gathered_bytes = alive;
-  if (!all_gathered_) residency_.peak_gathered_bytes = std::max(residency_.peak_gathered_bytes, alive);
+  residency_.gathered_bytes = alive + parameter_buffers_.kept_bytes();
+  if (!all_gathered_) residency_.peak_gathered_bytes = std::max(residency_.peak_gathered_bytes, residency_.gathered_bytes);
 }
 
-void ShardedUnits::take_buffer(const at::Tensor& whole) {
-  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
-  const std::size_t bytes = static_cast<std::size_t>(whole.numel()) * whole.element_size();
-  if (storage->nbytes() == bytes) return;
-  const auto spare = std::find_if(spare_.begin(), spare_.end(), [&](const Spare& b) { return b.bytes == bytes; });
-  if (spare == spare_.end()) return kernel_support::allocate_storage(whole);
-  storage->set_data_ptr_noswap(std::move(spare->data));
-  storage->set_nbytes(bytes);
-  spare_.erase(spare);
-}
-
-void ShardedUnits::keep_buffer(const at::Tensor& whole) {
-  c10::StorageImpl* storage = whole.storage().unsafeGetStorageImpl();
-  const std::size_t bytes = storage->nbytes();
-  if (bytes == 0) return;
-  at::DataPtr data = storage->set_data_ptr(at::DataPtr(nullptr, whole.device()));
-  storage->set_nbytes(0);
-  const auto same = std::count_if(spare_.begin(), spare_.end(), [&](const Spare& b) { return b.bytes == bytes; });
-  if (same < kSparePerSize) spare_.push_back({bytes, std::move(data)});
+void ShardedUnits::note_gradients() {
+  std::int64_t alive = gradient_buffers_.kept_bytes();
+  for (const auto& unit : units_) alive += storage_bytes(unit.gradient);
+  residency_.peak_gradient_bytes = std::max(residency_.peak_gradient_bytes, alive);
 }
 
 void ShardedUnits::start_gather(Unit& unit) {
-  take_buffer(unit.whole);
+  parameter_buffers_.take(unit.whole);
   note_gathered();
   if (world_ == 1) {
     unit.whole.copy_(unit.local);
@@ -244,7 +230,7 @@ void ShardedUnits::release(Unit& unit) {
 void ShardedUnits::free_unit(Unit& unit) {
   if (unit.state == State::released) return;
   wait_gathered(unit);  // a gather in flight writes into the buffer: let it land first
-  keep_buffer(unit.whole);
+  parameter_buffers_.keep(unit.whole);
   unit.state = State::released;
 }
 
@@ -273,8 +259,42 @@ void ShardedUnits::before_backward(int unit) {
   }
 }
 
+void ShardedUnits::on_gradient_arriving(std::size_t index) {
+  Unit& unit = units_[unit_of_[index]];
+  if (unit.gradients_seen > 0) return;
+  // The unit's first gradient: every member's .grad becomes its place in the zeroed flat buffer,
+  // so autograd adds into it (a bf16/fp16 gradient widened on the way, exactly) and the
+  // reduction reads it as it is. (A buffer with no gradient counted yet holds nothing that came
+  // after the last reduction: zeroed again.)
+  at::NoGradGuard no_grad;
+  gradient_buffers_.take(unit.gradient);
+  unit.gradient.zero_();  // the padding past numel too: it is reduced with the rest
+  std::int64_t offset = 0;
+  for (std::size_t m : unit.members) {
+    at::Tensor& p = parameters_[m];
+    p.mutable_grad() = unit.gradient.narrow(0, offset, p.numel()).view(p.sizes());
+    offset += p.numel();
+  }
+  note_gradients();
+}
+
 void ShardedUnits::on_gradient(std::size_t index) {
   Unit& unit = units_[unit_of_[index]];
+  at::Tensor& p = parameters_[index];
+  if (p.grad().defined() && !p.grad().is_alias_of(unit.gradient)) {
+    // Autograd put a new tensor in .grad instead of adding into the buffer (it does so when asked
+    // for a graph of the backward: the old .grad, the buffer's place, plus the new gradient):
+    // copied into its place, so none is lost.
+    at::NoGradGuard no_grad;
+    std::int64_t offset = 0;
+    for (std::size_t m : unit.members) {
+      if (m == index) break;
+      offset += parameters_[m].numel();
+    }
+    at::Tensor place = unit.gradient.narrow(0, offset, p.numel()).view(p.sizes());
+    place.copy_(p.grad().is_sparse() ? p.grad().to_dense() : p.grad());
+    p.mutable_grad() = place;
+  }
   if (++unit.gradients_seen == unit.members.size()) reduce(unit);
 }
 
@@ -282,24 +302,8 @@ void ShardedUnits::reduce(Unit& unit) {
   at::NoGradGuard no_grad;
   unit.gradients_seen = 0;
   const std::size_t u = static_cast<std::size_t>(&unit - units_.data());
-  if (!flat_gradient_.defined() || flat_gradient_.numel() < unit.shard * world_) {  // kept: see flat_gradient_
-    flat_gradient_ = at::Tensor();
-    flat_gradient_ = at::empty({unit.shard * world_}, unit.local.options().dtype(at::kFloat));
-  }
-  at::Tensor flat = flat_gradient_.narrow(0, 0, unit.shard * world_).zero_();
-  std::int64_t alive = storage_bytes(flat_gradient_);
-  std::int64_t offset = 0;
-  for (std::size_t m : unit.members) {
-    at::Tensor& p = parameters_[m];
-    const at::Tensor g = p.grad();
-    if (g.defined()) {
-      alive += gradient_bytes(g);
-      flat.narrow(0, offset, p.numel()).view(p.sizes()).copy_(g.is_sparse() ? g.to_dense() : g);
-      p.mutable_grad().reset();
-    }
-    offset += p.numel();
-  }
-  residency_.peak_gradient_bytes = std::max(residency_.peak_gradient_bytes, alive);
+  for (std::size_t m : unit.members) parameters_[m].mutable_grad().reset();
+  at::Tensor& flat = unit.gradient;
   if (world_ > 1) {
     flat.div_(world_);  // reductions sum; dividing first gives the mean, as the data-parallel buckets do
     at::Tensor mine = at::empty({unit.shard}, flat.options());
@@ -310,6 +314,7 @@ void ShardedUnits::reduce(Unit& unit) {
   } else {
     unit_gradients_[u].add_(flat);
   }
+  gradient_buffers_.keep(unit.gradient);
   release(unit);
 }
 

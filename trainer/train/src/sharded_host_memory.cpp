@@ -52,10 +52,11 @@ ShardedHostNeed sharded_host_need(const ShardedModelSize& size, ComputeDtype dty
   need.bytes_per_parameter = type + 4 + 8 + masters;  // shard, fp32 gradient shard, moments, masters
   need.state_bytes = need.bytes_per_parameter * size.parameters / need.world_size;
   const double gathered = (size.outer_unit + 2 * size.largest_block) * type;
-  // Unit 0's gradients wait for the embeddings' (the last backward reaches); meanwhile a block's
-  // are reduced: autograd's and their fp32 flat copy. Unit 0's own flat copy comes last.
-  const double reducing = size.outer_unit * type + std::max(size.largest_block * (type + 4), size.outer_unit * 4);
-  need.in_flight_bytes = gathered + reducing;
+  // Gradients land in fp32 unit buffers: unit 0's waits for the embeddings' (the last backward
+  // reaches) while one block's at a time comes and is reduced; meanwhile a tied head's gradient,
+  // and then the embeddings' as autograd makes it, wait beside it in the training type.
+  const double gradients = (size.outer_unit + size.largest_block) * 4 + size.outer_unit * type;
+  need.in_flight_bytes = gathered + gradients;
   need.node_bytes = (need.state_bytes + need.in_flight_bytes) * need.node_ranks;
   return need;
 }

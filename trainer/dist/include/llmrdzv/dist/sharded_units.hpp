@@ -11,9 +11,13 @@
 //     until its gradient is reduced, as the LM head's backward comes first);
 //   - before_backward(b) gathers block b again (and prefetches block b - 1) before its backward
 //     or its recomputation under activation checkpointing;
-//   - once autograd has accumulated every gradient of a unit (post-accumulate-grad hooks), they
-//     are flattened in fp32, reduce-scattered (the mean over ranks), added to this rank's fp32
-//     gradient shard and freed with the unit's parameters. No rank ever holds all gradients.
+//   - when autograd brings a unit's first gradient (a tensor hook on each parameter), the unit's
+//     parameters get their .grad as views of one zeroed fp32 buffer, the unit's flat gradient,
+//     and autograd adds every gradient into it in place; once each has come (post-accumulate-grad
+//     hooks) the buffer is reduce-scattered (the mean over ranks) into this rank's fp32 gradient
+//     shard and let go with the unit's parameters. No rank ever holds all gradients. (The tied
+//     LM head's gradient, and the embeddings' as autograd makes it, exist beside unit 0's buffer
+//     until the embeddings' backward adds them in.)
 // The optimizer (the one-process engine's fused AdamW, on fp32 masters where the parameters are
 // bf16/fp16) updates only the shards; read_unit_of() lets checkpoints and the export read the model
 // unit by unit, and gather_whole() puts all of it into the parameters for loading weights.
@@ -28,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "llmrdzv/dist/unit_buffer_pool.hpp"
 #include "llmrdzv/engine/training_engine.hpp"
 
 namespace llmrdzv::dist {
@@ -36,10 +41,12 @@ namespace llmrdzv::dist {
 struct ShardResidency {
   std::int64_t shard_bytes = 0;           // parameter shards, their fp32 gradient shards
   std::int64_t whole_model_bytes = 0;     // every parameter of the model, in its type
-  std::int64_t gathered_bytes = 0;        // whole-unit parameter storages alive now
+  std::int64_t gathered_bytes = 0;        // whole-unit parameter storages alive now, the buffers
+                                          // kept for the next unit's included
   std::int64_t peak_gathered_bytes = 0;   // most of those alive at once since reset_peaks()
-  std::int64_t peak_gradient_bytes = 0;   // most whole-unit gradient bytes alive at once (the
-                                          // autograd gradients of a unit and its fp32 flat copy)
+  std::int64_t peak_gradient_bytes = 0;   // most whole-unit fp32 gradient buffers alive at once
+                                          // (unit 0's waits for the embeddings' gradient while the
+                                          // blocks' come and go), kept ones included
   std::int64_t largest_unit_bytes = 0;    // the largest unit's parameters, in their type
   std::int64_t outer_unit_bytes = 0;      // unit 0's
 };
@@ -93,8 +100,8 @@ class ShardedUnits final : public engine::ParameterUnits {
   // The accumulated fp32 gradient of each shard_parameters() entry, in the same order.
   const std::vector<at::Tensor>& shard_gradients() const { return shard_gradients_; }
 
-  // After the last micro-batch's backward: reduces the units autograd gave no gradient for (all
-  // ranks alike, in unit order), so every shard gradient is complete.
+  // After the last micro-batch's backward: reduces the units autograd gave only some of their
+  // gradients (all ranks alike, in unit order), so every shard gradient is complete.
   void finish_backward();
   // Sum of squares of this rank's gradient shards, in double.
   double local_gradient_square_sum() const;
@@ -112,7 +119,9 @@ class ShardedUnits final : public engine::ParameterUnits {
   // Seconds spent waiting for gathers and reductions.
   double wait_seconds() const { return wait_seconds_; }
 
-  // Called by the post-accumulate-grad hook of parameter `index`.
+  // Called by parameter `index`'s tensor hook before autograd accumulates its gradient, and by
+  // its post-accumulate-grad hook after.
+  void on_gradient_arriving(std::size_t index);
   void on_gradient(std::size_t index);
 
  private:
@@ -122,20 +131,13 @@ class ShardedUnits final : public engine::ParameterUnits {
     std::int64_t numel = 0, decay_numel = 0, shard = 0;
     at::Tensor whole;  // [shard * world], the parameters' storage
     at::Tensor local;  // [shard], this rank's part of it
+    at::Tensor gradient;  // [shard * world] fp32, what the parameters' .grad view while they come
     c10::intrusive_ptr<c10d::Work> pending;
     State state = State::released;
     std::size_t gradients_seen = 0;
   };
 
   void fill_deferred(const std::function<void(std::size_t, const at::Tensor&)>& fill);
-  // A unit's whole buffer: one kept from a unit of the same size let go before, else a new one;
-  // and back, kept for the next (at most kSparePerSize of a size: the unit computing and the one
-  // prefetched) instead of going back to malloc. ZeRO-3's buffers come and go in a pattern that,
-  // handed back to a heap that keeps freed memory (training's malloc settings), leaves holes a
-  // same-size buffer no longer fits: measured, the heap grew by about 1 GB per rank over a 124M
-  // model's first steps at 4 ranks.
-  void take_buffer(const at::Tensor& whole);
-  void keep_buffer(const at::Tensor& whole);
   void start_gather(Unit& unit);
   void wait_gathered(Unit& unit);
   void release(Unit& unit);    // frees unless all gathered, and notes the residency
@@ -147,6 +149,7 @@ class ShardedUnits final : public engine::ParameterUnits {
   template <class F>
   auto guarded(F&& f) -> decltype(f());
   void note_gathered();
+  void note_gradients();
   bool in_range(int unit) const { return unit >= 0 && static_cast<std::size_t>(unit) < units_.size(); }
 
   std::vector<at::Tensor> parameters_;
@@ -155,15 +158,11 @@ class ShardedUnits final : public engine::ParameterUnits {
   std::vector<engine::NamedParameter> shard_parameters_;
   std::vector<at::Tensor> shard_gradients_;
   std::vector<at::Tensor> unit_gradients_;  // per unit: [shard] fp32, what shard_gradients_ view
-  struct Spare {
-    std::size_t bytes;
-    at::DataPtr data;
-  };
-  static constexpr std::ptrdiff_t kSparePerSize = 2;
-  std::vector<Spare> spare_;  // whole-unit buffers let go, counted as gathered in the residency
-  // The fp32 flat gradient of the unit being reduced (the front of it: it grows to the largest
-  // unit), kept for the next reduction for the same reason as the spare buffers.
-  at::Tensor flat_gradient_;
+  std::vector<unsigned> arrival_hooks_;     // per parameter, its tensor hook's handle
+  // Two of a size: for the parameters the unit computing and the one prefetched, for the
+  // gradients unit 0's and the block's whose gradients are coming (of one size in some models).
+  UnitBufferPool parameter_buffers_{2};
+  UnitBufferPool gradient_buffers_{2};
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::function<void()> before_failing_;
   int rank_ = 0, world_ = 1;
