@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <csignal>
+#include <map>
 #include <sstream>
 
 #include "worker_launch.hpp"
@@ -128,25 +129,42 @@ TEST_CASE("offload optimizer state per rank falls as 1/world (measured RSS)") {
   CHECK(growth_per_world[4] / growth_per_world[1] == Approx(0.25).margin(0.06));
 }
 
+namespace {
+
+// A worker's "rank <r> <key> <value> ..." lines, one per rank: each as written and as key -> value.
+struct RankReport {
+  std::string line;
+  std::map<std::string, double> values;
+};
+
+std::vector<RankReport> rank_reports(const WorkerRun& run, int world) {
+  std::vector<RankReport> reports;
+  for (const auto& line : lines_with(run, "rank ")) {
+    RankReport report{line, {}};
+    std::istringstream in(line);
+    std::string key;
+    double value = 0;
+    while (in >> key >> value) report.values[key] = value;
+    reports.push_back(std::move(report));
+  }
+  REQUIRE(reports.size() == std::size_t(world));
+  return reports;
+}
+
+}  // namespace
+
 TEST_CASE("ZeRO-3's deferred model: units filled in model order with different values on every rank end as rank 0's, never more than unit 0 and one block whole") {
   for (const std::string dtype : {"f32", "bf16"}) {
     for (const int world : {1, 3}) {
       INFO(dtype << " at " << world << " ranks");
       const WorkerRun run = run_workers(world, {"--mode", "deferred-fill", "--dtype", dtype});
       require_success(run);
-      const auto lines = lines_with(run, "rank ");
-      REQUIRE(lines.size() == std::size_t(world));
-      for (const auto& line : lines) {
+      for (const auto& [line, r] : rank_reports(run, world)) {
         INFO(line);
-        std::istringstream in(line);
-        std::string word;
-        int rank = 0, equal = 0;
-        long long peak = 0, outer = 0, largest = 0;
-        in >> word >> rank >> word >> equal >> word >> peak >> word >> outer >> word >> largest;
-        CHECK(equal == 1);
+        CHECK(r.at("equal") == 1);
         // Unit 0 (the first and the last parameters) and one block at a time, padded to the ranks.
-        CHECK(peak > std::max(outer, largest));
-        CHECK(peak <= outer + largest + 2 * 4 * world);
+        CHECK(r.at("peak") > std::max(r.at("outer"), r.at("largest")));
+        CHECK(r.at("peak") <= r.at("outer") + r.at("largest") + 2 * 4 * world);
       }
     }
   }
@@ -158,20 +176,12 @@ TEST_CASE("ZeRO-3's gradients land in each unit's buffer and every rank's shard 
     INFO(world << " ranks");
     const WorkerRun run = run_workers(world, {"--mode", "sharded-gradients"});
     require_success(run);
-    const auto lines = lines_with(run, "rank ");
-    REQUIRE(lines.size() == std::size_t(world));
-    for (const auto& line : lines) {
+    for (const auto& [line, r] : rank_reports(run, world)) {
       INFO(line);
-      std::istringstream in(line);
-      std::string word;
-      int rank = 0;
-      double error = 1;
-      long long seen = 0, unit0 = 0, block = 0;
-      in >> word >> rank >> word >> error >> word >> seen >> word >> unit0 >> word >> block;
-      CHECK(error < 1e-5);
+      CHECK(r.at("error") < 1e-5);
       // Unit 0's buffer and the block's, each padded to the ranks, alive at once at most.
-      CHECK(seen > std::max(unit0, block));
-      CHECK(seen <= unit0 + block + 2 * 4 * world);
+      CHECK(r.at("seen") > std::max(r.at("unit0"), r.at("block")));
+      CHECK(r.at("seen") <= r.at("unit0") + r.at("block") + 2 * 4 * world);
     }
   }
 }
