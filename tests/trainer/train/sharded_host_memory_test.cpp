@@ -18,35 +18,35 @@ TEST_CASE("ZeRO-3's host memory: 16 or 18 bytes per parameter over the ranks, th
   const ShardedHostNeed bf16 = sharded_host_need(size, ComputeDtype::bf16, 8, 4);
   CHECK(bf16.bytes_per_parameter == 18);  // bf16 shard, fp32 gradient shard, two fp32 moments, fp32 master
   CHECK(bf16.state_bytes == Approx(18e9 / 8));
-  // unit 0 and two blocks gathered in bf16, unit 0's and a block's gradient buffers in fp32, unit
-  // 0's gradients as autograd makes them in bf16
-  CHECK(bf16.in_flight_bytes == Approx((1e8 + 2 * 5e7) * 2 + (1e8 + 5e7) * 4 + 1e8 * 2));
+  // unit 0 and two blocks gathered in bf16, the gradient buffers of unit 0 and two blocks (one
+  // filling, one being reduced) in fp32, unit 0's gradients as autograd makes them in bf16
+  CHECK(bf16.in_flight_bytes == Approx((1e8 + 2 * 5e7) * 2 + (1e8 + 2 * 5e7) * 4 + 1e8 * 2));
   CHECK(bf16.node_bytes == Approx(4 * (18e9 / 8 + bf16.in_flight_bytes)));
 
   const ShardedHostNeed fp32 = sharded_host_need(size, ComputeDtype::fp32, 2, 1);
   CHECK(fp32.bytes_per_parameter == 16);  // no master copy
   CHECK(fp32.state_bytes == Approx(8e9));
-  CHECK(fp32.node_bytes == Approx(8e9 + (1e8 + 1e8) * 4 + (1e8 + 5e7) * 4 + 1e8 * 4));
+  CHECK(fp32.node_bytes == Approx(8e9 + (1e8 + 1e8) * 4 + (1e8 + 1e8) * 4 + 1e8 * 4));
 
   const ShardedHostNeed largest_block = sharded_host_need({1e9, 1e7, 2e8}, ComputeDtype::fp16, 1, 1);
-  CHECK(largest_block.in_flight_bytes == Approx((1e7 + 4e8) * 2 + (1e7 + 2e8) * 4 + 1e7 * 2));  // blocks larger than unit 0
+  CHECK(largest_block.in_flight_bytes == Approx((1e7 + 4e8) * 2 + (1e7 + 4e8) * 4 + 1e7 * 2));  // blocks larger than unit 0
 
   CHECK_FALSE(sharded_host_shortfall(bf16, bf16.node_bytes));
   const auto refused = sharded_host_shortfall(bf16, bf16.node_bytes - 1);
   REQUIRE(refused);
-  CHECK_THAT(*refused, Catch::Contains("--shard_parameters: this model's 1 billion parameters need 12.9 GiB of host "
-                                       "memory on this node (4 ranks x 3.2 GiB: 18 bytes per parameter over 8 ranks "
-                                       "for the bf16 shards, their fp32 gradients and AdamW state, plus 1.1 GiB of units "
-                                       "in flight), and it has 12.9 GiB available"));
+  CHECK_THAT(*refused, Catch::Contains("--shard_parameters: this model's 1 billion parameters need 13.6 GiB of host "
+                                       "memory on this node (4 ranks x 3.4 GiB: 18 bytes per parameter over 8 ranks "
+                                       "for the bf16 shards, their fp32 gradients and AdamW state, plus 1.3 GiB of units "
+                                       "in flight), and it has 13.6 GiB available"));
   CHECK_THAT(*refused, Catch::Contains("run on more nodes or fewer ranks per node"));
 
   CHECK_THAT(describe_sharded_host_need(fp32, 64.0 * (1 << 30)),
-             Catch::Contains("each rank holds about 9.13 GiB of host memory before activations (16 bytes per parameter "
+             Catch::Contains("each rank holds about 9.31 GiB of host memory before activations (16 bytes per parameter "
                              "over 2 ranks for the fp32 shards") &&
-                 Catch::Contains("plus 1.68 GiB of units in flight); this node's 1 rank: 9.13 GiB of the 64.0 GiB available"));
+                 Catch::Contains("plus 1.86 GiB of units in flight); this node's 1 rank: 9.31 GiB of the 64.0 GiB available"));
   CHECK_THAT(describe_sharded_host_need(sharded_host_need({1e6, 1e5, 1e5}, ComputeDtype::fp32, 1, 2), 64.0 * (1 << 30)),
-             Catch::Contains("each rank holds about 17.5 MiB") && Catch::Contains("over 1 rank for") &&
-                 Catch::Contains("this node's 2 ranks: 35.1 MiB of the 64.0 GiB available"));
+             Catch::Contains("each rank holds about 17.9 MiB") && Catch::Contains("over 1 rank for") &&
+                 Catch::Contains("this node's 2 ranks: 35.9 MiB of the 64.0 GiB available"));
 }
 
 TEST_CASE("a memory cgroup caps the host memory available: the tightest of its and its ancestors' limits less their use, inactive file pages not counted",

@@ -158,11 +158,12 @@ ShardedUnits::~ShardedUnits() {
     torch::autograd::impl::set_post_acc_grad_hooks(parameters_[i], nullptr);
   }
   for (auto& unit : units_) {
-    if (unit.pending) {
+    for (const auto& work : {unit.pending, unit.reducing}) {
+      if (!work) continue;
       try {
-        unit.pending->wait();
+        work->wait();
       } catch (const std::exception&) {
-        // The group is failing; the buffer the gather wrote into goes with this object.
+        // The group is failing; the buffers the collective used go with this object.
       }
     }
   }
@@ -262,6 +263,7 @@ void ShardedUnits::before_backward(int unit) {
 void ShardedUnits::on_gradient_arriving(std::size_t index) {
   Unit& unit = units_[unit_of_[index]];
   if (unit.gradients_seen > 0) return;
+  if (reducing_ == unit_of_[index]) finish_reduction();  // its last gradient's buffer
   // The unit's first gradient: every member's .grad becomes its place in the zeroed flat buffer,
   // so autograd adds into it (a bf16/fp16 gradient widened on the way, exactly) and the
   // reduction reads it as it is. (A buffer with no gradient counted yet holds nothing that came
@@ -301,27 +303,38 @@ void ShardedUnits::on_gradient(std::size_t index) {
 void ShardedUnits::reduce(Unit& unit) {
   at::NoGradGuard no_grad;
   unit.gradients_seen = 0;
-  const std::size_t u = static_cast<std::size_t>(&unit - units_.data());
   for (std::size_t m : unit.members) parameters_[m].mutable_grad().reset();
+  finish_reduction();  // the one before: one in flight at a time, in the same order on every rank
   at::Tensor& flat = unit.gradient;
   if (world_ > 1) {
     flat.div_(world_);  // reductions sum; dividing first gives the mean, as the data-parallel buckets do
-    at::Tensor mine = at::empty({unit.shard}, flat.options());
+    unit.reduced = at::empty({unit.shard}, flat.options());
     c10d::ReduceScatterOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
-    wait(guarded([&] { return backend_->_reduce_scatter_base(mine, flat, options); }));
-    unit_gradients_[u].add_(mine);
+    unit.reducing = guarded([&] { return backend_->_reduce_scatter_base(unit.reduced, flat, options); });
   } else {
-    unit_gradients_[u].add_(flat);
+    unit.reduced = flat.narrow(0, 0, unit.shard);
   }
-  gradient_buffers_.keep(unit.gradient);
+  reducing_ = static_cast<std::size_t>(&unit - units_.data());
   release(unit);
+}
+
+void ShardedUnits::finish_reduction() {
+  if (!reducing_) return;
+  const std::size_t u = *std::exchange(reducing_, std::nullopt);
+  Unit& unit = units_[u];
+  if (unit.reducing) wait(std::exchange(unit.reducing, {}));
+  at::NoGradGuard no_grad;
+  unit_gradients_[u].add_(unit.reduced);
+  unit.reduced = at::Tensor();
+  gradient_buffers_.keep(unit.gradient);
 }
 
 void ShardedUnits::finish_backward() {
   for (auto& unit : units_) {
     if (unit.gradients_seen > 0) reduce(unit);
   }
+  finish_reduction();
   for (auto& unit : units_) release(unit);
 }
 

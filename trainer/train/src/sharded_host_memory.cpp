@@ -53,9 +53,9 @@ ShardedHostNeed sharded_host_need(const ShardedModelSize& size, ComputeDtype dty
   need.state_bytes = need.bytes_per_parameter * size.parameters / need.world_size;
   const double gathered = (size.outer_unit + 2 * size.largest_block) * type;
   // Gradients land in fp32 unit buffers: unit 0's waits for the embeddings' (the last backward
-  // reaches) while one block's at a time comes and is reduced; meanwhile a tied head's gradient,
-  // and then the embeddings' as autograd makes it, wait beside it in the training type.
-  const double gradients = (size.outer_unit + size.largest_block) * 4 + size.outer_unit * type;
+  // reaches) while a block's fills and the one before is reduced; meanwhile a tied head's
+  // gradient, and then the embeddings' as autograd makes it, wait beside it in the training type.
+  const double gradients = (size.outer_unit + 2 * size.largest_block) * 4 + size.outer_unit * type;
   need.in_flight_bytes = gathered + gradients;
   need.node_bytes = (need.state_bytes + need.in_flight_bytes) * need.node_ranks;
   return need;

@@ -14,9 +14,11 @@
 //   - when autograd brings a unit's first gradient (a tensor hook on each parameter), the unit's
 //     parameters get their .grad as views of one zeroed fp32 buffer, the unit's flat gradient,
 //     and autograd adds every gradient into it in place; once each has come (post-accumulate-grad
-//     hooks) the buffer is reduce-scattered (the mean over ranks) into this rank's fp32 gradient
-//     shard and let go with the unit's parameters. No rank ever holds all gradients. (The tied
-//     LM head's gradient, and the embeddings' as autograd makes it, exist beside unit 0's buffer
+//     hooks) the buffer's reduce-scatter (the mean over ranks) starts and runs while the next
+//     block's backward computes (one in flight: the next one's start, or the end of backward,
+//     waits for it and adds it to this rank's fp32 gradient shard); the unit's parameters go at
+//     once, its buffer when the reduction is done. No rank ever holds all gradients. (The tied LM
+//     head's gradient, and the embeddings' as autograd makes it, exist beside unit 0's buffer
 //     until the embeddings' backward adds them in.)
 // The optimizer (the one-process engine's fused AdamW, on fp32 masters where the parameters are
 // bf16/fp16) updates only the shards; read_unit_of() lets checkpoints and the export read the model
@@ -45,8 +47,9 @@ struct ShardResidency {
                                           // kept for the next unit's included
   std::int64_t peak_gathered_bytes = 0;   // most of those alive at once since reset_peaks()
   std::int64_t peak_gradient_bytes = 0;   // most whole-unit fp32 gradient buffers alive at once
-                                          // (unit 0's waits for the embeddings' gradient while the
-                                          // blocks' come and go), kept ones included
+                                          // (unit 0's waits for the embeddings' gradient while a
+                                          // block's fills and the one before is reduced), kept
+                                          // ones included
   std::int64_t largest_unit_bytes = 0;    // the largest unit's parameters, in their type
   std::int64_t outer_unit_bytes = 0;      // unit 0's
 };
@@ -132,7 +135,9 @@ class ShardedUnits final : public engine::ParameterUnits {
     at::Tensor whole;  // [shard * world], the parameters' storage
     at::Tensor local;  // [shard], this rank's part of it
     at::Tensor gradient;  // [shard * world] fp32, what the parameters' .grad view while they come
-    c10::intrusive_ptr<c10d::Work> pending;
+    c10::intrusive_ptr<c10d::Work> pending;    // its gather
+    c10::intrusive_ptr<c10d::Work> reducing;   // its gradient's reduce-scatter
+    at::Tensor reduced;                        // [shard] fp32, what that reduce-scatter writes
     State state = State::released;
     std::size_t gradients_seen = 0;
   };
@@ -143,7 +148,10 @@ class ShardedUnits final : public engine::ParameterUnits {
   void release(Unit& unit);    // frees unless all gathered, and notes the residency
   void adopt_whole();          // the gathered whole model's values into this rank's shards
   void free_unit(Unit& unit);  // frees (after a gather in flight has landed)
+  // Starts the unit's reduce-scatter, which runs while backward goes on; finish_reduction()
+  // waits for it and adds the result to the gradient shard.
   void reduce(Unit& unit);
+  void finish_reduction();
   void wait(const c10::intrusive_ptr<c10d::Work>& work);
   // Runs a collective's call, letting before_failing_ act first when it throws.
   template <class F>
@@ -160,7 +168,7 @@ class ShardedUnits final : public engine::ParameterUnits {
   std::vector<at::Tensor> unit_gradients_;  // per unit: [shard] fp32, what shard_gradients_ view
   std::vector<unsigned> arrival_hooks_;     // per parameter, its tensor hook's handle
   // Two of a size: for the parameters the unit computing and the one prefetched, for the
-  // gradients unit 0's and the block's whose gradients are coming (of one size in some models).
+  // gradients the block's whose gradients are coming and the one being reduced.
   UnitBufferPool parameter_buffers_{2};
   UnitBufferPool gradient_buffers_{2};
   c10::intrusive_ptr<c10d::Backend> backend_;
@@ -168,6 +176,7 @@ class ShardedUnits final : public engine::ParameterUnits {
   int rank_ = 0, world_ = 1;
   bool all_gathered_ = false;
   std::optional<std::size_t> read_unit_;  // the unit read_unit_of() holds
+  std::optional<std::size_t> reducing_;   // the unit whose reduce-scatter is in flight
   ShardResidency residency_;
   double wait_seconds_ = 0;
 };

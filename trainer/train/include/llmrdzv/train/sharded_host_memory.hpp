@@ -3,7 +3,8 @@
 // shard, AdamW's two fp32 moments and, for bf16/fp16, an fp32 master copy (16/N bytes in fp32,
 // 18/N in bf16 or fp16); plus the units in flight: unit 0 (embeddings, final norm, head) and two
 // blocks gathered (one computing, the next prefetched), the fp32 buffers gradients land in:
-// unit 0's (the head's come first in backward and wait for the embeddings') and one block's, and
+// unit 0's (the head's come first in backward and wait for the embeddings') and two blocks' (one
+// filling, one being reduced), and
 // unit 0's gradients as autograd makes them (a tied head's waits for the embeddings').
 // Ranks on one node share its memory, and a cgroup (a
 // Slurm job's --mem) may allow less than the node has. Activations come on top and are not
