@@ -305,15 +305,13 @@ void ShardedUnits::reduce(Unit& unit) {
   unit.gradients_seen = 0;
   for (std::size_t m : unit.members) parameters_[m].mutable_grad().reset();
   finish_reduction();  // the one before: one in flight at a time, in the same order on every rank
-  at::Tensor& flat = unit.gradient;
   if (world_ > 1) {
-    flat.div_(world_);  // reductions sum; dividing first gives the mean, as the data-parallel buckets do
-    unit.reduced = at::empty({unit.shard}, flat.options());
-    c10d::ReduceScatterOptions options;
-    options.reduceOp = c10d::ReduceOp::SUM;
-    unit.reducing = guarded([&] { return backend_->_reduce_scatter_base(unit.reduced, flat, options); });
-  } else {
-    unit.reduced = flat.narrow(0, 0, unit.shard);
+    // An all-reduce in place, of which this rank keeps its shard: Gloo's reduce-scatter is that
+    // same all-reduce run on a copy of the whole buffer (a unit-sized allocation per reduction).
+    // A device backend's real reduce-scatter would move 1/N of the result instead.
+    unit.gradient.div_(world_);  // reductions sum; dividing first gives the mean, as the data-parallel buckets do
+    std::vector<at::Tensor> tensors{unit.gradient};
+    unit.reducing = guarded([&] { return backend_->allreduce(tensors); });
   }
   reducing_ = static_cast<std::size_t>(&unit - units_.data());
   release(unit);
@@ -325,8 +323,7 @@ void ShardedUnits::finish_reduction() {
   Unit& unit = units_[u];
   if (unit.reducing) wait(std::exchange(unit.reducing, {}));
   at::NoGradGuard no_grad;
-  unit_gradients_[u].add_(unit.reduced);
-  unit.reduced = at::Tensor();
+  unit_gradients_[u].add_(unit.gradient.narrow(0, rank_ * unit.shard, unit.shard));
   gradient_buffers_.keep(unit.gradient);
 }
 

@@ -14,10 +14,10 @@
 //   - when autograd brings a unit's first gradient (a tensor hook on each parameter), the unit's
 //     parameters get their .grad as views of one zeroed fp32 buffer, the unit's flat gradient,
 //     and autograd adds every gradient into it in place; once each has come (post-accumulate-grad
-//     hooks) the buffer's reduce-scatter (the mean over ranks) starts and runs while the next
-//     block's backward computes (one in flight: the next one's start, or the end of backward,
-//     waits for it and adds it to this rank's fp32 gradient shard); the unit's parameters go at
-//     once, its buffer when the reduction is done. No rank ever holds all gradients. (The tied LM
+//     hooks) the buffer's reduction (the mean over ranks, in place) starts and runs while the
+//     next block's backward computes (one in flight: the next one's start, the same unit's next
+//     gradient, or the end of backward waits for it and adds this rank's shard of it to the fp32
+//     gradient shard); the unit's parameters go at once, its buffer when the reduction is done. No rank ever holds all gradients. (The tied LM
 //     head's gradient, and the embeddings' as autograd makes it, exist beside unit 0's buffer
 //     until the embeddings' backward adds them in.)
 // The optimizer (the one-process engine's fused AdamW, on fp32 masters where the parameters are
@@ -136,8 +136,7 @@ class ShardedUnits final : public engine::ParameterUnits {
     at::Tensor local;  // [shard], this rank's part of it
     at::Tensor gradient;  // [shard * world] fp32, what the parameters' .grad view while they come
     c10::intrusive_ptr<c10d::Work> pending;    // its gather
-    c10::intrusive_ptr<c10d::Work> reducing;   // its gradient's reduce-scatter
-    at::Tensor reduced;                        // [shard] fp32, what that reduce-scatter writes
+    c10::intrusive_ptr<c10d::Work> reducing;   // its gradient buffer's reduction
     State state = State::released;
     std::size_t gradients_seen = 0;
   };
@@ -148,8 +147,9 @@ class ShardedUnits final : public engine::ParameterUnits {
   void release(Unit& unit);    // frees unless all gathered, and notes the residency
   void adopt_whole();          // the gathered whole model's values into this rank's shards
   void free_unit(Unit& unit);  // frees (after a gather in flight has landed)
-  // Starts the unit's reduce-scatter, which runs while backward goes on; finish_reduction()
-  // waits for it and adds the result to the gradient shard.
+  // Starts the reduction of the unit's gradient buffer (in place), which runs while backward goes
+  // on; finish_reduction() waits for it and adds this rank's shard of it to the gradient shard.
+  // Every reader of the shards runs after finish_backward(), which finishes it.
   void reduce(Unit& unit);
   void finish_reduction();
   void wait(const c10::intrusive_ptr<c10d::Work>& work);
@@ -167,10 +167,11 @@ class ShardedUnits final : public engine::ParameterUnits {
   std::vector<at::Tensor> shard_gradients_;
   std::vector<at::Tensor> unit_gradients_;  // per unit: [shard] fp32, what shard_gradients_ view
   std::vector<unsigned> arrival_hooks_;     // per parameter, its tensor hook's handle
-  // Two of a size: for the parameters the unit computing and the one prefetched, for the
-  // gradients the block's whose gradients are coming and the one being reduced.
+  // For the parameters the unit computing and the one prefetched; for the gradients the block's
+  // whose gradients are coming, the one being reduced and unit 0's (of a block's size in some
+  // models).
   UnitBufferPool parameter_buffers_{2};
-  UnitBufferPool gradient_buffers_{2};
+  UnitBufferPool gradient_buffers_{3};
   c10::intrusive_ptr<c10d::Backend> backend_;
   std::function<void()> before_failing_;
   int rank_ = 0, world_ = 1;
