@@ -77,6 +77,7 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
   parameters_.reserve(parameters.size());
   for (const auto& p : parameters) parameters_.push_back(p.tensor);
   unit_of_.resize(parameters.size());
+  offset_of_.resize(parameters.size());
   const auto element = static_cast<std::int64_t>(c10::elementSize(options.dtype().toScalarType()));
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& unit = units_[u];
@@ -93,6 +94,7 @@ ShardedUnits::ShardedUnits(const std::vector<engine::NamedParameter>& parameters
       at::Tensor slot = unit.whole.narrow(0, offset, p.numel()).view(p.sizes());
       if (!deferred) slot.copy_(p);
       p.set_data(slot);
+      offset_of_[m] = offset;
       offset += p.numel();
     }
     unit.local = deferred ? at::zeros({unit.shard}, options) : unit.whole.narrow(0, rank_ * unit.shard, unit.shard).clone();
@@ -271,13 +273,13 @@ void ShardedUnits::on_gradient_arriving(std::size_t index) {
   at::NoGradGuard no_grad;
   gradient_buffers_.take(unit.gradient);
   unit.gradient.zero_();  // the padding past numel too: it is reduced with the rest
-  std::int64_t offset = 0;
-  for (std::size_t m : unit.members) {
-    at::Tensor& p = parameters_[m];
-    p.mutable_grad() = unit.gradient.narrow(0, offset, p.numel()).view(p.sizes());
-    offset += p.numel();
-  }
+  for (std::size_t m : unit.members) parameters_[m].mutable_grad() = gradient_place(m);
   note_gradients();
+}
+
+at::Tensor ShardedUnits::gradient_place(std::size_t index) const {
+  const at::Tensor& p = parameters_[index];
+  return units_[unit_of_[index]].gradient.narrow(0, offset_of_[index], p.numel()).view(p.sizes());
 }
 
 void ShardedUnits::on_gradient(std::size_t index) {
@@ -288,12 +290,7 @@ void ShardedUnits::on_gradient(std::size_t index) {
     // for a graph of the backward: the old .grad, the buffer's place, plus the new gradient):
     // copied into its place, so none is lost.
     at::NoGradGuard no_grad;
-    std::int64_t offset = 0;
-    for (std::size_t m : unit.members) {
-      if (m == index) break;
-      offset += parameters_[m].numel();
-    }
-    at::Tensor place = unit.gradient.narrow(0, offset, p.numel()).view(p.sizes());
+    at::Tensor place = gradient_place(index);
     place.copy_(p.grad().is_sparse() ? p.grad().to_dense() : p.grad());
     p.mutable_grad() = place;
   }

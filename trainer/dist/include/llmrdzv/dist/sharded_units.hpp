@@ -158,10 +158,13 @@ class ShardedUnits final : public engine::ParameterUnits {
   auto guarded(F&& f) -> decltype(f());
   void note_gathered();
   void note_gradients();
+  // Parameter `index`'s place in its unit's gradient buffer.
+  at::Tensor gradient_place(std::size_t index) const;
   bool in_range(int unit) const { return unit >= 0 && static_cast<std::size_t>(unit) < units_.size(); }
 
   std::vector<at::Tensor> parameters_;
-  std::vector<std::size_t> unit_of_;  // per parameter
+  std::vector<std::size_t> unit_of_;      // per parameter
+  std::vector<std::int64_t> offset_of_;   // per parameter, where it starts in its unit's buffers
   std::vector<Unit> units_;
   std::vector<engine::NamedParameter> shard_parameters_;
   std::vector<at::Tensor> shard_gradients_;
